@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package testbin pins the control-plane commands built for skiff's e2e tests.
+package testbin
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
