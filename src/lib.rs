@@ -10,3 +10,4 @@
 
 pub mod kube;
 pub mod metrics;
+pub mod mirror;

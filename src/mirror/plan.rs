@@ -1,0 +1,181 @@
+//! The decision at the heart of a reconcile: from what is cached, which copies to create,
+//! update and delete, and which namespaces hold an object skiff must not touch.
+//!
+//! Pure: it reads the caches' projections and returns a [`Plan`]; the reconciler carries it out.
+
+use super::copy::{CopyInfo, Owner};
+use super::types::SourceKind;
+use std::collections::BTreeSet;
+
+/// What a Mirror wants: its copies named `name`, of `kind`, holding content hashed `hash`.
+pub struct Desired<'a> {
+    pub owner: &'a Owner,
+    pub kind: SourceKind,
+    pub name: &'a str,
+    pub hash: &'a str,
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Namespaces that need a new copy.
+    pub create: Vec<String>,
+    /// Copies whose content differs: (namespace, resourceVersion seen).
+    pub update: Vec<(String, String)>,
+    /// Copies that must go: (kind, namespace, name, resourceVersion seen).
+    pub delete: Vec<(SourceKind, String, String, String)>,
+    /// Namespaces where an object with the target name is not this Mirror's.
+    pub conflicts: Vec<String>,
+    /// Selected namespaces whose copy is already right.
+    pub in_sync: u32,
+}
+
+impl Plan {
+    pub fn writes(&self) -> usize {
+        self.create.len() + self.update.len() + self.delete.len()
+    }
+}
+
+/// Plans the copies of one Mirror.
+///
+/// - `selected`: the namespaces that should hold a copy;
+/// - `existing(ns)`: the skiff-managed object of `desired.kind` named `desired.name` in `ns`;
+/// - `owned`: every copy labelled for this Mirror, whatever its name or kind;
+/// - `unmanaged`: namespaces where the server refused a create because an object that is not
+///   skiff's already has the name (the cache only holds skiff's objects, so it can't see them).
+pub fn plan<'a>(
+    desired: &Desired<'_>,
+    selected: &BTreeSet<String>,
+    existing: impl Fn(&str) -> Option<CopyInfo>,
+    owned: impl IntoIterator<Item = &'a CopyInfo>,
+    unmanaged: &BTreeSet<String>,
+) -> Plan {
+    let mut plan = Plan::default();
+    for ns in selected {
+        match existing(ns) {
+            Some(copy) if copy.owner.as_ref() == Some(desired.owner) => {
+                if copy.content_hash == desired.hash {
+                    plan.in_sync += 1;
+                } else {
+                    plan.update.push((ns.clone(), copy.resource_version));
+                }
+            }
+            Some(_) => plan.conflicts.push(ns.clone()),
+            None if unmanaged.contains(ns) => plan.conflicts.push(ns.clone()),
+            None => plan.create.push(ns.clone()),
+        }
+    }
+    for copy in owned {
+        let wanted = copy.kind == desired.kind
+            && copy.name == desired.name
+            && selected.contains(&copy.namespace);
+        if !wanted {
+            plan.delete.push((
+                copy.kind,
+                copy.namespace.clone(),
+                copy.name.clone(),
+                copy.resource_version.clone(),
+            ));
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(name: &str) -> Owner {
+        Owner {
+            namespace: "src".into(),
+            name: name.into(),
+        }
+    }
+
+    fn copy(ns: &str, name: &str, owner_name: Option<&str>, hash: &str) -> CopyInfo {
+        CopyInfo {
+            kind: SourceKind::ConfigMap,
+            namespace: ns.into(),
+            name: name.into(),
+            owner: owner_name.map(owner),
+            resource_version: format!("rv-{ns}"),
+            content_hash: hash.into(),
+        }
+    }
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn run(selected: &[&str], copies: &[CopyInfo], unmanaged: &[&str]) -> Plan {
+        let me = owner("m");
+        let desired = Desired {
+            owner: &me,
+            kind: SourceKind::ConfigMap,
+            name: "ca",
+            hash: "h1",
+        };
+        let existing = |ns: &str| {
+            copies
+                .iter()
+                .find(|c| c.namespace == ns && c.name == "ca")
+                .cloned()
+        };
+        let owned: Vec<&CopyInfo> = copies
+            .iter()
+            .filter(|c| c.owner == Some(owner("m")))
+            .collect();
+        plan(&desired, &set(selected), existing, owned, &set(unmanaged))
+    }
+
+    #[test]
+    fn missing_copies_are_created_and_right_ones_left_alone() {
+        let p = run(&["a", "b"], &[copy("a", "ca", Some("m"), "h1")], &[]);
+        assert_eq!(p.create, vec!["b".to_string()]);
+        assert_eq!(p.in_sync, 1);
+        assert_eq!(p.writes(), 1);
+    }
+
+    #[test]
+    fn a_copy_with_other_content_is_updated_at_the_version_seen() {
+        let p = run(&["a"], &[copy("a", "ca", Some("m"), "edited")], &[]);
+        assert_eq!(p.update, vec![("a".to_string(), "rv-a".to_string())]);
+    }
+
+    #[test]
+    fn copies_in_namespaces_no_longer_selected_are_deleted() {
+        let p = run(
+            &["a"],
+            &[
+                copy("a", "ca", Some("m"), "h1"),
+                copy("b", "ca", Some("m"), "h1"),
+            ],
+            &[],
+        );
+        assert_eq!(p.delete.len(), 1);
+        assert_eq!(p.delete[0].1, "b");
+    }
+
+    #[test]
+    fn a_copy_under_an_old_target_name_is_deleted() {
+        let p = run(&["a"], &[copy("a", "old", Some("m"), "h1")], &[]);
+        assert_eq!(p.create, vec!["a".to_string()]);
+        assert_eq!(p.delete[0].2, "old");
+    }
+
+    #[test]
+    fn another_mirrors_copy_and_unmanaged_objects_are_conflicts_never_writes() {
+        let p = run(&["a", "b"], &[copy("a", "ca", Some("other"), "x")], &["b"]);
+        assert_eq!(p.conflicts, vec!["a".to_string(), "b".to_string()]);
+        assert_eq!(p.writes(), 0);
+    }
+
+    #[test]
+    fn steady_state_plans_no_writes() {
+        let copies: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .map(|ns| copy(ns, "ca", Some("m"), "h1"))
+            .collect();
+        let p = run(&["a", "b", "c"], &copies, &[]);
+        assert_eq!((p.writes(), p.in_sync), (0, 3));
+    }
+}

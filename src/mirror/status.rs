@@ -1,0 +1,209 @@
+//! The status a Mirror reports: counts, the source hash and one `Ready` condition.
+//!
+//! Built from scratch on each reconcile and written only when it differs from what the
+//! object already shows, so a steady state writes nothing.
+
+use super::types::{Condition, Mirror, MirrorStatus};
+
+/// Why the Mirror is (not) Ready; the condition's `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Synced,
+    SourceNotFound,
+    Conflict,
+    SourceNamespaceNotAllowed,
+    Error,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Synced => "Synced",
+            Reason::SourceNotFound => "SourceNotFound",
+            Reason::Conflict => "Conflict",
+            Reason::SourceNamespaceNotAllowed => "SourceNamespaceNotAllowed",
+            Reason::Error => "Error",
+        }
+    }
+}
+
+/// How many conflicting namespaces a condition message names before it summarises.
+const NAMED_CONFLICTS: usize = 10;
+
+/// What one reconcile found.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    pub source_hash: Option<String>,
+    pub selected: u32,
+    pub synced: u32,
+    pub conflicts: Vec<String>,
+}
+
+/// The status to show for `mirror` after a reconcile that ended in `reason`.
+///
+/// `message` is used for every reason but `Synced`/`Conflict`, whose messages are derived.
+/// The condition's `lastTransitionTime` moves to `now` only when its status changes.
+pub fn build(
+    mirror: &Mirror,
+    observed: &Observed,
+    reason: Reason,
+    message: &str,
+    now: &str,
+) -> MirrorStatus {
+    let reason = match reason {
+        Reason::Synced if !observed.conflicts.is_empty() => Reason::Conflict,
+        other => other,
+    };
+    let ready = reason == Reason::Synced && observed.synced == observed.selected;
+    let message = match reason {
+        Reason::Synced => format!(
+            "{} of {} selected namespaces hold an up-to-date copy",
+            observed.synced, observed.selected
+        ),
+        Reason::Conflict => conflict_message(mirror, &observed.conflicts),
+        _ => message.to_owned(),
+    };
+    let status = if ready { "True" } else { "False" };
+    let previous = mirror
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
+    let last_transition_time = match previous {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => Some(now.to_owned()),
+    };
+    MirrorStatus {
+        observed_generation: mirror.metadata.generation,
+        source_hash: observed.source_hash.clone(),
+        selected: observed.selected,
+        synced: observed.synced,
+        conflicts: observed.conflicts.len() as u32,
+        conditions: vec![Condition {
+            type_: "Ready".into(),
+            status: status.into(),
+            reason: reason.as_str().into(),
+            message,
+            last_transition_time,
+            observed_generation: mirror.metadata.generation,
+        }],
+    }
+}
+
+fn conflict_message(mirror: &Mirror, namespaces: &[String]) -> String {
+    let mut named = namespaces
+        .iter()
+        .take(NAMED_CONFLICTS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if namespaces.len() > NAMED_CONFLICTS {
+        named.push_str(&format!(" and {} more", namespaces.len() - NAMED_CONFLICTS));
+    }
+    format!(
+        "{} {} named {} exists that this Mirror does not manage, left untouched in: {named}",
+        namespaces.len(),
+        mirror.spec.source.kind.as_str(),
+        mirror.spec.target_name(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::api::ObjectMeta;
+
+    fn mirror() -> Mirror {
+        let mut m = Mirror {
+            metadata: ObjectMeta::named(Some("src"), "m"),
+            ..Mirror::default()
+        };
+        m.metadata.generation = Some(3);
+        m.spec.source.name = "app-ca".into();
+        m
+    }
+
+    fn observed(selected: u32, synced: u32, conflicts: &[&str]) -> Observed {
+        Observed {
+            source_hash: Some("h".into()),
+            selected,
+            synced,
+            conflicts: conflicts.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn all_copies_synced_is_ready() {
+        let s = build(&mirror(), &observed(2, 2, &[]), Reason::Synced, "", "t1");
+        let c = &s.conditions[0];
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "Synced"));
+        assert_eq!(s.observed_generation, Some(3));
+        assert_eq!((s.selected, s.synced, s.conflicts), (2, 2, 0));
+    }
+
+    #[test]
+    fn conflicts_make_it_not_ready_and_are_named() {
+        let s = build(
+            &mirror(),
+            &observed(3, 2, &["team-b"]),
+            Reason::Synced,
+            "",
+            "t1",
+        );
+        let c = &s.conditions[0];
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "Conflict")
+        );
+        assert!(
+            c.message.contains("team-b") && c.message.contains("app-ca"),
+            "{}",
+            c.message
+        );
+        assert_eq!(s.conflicts, 1);
+    }
+
+    #[test]
+    fn a_long_conflict_list_is_summarised() {
+        let many: Vec<String> = (0..15).map(|i| format!("ns{i}")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        let s = build(&mirror(), &observed(15, 0, &refs), Reason::Synced, "", "t1");
+        assert!(
+            s.conditions[0].message.ends_with("and 5 more"),
+            "{}",
+            s.conditions[0].message
+        );
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_changes() {
+        let mut m = mirror();
+        m.status = Some(build(&m, &observed(1, 1, &[]), Reason::Synced, "", "t1"));
+        let same = build(&m, &observed(2, 2, &[]), Reason::Synced, "", "t2");
+        assert_eq!(
+            same.conditions[0].last_transition_time.as_deref(),
+            Some("t1")
+        );
+        let flipped = build(
+            &m,
+            &observed(0, 0, &[]),
+            Reason::SourceNotFound,
+            "gone",
+            "t3",
+        );
+        assert_eq!(
+            flipped.conditions[0].last_transition_time.as_deref(),
+            Some("t3")
+        );
+        assert_eq!(flipped.conditions[0].message, "gone");
+    }
+
+    #[test]
+    fn an_unchanged_outcome_builds_an_equal_status() {
+        let mut m = mirror();
+        m.status = Some(build(&m, &observed(2, 2, &[]), Reason::Synced, "", "t1"));
+        assert_eq!(
+            m.status,
+            Some(build(&m, &observed(2, 2, &[]), Reason::Synced, "", "t9"))
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! The `Mirror` custom resource (skiff.dev/v1alpha1) as it is stored in the API server.
+
+use crate::kube::api::ObjectMeta;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const GROUP: &str = "skiff.dev";
+pub const API_VERSION: &str = "skiff.dev/v1alpha1";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Mirror {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    pub metadata: ObjectMeta,
+    pub spec: MirrorSpec,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<MirrorStatus>,
+}
+
+crate::impl_resource!(Mirror, API_VERSION, "Mirror", "mirrors", namespaced = true);
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MirrorSpec {
+    pub source: SourceRef,
+    /// The name of the copies; the source's name when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
+    /// Which namespaces get a copy. `{}` selects every namespace; an absent selector selects
+    /// none, so a forgotten field never fans a Secret out to the whole cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+}
+
+impl MirrorSpec {
+    pub fn target_name(&self) -> &str {
+        self.target_name.as_deref().unwrap_or(&self.source.name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SourceKind {
+    #[default]
+    ConfigMap,
+    Secret,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::ConfigMap => "ConfigMap",
+            SourceKind::Secret => "Secret",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SourceRef {
+    pub kind: SourceKind,
+    pub name: String,
+}
+
+/// A Kubernetes `metav1.LabelSelector`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LabelSelector {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LabelSelectorRequirement {
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MirrorStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_hash: Option<String>,
+    pub selected: u32,
+    pub synced: u32,
+    pub conflicts: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_mirror_decodes_with_defaults() {
+        let json = r#"{"apiVersion":"skiff.dev/v1alpha1","kind":"Mirror",
+            "metadata":{"name":"ca","namespace":"skiff-system","generation":2},
+            "spec":{"source":{"kind":"Secret","name":"app-ca"},"namespaceSelector":{}}}"#;
+        let m: Mirror = serde_json::from_str(json).expect("valid mirror");
+        assert_eq!(m.spec.source.kind, SourceKind::Secret);
+        assert_eq!(m.spec.target_name(), "app-ca");
+        assert_eq!(m.spec.namespace_selector, Some(LabelSelector::default()));
+        assert!(m.status.is_none());
+    }
+
+    #[test]
+    fn an_absent_selector_is_not_the_empty_selector() {
+        let m: Mirror =
+            serde_json::from_str(r#"{"spec":{"source":{"kind":"ConfigMap","name":"x"}}}"#)
+                .expect("valid mirror");
+        assert_eq!(m.spec.namespace_selector, None);
+    }
+}
