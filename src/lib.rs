@@ -11,3 +11,4 @@
 pub mod kube;
 pub mod metrics;
 pub mod mirror;
+pub mod time;
