@@ -43,7 +43,12 @@ fn date_time(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 to (year, month, day), Howard Hinnant's `civil_from_days`.
@@ -72,13 +77,25 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(rfc3339_seconds(at(0, 0)), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_micros(at(1_780_515_600, 123_456_789)), "2026-06-03T19:40:00.123456Z");
-        assert_eq!(rfc3339_millis(at(951_782_400, 5_000_000)), "2000-02-29T00:00:00.005Z");
+        assert_eq!(
+            rfc3339_micros(at(1_780_515_600, 123_456_789)),
+            "2026-06-03T19:40:00.123456Z"
+        );
+        assert_eq!(
+            rfc3339_millis(at(951_782_400, 5_000_000)),
+            "2000-02-29T00:00:00.005Z"
+        );
     }
 
     #[test]
     fn leap_years_and_year_ends_roll_over() {
-        assert_eq!(rfc3339_seconds(at(1_709_164_800, 0)), "2024-02-29T00:00:00Z");
-        assert_eq!(rfc3339_seconds(at(1_735_689_599, 0)), "2024-12-31T23:59:59Z");
+        assert_eq!(
+            rfc3339_seconds(at(1_709_164_800, 0)),
+            "2024-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            rfc3339_seconds(at(1_735_689_599, 0)),
+            "2024-12-31T23:59:59Z"
+        );
     }
 }

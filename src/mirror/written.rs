@@ -1,0 +1,183 @@
+//! What this replica wrote that the copy cache may not have seen yet.
+//!
+//! The cache learns of a write only when its watch event arrives. A reconcile that runs in
+//! between (another event on the same Mirror) would see a created copy as missing, or an
+//! updated one as stale, and write again. Like controller-runtime's "expectations", the
+//! reconciler records each write here and reads the cache through it; an entry is dropped as
+//! soon as the cache has moved past the version the write replaced.
+
+use super::copy::{CopyInfo, Owner};
+use super::types::SourceKind;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CopyKey {
+    kind: SourceKind,
+    namespace: String,
+    name: String,
+}
+
+#[derive(Debug, Clone)]
+struct Write {
+    /// The resourceVersion the cache held before the write (`None`: no object).
+    replaced: Option<String>,
+    /// The copy after the write (`None`: deleted).
+    now: Option<CopyInfo>,
+}
+
+#[derive(Default)]
+pub struct Written {
+    writes: Mutex<HashMap<CopyKey, Write>>,
+}
+
+impl Written {
+    /// Records a successful create, update (`now` = the copy written) or delete (`None`).
+    pub fn record(
+        &self,
+        kind: SourceKind,
+        namespace: &str,
+        name: &str,
+        replaced: Option<String>,
+        now: Option<CopyInfo>,
+    ) {
+        let key = CopyKey {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        self.lock().insert(key, Write { replaced, now });
+    }
+
+    /// The copy as it is after this replica's writes, given what the cache shows (`cached`).
+    pub fn resolve(
+        &self,
+        kind: SourceKind,
+        namespace: &str,
+        name: &str,
+        cached: Option<CopyInfo>,
+    ) -> Option<CopyInfo> {
+        let key = CopyKey {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        let mut writes = self.lock();
+        let Some(write) = writes.get(&key) else {
+            return cached;
+        };
+        let cached_version = cached.as_ref().map(|c| c.resource_version.clone());
+        if cached_version == write.replaced {
+            write.now.clone()
+        } else {
+            writes.remove(&key);
+            cached
+        }
+    }
+
+    /// Copies of `owner` written by this replica that the cache does not hold at all yet.
+    pub fn created_unseen(
+        &self,
+        owner: &Owner,
+        in_cache: impl Fn(SourceKind, &str, &str) -> bool,
+    ) -> Vec<CopyInfo> {
+        self.lock()
+            .iter()
+            .filter(|(k, w)| w.replaced.is_none() && !in_cache(k.kind, &k.namespace, &k.name))
+            .filter_map(|(_, w)| w.now.clone())
+            .filter(|c| c.owner.as_ref() == Some(owner))
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CopyKey, Write>> {
+        self.writes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(rv: &str, hash: &str) -> CopyInfo {
+        CopyInfo {
+            kind: SourceKind::ConfigMap,
+            namespace: "a".into(),
+            name: "ca".into(),
+            owner: Some(Owner {
+                namespace: "src".into(),
+                name: "m".into(),
+            }),
+            resource_version: rv.into(),
+            content_hash: hash.into(),
+        }
+    }
+
+    #[test]
+    fn a_create_the_cache_has_not_seen_reads_as_present() {
+        let w = Written::default();
+        w.record(SourceKind::ConfigMap, "a", "ca", None, Some(info("5", "h")));
+        assert_eq!(
+            w.resolve(SourceKind::ConfigMap, "a", "ca", None),
+            Some(info("5", "h"))
+        );
+    }
+
+    #[test]
+    fn an_update_hides_the_stale_cached_version_until_the_cache_moves() {
+        let w = Written::default();
+        w.record(
+            SourceKind::ConfigMap,
+            "a",
+            "ca",
+            Some("4".into()),
+            Some(info("6", "new")),
+        );
+        let stale = Some(info("4", "old"));
+        assert_eq!(
+            w.resolve(SourceKind::ConfigMap, "a", "ca", stale)
+                .map(|c| c.content_hash),
+            Some("new".into())
+        );
+        let caught_up = Some(info("6", "new"));
+        assert_eq!(
+            w.resolve(SourceKind::ConfigMap, "a", "ca", caught_up.clone()),
+            caught_up
+        );
+        assert!(w.is_empty(), "the entry goes once the cache has moved");
+    }
+
+    #[test]
+    fn a_delete_hides_the_cached_copy() {
+        let w = Written::default();
+        w.record(SourceKind::ConfigMap, "a", "ca", Some("4".into()), None);
+        assert_eq!(
+            w.resolve(SourceKind::ConfigMap, "a", "ca", Some(info("4", "h"))),
+            None
+        );
+    }
+
+    #[test]
+    fn unseen_creates_are_listed_for_their_owner_only() {
+        let w = Written::default();
+        w.record(SourceKind::ConfigMap, "a", "ca", None, Some(info("5", "h")));
+        let me = Owner {
+            namespace: "src".into(),
+            name: "m".into(),
+        };
+        let other = Owner {
+            namespace: "src".into(),
+            name: "x".into(),
+        };
+        assert_eq!(w.created_unseen(&me, |_, _, _| false).len(), 1);
+        assert!(w.created_unseen(&me, |_, _, _| true).is_empty());
+        assert!(w.created_unseen(&other, |_, _, _| false).is_empty());
+    }
+}
