@@ -14,6 +14,7 @@ use crate::metrics::{self, Gauge, Histogram};
 use smol::Timer;
 use smol::stream::StreamExt;
 use std::fmt;
+use std::pin::Pin;
 use std::time::{Duration, Instant, SystemTime};
 
 /// EXPIRY_MARGIN: wake this long after the observed expiry, so the lease is strictly expired.
@@ -39,7 +40,7 @@ pub struct Elector<A: LeaseApi> {
     fence: Fence,
     random: Random,
     /// The standby's watch on the Lease; `None` while leading or after it failed (then we poll).
-    watch: Option<A::Events>,
+    watch: Option<Pin<Box<A::Events>>>,
     metrics: LeaseMetrics,
 }
 
@@ -261,7 +262,7 @@ impl<A: LeaseApi> Elector<A> {
     async fn open_watch(&mut self) {
         let deadline = Instant::now() + self.timing.retry_period;
         match before(deadline, "watch", self.lock.api().watch()).await {
-            Ok(events) => self.watch = Some(events),
+            Ok(events) => self.watch = Some(Box::pin(events)),
             Err(e) => log::debug!("cannot watch the lease, polling instead: {e}"),
         }
     }

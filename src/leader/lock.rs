@@ -20,7 +20,7 @@ pub const RELEASE_ATTEMPTS: usize = 3;
 /// The operations on the one Lease that leader election needs.
 pub trait LeaseApi: Send + Sync {
     /// The watch stream of [`LeaseApi::watch`].
-    type Events: Stream<Item = Result<Event<Lease>, Error>> + Send + Unpin;
+    type Events: Stream<Item = Result<Event<Lease>, Error>> + Send;
 
     /// The Lease's name (the `name` label of `leader_election_master_status`).
     fn name(&self) -> &str;
