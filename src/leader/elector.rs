@@ -6,19 +6,13 @@
 
 use super::fence::Fence;
 use super::lock::{Attempt, LeaseApi, LeaseLock, before};
-use super::random::Random;
-use super::timing::{InvalidTiming, JITTER_FACTOR, Timing};
-use crate::kube::api::Lease;
-use crate::kube::{Error, Event};
+use super::standby::Standby;
+use super::timing::{InvalidTiming, Timing};
+use crate::kube::Error;
 use crate::metrics::{self, Gauge, Histogram};
 use smol::Timer;
-use smol::stream::StreamExt;
 use std::fmt;
-use std::pin::Pin;
-use std::time::{Duration, Instant, SystemTime};
-
-/// EXPIRY_MARGIN: wake this long after the observed expiry, so the lease is strictly expired.
-const EXPIRY_MARGIN: Duration = Duration::from_millis(1);
+use std::time::{Instant, SystemTime};
 
 /// Leadership is over: the renew deadline passed or another replica holds the lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,9 +32,7 @@ pub struct Elector<A: LeaseApi> {
     lock: LeaseLock<A>,
     timing: Timing,
     fence: Fence,
-    random: Random,
-    /// The standby's watch on the Lease; `None` while leading or after it failed (then we poll).
-    watch: Option<Pin<Box<A::Events>>>,
+    standby: Standby<A>,
     metrics: LeaseMetrics,
 }
 
@@ -53,8 +45,7 @@ impl<A: LeaseApi> Elector<A> {
             lock: LeaseLock::new(api, identity, seconds),
             fence: Fence::new(&timing),
             timing,
-            random: Random::from_entropy(),
-            watch: None,
+            standby: Standby::new(),
             metrics,
         })
     }
@@ -83,7 +74,7 @@ impl<A: LeaseApi> Elector<A> {
                 Err(e) if e.is_conflict() => log::debug!("lost the race for the lease: {e}"),
                 Err(e) => log::warn!("could not acquire lease {}: {e}", self.lock.api().name()),
             }
-            self.stand_by().await;
+            self.standby.wait(&mut self.lock, &self.timing).await;
         }
     }
 
@@ -136,7 +127,7 @@ impl<A: LeaseApi> Elector<A> {
         let was_leading = self.fence.is_leading();
         self.fence.close();
         self.metrics.master_status.set(0.0);
-        self.watch = None;
+        self.standby.stop_watching();
         if !was_leading {
             return Ok(false);
         }
@@ -168,7 +159,7 @@ impl<A: LeaseApi> Elector<A> {
 
     async fn became_leader(&mut self, sent: Instant) {
         self.fence.renewed(sent);
-        self.watch = None;
+        self.standby.stop_watching();
         self.metrics.master_status.set(1.0);
         self.metrics
             .last_renew
@@ -201,70 +192,6 @@ impl<A: LeaseApi> Elector<A> {
         let lost = LeaderLost { reason };
         log::info!("{lost}");
         lost
-    }
-
-    /// Waits until the next acquire attempt is worth making: a jittered retry period passed,
-    /// the observed lease expired, or the watch shows the holder cleared or the lease deleted.
-    async fn stand_by(&mut self) {
-        let jitter = 1.0 + self.random.next_f64() * JITTER_FACTOR;
-        let retry_at = Instant::now() + self.timing.retry_period.mul_f64(jitter);
-        if self.watch.is_none() {
-            self.open_watch().await;
-        }
-        loop {
-            let wake_at = match self.lock.observed() {
-                Some(seen) if seen.holder().is_some() => {
-                    retry_at.min(seen.expires_at() + EXPIRY_MARGIN)
-                }
-                _ => retry_at,
-            };
-            let Some(events) = self.watch.as_mut() else {
-                Timer::at(wake_at).await;
-                return;
-            };
-            let next = smol::future::or(async { Some(events.next().await) }, async {
-                Timer::at(wake_at).await;
-                None
-            })
-            .await;
-            let Some(event) = next else { return };
-            if self.on_watch_event(event) {
-                return;
-            }
-        }
-    }
-
-    /// Applies one watch item; returns whether to try to acquire at once.
-    fn on_watch_event(&mut self, event: Option<Result<Event<Lease>, Error>>) -> bool {
-        match event {
-            Some(Ok(Event::Added(lease) | Event::Modified(lease))) => {
-                self.lock.observe(lease, Instant::now());
-                self.lock.observed().is_some_and(|o| o.holder().is_none())
-            }
-            Some(Ok(Event::Deleted(_))) => {
-                self.lock.forget();
-                true
-            }
-            Some(Ok(Event::Bookmark { .. })) => false,
-            Some(Err(e)) => {
-                log::debug!("lease watch failed, polling instead: {e}");
-                self.watch = None;
-                false
-            }
-            None => {
-                log::debug!("lease watch ended, polling instead");
-                self.watch = None;
-                false
-            }
-        }
-    }
-
-    async fn open_watch(&mut self) {
-        let deadline = Instant::now() + self.timing.retry_period;
-        match before(deadline, "watch", self.lock.api().watch()).await {
-            Ok(events) => self.watch = Some(Box::pin(events)),
-            Err(e) => log::debug!("cannot watch the lease, polling instead: {e}"),
-        }
     }
 }
 

@@ -22,6 +22,7 @@ struct Inner {
     requests: Vec<String>,
     watchers: Vec<Sender<Result<Event<Lease>, Error>>>,
     events: Vec<String>,
+    race_next_put: Option<Box<dyn FnOnce(&mut LeaseSpec) + Send>>,
 }
 
 /// Cheap to clone: every clone (and every [`FakeApi`]) sees the same lease.
@@ -90,6 +91,12 @@ impl FakeStore {
         let mut lease = inner.lease.clone().unwrap_or_default();
         change(&mut lease.spec);
         store(&mut inner, lease);
+    }
+
+    /// Just before the next PUT is judged, another replica writes the lease (so the PUT's
+    /// resourceVersion is stale and it gets 409).
+    pub fn race_next_put(&self, change: impl FnOnce(&mut LeaseSpec) + Send + 'static) {
+        self.lock().race_next_put = Some(Box::new(change));
     }
 
     fn request(&self, method: &str) -> (Duration, Result<(), Error>) {
@@ -167,6 +174,11 @@ impl LeaseApi for FakeApi {
 
     async fn replace(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
         self.call("PUT", deadline, |inner| {
+            if let Some(change) = inner.race_next_put.take() {
+                let mut raced = inner.lease.clone().unwrap_or_default();
+                change(&mut raced.spec);
+                store(inner, raced);
+            }
             let current = inner.lease.as_ref().ok_or_else(|| api_error(404))?;
             if current.metadata.resource_version != lease.metadata.resource_version {
                 return Err(api_error(409));

@@ -5,7 +5,7 @@
 //! - [`record`]: the observed lease and its expiry by *local* monotonic observation.
 //! - [`clock`]: MicroTime stamps written into the Lease.
 //! - [`lock`]: [`LeaseApi`] (implemented for the lease client) and the [`LeaseLock`] over it.
-//! - [`elector`]: acquire (watching while standing by), keep renewing, release.
+//! - [`elector`]: acquire, keep renewing, release; [`standby`]: the wait between attempts.
 //! - [`fence`]: refuses the main client's writes once leadership may be lost; `/healthz` check.
 pub mod clock;
 pub mod elector;
@@ -14,6 +14,7 @@ pub mod identity;
 pub mod lock;
 pub mod random;
 pub mod record;
+pub mod standby;
 pub mod timing;
 
 #[cfg(test)]
