@@ -223,3 +223,184 @@ impl LeaseMetrics {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leader::fake::{FakeApi, FakeStore, within};
+    use std::time::Duration;
+
+    const ME: &str = "me_abc";
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// lease 300 ms (written as 1 s), renew deadline 200 ms, retry period 50 ms.
+    fn short() -> Timing {
+        Timing::new(ms(300), ms(200), ms(50)).unwrap()
+    }
+
+    fn elector(store: &FakeStore, timing: Timing) -> Elector<FakeApi> {
+        Elector::new(store.api(), ME.to_owned(), timing).unwrap()
+    }
+
+    fn leading(store: &FakeStore) -> Elector<FakeApi> {
+        let mut e = elector(store, short());
+        let acquired = smol::block_on(within(ms(1000), e.acquire()));
+        assert!(acquired.is_some(), "did not acquire");
+        e
+    }
+
+    fn other_holds(store: &FakeStore) {
+        store.write_as_other(|spec| {
+            spec.holder_identity = Some("other_xyz".into());
+            spec.lease_duration_seconds = Some(15);
+            spec.lease_transitions = Some(3);
+        });
+    }
+
+    #[test]
+    fn invalid_timing_is_rejected_at_construction() {
+        let bad = Timing {
+            lease_duration: ms(100),
+            renew_deadline: ms(200),
+            retry_period: ms(50),
+        };
+        let err = Elector::new(FakeStore::default().api(), ME.into(), bad).err();
+        assert!(err.is_some_and(|e| e.0.contains("--leader-elect-lease-duration")));
+    }
+
+    #[test]
+    fn acquires_an_absent_lease_opens_the_fence_and_records_an_event() {
+        let store = FakeStore::default();
+        let e = leading(&store);
+        assert_eq!(store.holder().as_deref(), Some(ME));
+        assert!(e.fence().check_at(Instant::now(), "POST", "/x").is_ok());
+        assert_eq!(store.recorded_events().len(), 1);
+        assert!(store.recorded_events()[0].contains(ME));
+    }
+
+    #[test]
+    fn renews_every_retry_period_while_leading() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        store.clear_requests();
+        let lost = smol::block_on(within(ms(400), e.keep_renewing()));
+        assert_eq!(lost, None);
+        assert!(store.count("PUT") >= 5, "{:?}", store.requests());
+        assert_eq!(store.count("GET"), 0, "renewals use the cached version");
+        assert!(e.fence().check_at(Instant::now(), "PUT", "/x").is_ok());
+    }
+
+    #[test]
+    fn transient_renew_failures_are_retried_with_a_get_and_leadership_kept() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        store.fail_next(2);
+        let lost = smol::block_on(within(ms(400), e.keep_renewing()));
+        assert_eq!(lost, None);
+        assert!(store.count("GET") >= 2, "{:?}", store.requests());
+        assert!(e.fence().is_leading());
+        assert_eq!(store.holder().as_deref(), Some(ME));
+    }
+
+    #[test]
+    fn renew_failures_until_the_deadline_lose_leadership_and_close_the_fence() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        store.fail_all(true);
+        let started = Instant::now();
+        let lost = smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
+        let took = started.elapsed();
+        assert!(took >= ms(150) && took < ms(500), "{took:?}");
+        assert!(lost.reason.contains("renew deadline"), "{lost}");
+        assert!(lost.to_string().starts_with("leader election lost"));
+        assert!(!e.fence().is_leading());
+        assert!(e.fence().check_at(Instant::now(), "POST", "/x").is_err());
+    }
+
+    #[test]
+    fn a_stuck_renewal_cannot_outlive_the_renew_deadline() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        store.delay(Duration::from_secs(30));
+        let started = Instant::now();
+        let lost = smol::block_on(within(ms(2000), e.keep_renewing()));
+        assert!(lost.is_some(), "a stuck request held the elector");
+        assert!(started.elapsed() < ms(400), "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn loses_at_once_when_another_replica_holds_the_lease() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        other_holds(&store);
+        let started = Instant::now();
+        let lost = smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
+        assert!(started.elapsed() < ms(150), "{:?}", started.elapsed());
+        assert!(lost.reason.contains("other_xyz"), "{lost}");
+        assert!(!e.fence().is_leading());
+    }
+
+    #[test]
+    fn release_clears_the_holder_keeps_transitions_and_closes_the_fence() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        assert_eq!(smol::block_on(e.release()), Ok(true));
+        let spec = store.lease().unwrap().spec;
+        assert_eq!(spec.holder_identity.as_deref(), Some(""));
+        assert_eq!(spec.lease_duration_seconds, Some(1));
+        assert_eq!(spec.lease_transitions, Some(0));
+        assert!(!e.fence().is_leading());
+    }
+
+    #[test]
+    fn release_writes_nothing_after_leadership_was_lost() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        other_holds(&store);
+        smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
+        store.clear_requests();
+        assert_eq!(smol::block_on(e.release()), Ok(false));
+        assert_eq!(store.count("PUT"), 0);
+        assert_eq!(store.holder().as_deref(), Some("other_xyz"));
+    }
+
+    #[test]
+    fn release_without_ever_leading_sends_nothing() {
+        let store = FakeStore::default();
+        let mut e = elector(&store, short());
+        assert_eq!(smol::block_on(e.release()), Ok(false));
+        assert!(store.requests().is_empty());
+    }
+
+    /// Lease duration 1 s, retry period 2 s: taking it after ~1 s shows the standby woke at the
+    /// observed expiry; renewTime in the far past (taken at once) or future (never taken) would
+    /// show a comparison with the local clock.
+    #[test]
+    fn takes_a_lease_after_local_expiry_whatever_its_renew_time() {
+        let attempt = |renew_time: &'static str| async move {
+            let store = FakeStore::default();
+            store.write_as_other(|spec| {
+                spec.holder_identity = Some("frozen_xyz".into());
+                spec.lease_duration_seconds = Some(1);
+                spec.renew_time = Some(renew_time.into());
+            });
+            let mut e = elector(&store, Timing::default());
+            let started = Instant::now();
+            within(ms(3000), e.acquire()).await.expect("never acquired");
+            let spec = store.lease().unwrap().spec;
+            assert_eq!(spec.holder_identity.as_deref(), Some(ME));
+            assert_eq!(spec.lease_transitions, Some(1));
+            started.elapsed()
+        };
+        let (past, future) = smol::block_on(smol::future::zip(
+            attempt("1970-01-01T00:00:00.000000Z"),
+            attempt("2999-12-31T23:59:59.999999Z"),
+        ));
+        for took in [past, future] {
+            assert!(took >= ms(1000) && took < ms(1700), "{took:?}");
+        }
+    }
+}

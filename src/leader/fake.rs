@@ -59,9 +59,17 @@ impl FakeStore {
         self.lease().and_then(|l| l.spec.holder_identity)
     }
 
-    /// Methods of the requests seen so far ("GET", "POST", "PUT").
+    /// Methods of the requests seen so far ("GET", "POST", "PUT", "WATCH").
     pub fn requests(&self) -> Vec<String> {
         self.lock().requests.clone()
+    }
+
+    pub fn count(&self, method: &str) -> usize {
+        self.lock().requests.iter().filter(|m| *m == method).count()
+    }
+
+    pub fn clear_requests(&self) {
+        self.lock().requests.clear();
     }
 
     pub fn recorded_events(&self) -> Vec<String> {
@@ -97,6 +105,17 @@ impl FakeStore {
     /// resourceVersion is stale and it gets 409).
     pub fn race_next_put(&self, change: impl FnOnce(&mut LeaseSpec) + Send + 'static) {
         self.lock().race_next_put = Some(Box::new(change));
+    }
+
+    /// Another replica deletes the lease; watchers are told.
+    pub fn delete_as_other(&self) {
+        let mut inner = self.lock();
+        if let Some(lease) = inner.lease.take() {
+            let event = Event::Deleted(lease);
+            inner
+                .watchers
+                .retain(|w| w.try_send(Ok(event.clone())).is_ok());
+        }
     }
 
     fn request(&self, method: &str) -> (Duration, Result<(), Error>) {
@@ -190,6 +209,7 @@ impl LeaseApi for FakeApi {
 
     async fn watch(&self) -> Result<Events, Error> {
         let mut inner = self.store.lock();
+        inner.requests.push("WATCH".to_owned());
         if inner.fail_watch {
             return Err(api_error(500));
         }
@@ -207,4 +227,13 @@ impl LeaseApi for FakeApi {
             .events
             .push(format!("{reason}: {message}"));
     }
+}
+
+/// `future`'s output, or `None` if it takes longer than `limit`.
+pub async fn within<T>(limit: Duration, future: impl std::future::Future<Output = T>) -> Option<T> {
+    smol::future::or(async { Some(future.await) }, async {
+        Timer::after(limit).await;
+        None
+    })
+    .await
 }
