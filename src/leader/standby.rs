@@ -112,3 +112,100 @@ impl<A: LeaseApi> Default for Standby<A> {
         Standby::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::leader::fake::{FakeApi, FakeStore, within};
+    use crate::leader::{Elector, Timing};
+    use smol::Timer;
+    use std::time::{Duration, Instant};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn other_holds(store: &FakeStore) {
+        store.write_as_other(|spec| {
+            spec.holder_identity = Some("other_xyz".into());
+            spec.lease_duration_seconds = Some(15);
+        });
+    }
+
+    fn elector(store: &FakeStore, timing: Timing) -> Elector<FakeApi> {
+        Elector::new(store.api(), "me_abc".into(), timing).unwrap()
+    }
+
+    /// Runs `acquire` while another replica does `act` after 100 ms; returns how long after
+    /// `act` this replica led, or `None` if it did not lead within `limit`.
+    fn lead_after(
+        store: &FakeStore,
+        timing: Timing,
+        act: impl FnOnce(&FakeStore),
+        limit: Duration,
+    ) -> Option<Duration> {
+        let mut e = elector(store, timing);
+        smol::block_on(async {
+            let acquired = async {
+                within(limit, e.acquire()).await?;
+                Some(Instant::now())
+            };
+            let acted = async {
+                Timer::after(ms(100)).await;
+                act(store);
+                Instant::now()
+            };
+            let (acquired, acted) = smol::future::zip(acquired, acted).await;
+            acquired.map(|at| at.saturating_duration_since(acted))
+        })
+    }
+
+    /// Retry period 2 s (jittered to 2–4.4 s): leading within 300 ms can only come from the watch.
+    #[test]
+    fn leads_promptly_after_a_watch_event_shows_the_holder_cleared() {
+        let store = FakeStore::default();
+        other_holds(&store);
+        let clear =
+            |s: &FakeStore| s.write_as_other(|spec| spec.holder_identity = Some(String::new()));
+        let took = lead_after(&store, Timing::default(), clear, ms(1500)).expect("did not lead");
+        assert!(took < ms(300), "{took:?}");
+        assert_eq!(store.holder().as_deref(), Some("me_abc"));
+        assert_eq!(store.count("WATCH"), 1);
+    }
+
+    #[test]
+    fn leads_promptly_after_the_lease_is_deleted() {
+        let store = FakeStore::default();
+        other_holds(&store);
+        let took = lead_after(
+            &store,
+            Timing::default(),
+            FakeStore::delete_as_other,
+            ms(1500),
+        );
+        assert!(took.is_some_and(|t| t < ms(300)), "{took:?}");
+        assert_eq!(store.lease().unwrap().spec.lease_transitions, Some(0));
+    }
+
+    #[test]
+    fn a_renewal_seen_on_the_watch_does_not_wake_the_standby() {
+        let store = FakeStore::default();
+        other_holds(&store);
+        let renew = |s: &FakeStore| s.write_as_other(|spec| spec.renew_time = Some("x".into()));
+        assert_eq!(lead_after(&store, Timing::default(), renew, ms(1500)), None);
+        assert_eq!(store.count("GET"), 1, "{:?}", store.requests());
+    }
+
+    #[test]
+    fn falls_back_to_polling_when_the_watch_fails() {
+        let store = FakeStore::default();
+        store.fail_watch(true);
+        other_holds(&store);
+        let short = Timing::new(ms(300), ms(200), ms(50)).unwrap();
+        let clear =
+            |s: &FakeStore| s.write_as_other(|spec| spec.holder_identity = Some(String::new()));
+        let took = lead_after(&store, short, clear, ms(1000)).expect("did not lead by polling");
+        assert!(took < ms(200), "{took:?}");
+        let (gets, watches) = (store.count("GET"), store.count("WATCH"));
+        assert!(gets >= 2 && watches <= gets, "{:?}", store.requests());
+    }
+}
