@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 type Events = Receiver<Result<Event<Lease>, Error>>;
+/// What "another replica" does to the lease.
+type OtherWrite = Box<dyn FnOnce(&mut LeaseSpec) + Send>;
 
 #[derive(Default)]
 struct Inner {
@@ -22,7 +24,7 @@ struct Inner {
     requests: Vec<String>,
     watchers: Vec<Sender<Result<Event<Lease>, Error>>>,
     events: Vec<String>,
-    race_next_put: Option<Box<dyn FnOnce(&mut LeaseSpec) + Send>>,
+    race_next_put: Option<OtherWrite>,
 }
 
 /// Cheap to clone: every clone (and every [`FakeApi`]) sees the same lease.

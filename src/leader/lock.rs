@@ -113,13 +113,13 @@ impl<A: LeaseApi> LeaseLock<A> {
             }
             None => self.observed = Some(ObservedLease::new(lease, now)),
         }
-        if before != after {
-            if let Some(holder) = after.filter(|h| *h != self.identity) {
-                log::info!(
-                    "new leader observed: {holder} holds lease {}",
-                    self.api.name()
-                );
-            }
+        if before != after
+            && let Some(holder) = after.filter(|h| *h != self.identity)
+        {
+            log::info!(
+                "new leader observed: {holder} holds lease {}",
+                self.api.name()
+            );
         }
     }
 
