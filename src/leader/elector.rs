@@ -121,14 +121,19 @@ impl<A: LeaseApi> Elector<A> {
     }
 
     /// Closes the fence, then gives the lease up if a fresh GET shows we still hold it, within
-    /// [`Timing::release_timeout`]. Call after the controllers stopped. Returns whether a
-    /// release was written.
+    /// [`Timing::release_timeout`]. Call after the controllers stopped. Sends nothing unless we
+    /// led or last saw the lease as ours (an acquire cancelled just after its write). Returns
+    /// whether a release was written.
     pub async fn release(&mut self) -> Result<bool, Error> {
         let was_leading = self.fence.is_leading();
         self.fence.close();
         self.metrics.master_status.set(0.0);
         self.standby.stop_watching();
-        if !was_leading {
+        let seen_as_ours = self
+            .lock
+            .observed()
+            .is_some_and(|o| o.is_held_by(self.lock.identity()));
+        if !was_leading && !seen_as_ours {
             return Ok(false);
         }
         let deadline = Instant::now() + self.timing.release_timeout();
@@ -365,6 +370,37 @@ mod tests {
         assert_eq!(smol::block_on(e.release()), Ok(false));
         assert_eq!(store.count("PUT"), 0);
         assert_eq!(store.holder().as_deref(), Some("other_xyz"));
+    }
+
+    #[test]
+    fn release_after_a_missed_deadline_clears_a_lease_the_server_still_shows_as_ours() {
+        let store = FakeStore::default();
+        let mut e = leading(&store);
+        store.fail_all(true);
+        smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
+        store.fail_all(false);
+        assert_eq!(smol::block_on(e.release()), Ok(true));
+        assert_eq!(store.holder().as_deref(), Some(""));
+    }
+
+    #[test]
+    fn master_status_and_renew_metrics_follow_leadership() {
+        let status = || {
+            let labels = [("name", "metrics-lease")];
+            metrics::gauge("leader_election_master_status", "", &labels).get()
+        };
+        let store = FakeStore::default();
+        let mut e = Elector::new(store.api_named("metrics-lease"), ME.into(), short()).unwrap();
+        assert_eq!(status(), 0.0);
+        smol::block_on(within(ms(1000), e.acquire())).expect("did not acquire");
+        assert_eq!(status(), 1.0);
+        smol::block_on(within(ms(120), e.keep_renewing()));
+        let last = metrics::gauge("skiff_lease_last_renew_timestamp_seconds", "", &[]).get();
+        assert!(last > 1.7e9, "{last}");
+        let renewals = metrics::histogram("skiff_lease_renew_duration_seconds", "", &[]);
+        assert!(renewals.count() >= 1);
+        smol::block_on(e.release()).unwrap();
+        assert_eq!(status(), 0.0);
     }
 
     #[test]

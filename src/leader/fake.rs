@@ -48,8 +48,14 @@ impl FakeStore {
     }
 
     pub fn api(&self) -> FakeApi {
+        self.api_named("test-lease")
+    }
+
+    /// An API whose Lease has its own name (its own `leader_election_master_status` series).
+    pub fn api_named(&self, name: &str) -> FakeApi {
         FakeApi {
             store: self.clone(),
+            name: name.to_owned(),
         }
     }
 
@@ -150,6 +156,7 @@ fn store(inner: &mut Inner, mut lease: Lease) -> Lease {
 
 pub struct FakeApi {
     store: FakeStore,
+    name: String,
 }
 
 impl FakeApi {
@@ -175,7 +182,7 @@ impl LeaseApi for FakeApi {
     type Events = Events;
 
     fn name(&self) -> &str {
-        "test-lease"
+        &self.name
     }
 
     async fn get(&self, deadline: Instant) -> Result<Lease, Error> {

@@ -78,7 +78,7 @@ impl Fence {
 
     /// The write check with an explicit `now`. Reads (GET, HEAD) always pass.
     pub fn check_at(&self, now: Instant, method: &str, path: &str) -> Result<(), Error> {
-        if matches!(method, "GET" | "HEAD") {
+        if method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD") {
             return Ok(());
         }
         if !self.is_leading() {

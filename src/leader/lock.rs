@@ -176,7 +176,11 @@ impl<A: LeaseApi> LeaseLock<A> {
     pub async fn release(&mut self, deadline: Instant) -> Result<bool, Error> {
         let mut last_conflict = None;
         for _ in 0..RELEASE_ATTEMPTS {
-            let current = before(deadline, "get", self.api.get(deadline)).await?;
+            let current = match before(deadline, "get", self.api.get(deadline)).await {
+                Ok(lease) => lease,
+                Err(e) if e.is_not_found() => return Ok(false),
+                Err(e) => return Err(e),
+            };
             self.observe(current.clone(), Instant::now());
             if holder_of(&current.spec) != Some(self.identity.as_str()) {
                 return Ok(false);
@@ -379,6 +383,13 @@ mod tests {
         assert_eq!(smol::block_on(lock(&store).release(soon())), Ok(false));
         assert_eq!(store.requests(), ["GET"]);
         assert_eq!(store.holder().as_deref(), Some("other_xyz"));
+    }
+
+    #[test]
+    fn release_of_a_deleted_lease_writes_nothing() {
+        let store = FakeStore::default();
+        assert_eq!(smol::block_on(lock(&store).release(soon())), Ok(false));
+        assert_eq!(store.requests(), ["GET"]);
     }
 
     #[test]

@@ -41,8 +41,7 @@ impl<A: LeaseApi> Standby<A> {
     /// (client-go's wait.JitterUntil: period × (1 + rand × 1.2)) passed, the observed lease
     /// expired, or the watch shows the holder cleared or the lease deleted.
     pub async fn wait(&mut self, lock: &mut LeaseLock<A>, timing: &Timing) {
-        let jitter = 1.0 + self.random.next_f64() * JITTER_FACTOR;
-        let retry_at = Instant::now() + timing.retry_period.mul_f64(jitter);
+        let retry_at = Instant::now() + jittered(timing.retry_period, self.random.next_f64());
         if self.watch.is_none() {
             self.open_watch(lock, timing).await;
         }
@@ -107,6 +106,11 @@ impl<A: LeaseApi> Standby<A> {
     }
 }
 
+/// `period` × (1 + `unit` × [`JITTER_FACTOR`]) for `unit` in [0, 1), as wait.JitterUntil.
+fn jittered(period: Duration, unit: f64) -> Duration {
+    period.mul_f64(1.0 + unit.clamp(0.0, 1.0) * JITTER_FACTOR)
+}
+
 impl<A: LeaseApi> Default for Standby<A> {
     fn default() -> Self {
         Standby::new()
@@ -157,6 +161,13 @@ mod tests {
             let (acquired, acted) = smol::future::zip(acquired, acted).await;
             acquired.map(|at| at.saturating_duration_since(acted))
         })
+    }
+
+    #[test]
+    fn retry_waits_are_jittered_up_to_2_2_retry_periods() {
+        assert_eq!(super::jittered(ms(2000), 0.0), ms(2000));
+        assert_eq!(super::jittered(ms(2000), 0.5), ms(3200));
+        assert!(super::jittered(ms(2000), 0.999_999) < ms(4400));
     }
 
     /// Retry period 2 s (jittered to 2–4.4 s): leading within 300 ms can only come from the watch.
