@@ -28,6 +28,9 @@ impl fmt::Display for LeaderLost {
 
 impl std::error::Error for LeaderLost {}
 
+/// One replica's side of the election. Lives for the whole process: the lock keeps the last
+/// observed lease (its resourceVersion is the renew fast path; its observation time is the
+/// expiry clock), and the fence it hands out stays shared with the main client.
 pub struct Elector<A: LeaseApi> {
     lock: LeaseLock<A>,
     timing: Timing,
@@ -181,6 +184,7 @@ impl<A: LeaseApi> Elector<A> {
         );
         let message = format!("{} became leader", self.identity());
         let event = self.lock.api().record_event("LeaderElection", &message);
+        // EVENT_TIMEOUT: one retry period; the Event is best effort and must not delay leading.
         let deadline = Instant::now() + self.timing.retry_period;
         let bounded = before(deadline, "event", async {
             event.await;
