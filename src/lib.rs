@@ -5,10 +5,12 @@
 //! - [`kube`]: the hand-written API client. The lease client is derived from the base config
 //!   and owns its connector, pool and token bucket, so lease traffic never queues behind
 //!   controller traffic.
+//! - [`leader`]: Lease lock, Elector, the Fence that refuses writes once leadership may be lost.
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
 #![forbid(unsafe_code)]
 
 pub mod kube;
+pub mod leader;
 pub mod metrics;
 pub mod mirror;
 pub mod time;

@@ -1,0 +1,248 @@
+//! An in-memory Lease store for the leader-election tests: resourceVersion and 409 semantics,
+//! scripted failures and delays, a watch, and a hook to act as "another replica".
+
+use super::lock::LeaseApi;
+use crate::kube::api::{Lease, LeaseSpec};
+use crate::kube::{Error, Event};
+use smol::Timer;
+use smol::channel::{Receiver, Sender, unbounded};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+type Events = Receiver<Result<Event<Lease>, Error>>;
+/// What "another replica" does to the lease.
+type OtherWrite = Box<dyn FnOnce(&mut LeaseSpec) + Send>;
+
+#[derive(Default)]
+struct Inner {
+    lease: Option<Lease>,
+    version: u64,
+    fail_next: usize,
+    fail_all: bool,
+    fail_watch: bool,
+    delay: Duration,
+    requests: Vec<String>,
+    watchers: Vec<Sender<Result<Event<Lease>, Error>>>,
+    events: Vec<String>,
+    race_next_put: Option<OtherWrite>,
+}
+
+/// Cheap to clone: every clone (and every [`FakeApi`]) sees the same lease.
+#[derive(Clone, Default)]
+pub struct FakeStore {
+    inner: Arc<Mutex<Inner>>,
+}
+
+pub fn api_error(code: u16) -> Error {
+    Error::Api {
+        code,
+        reason: String::new(),
+        message: format!("fake {code}"),
+        retry_after: None,
+    }
+}
+
+impl FakeStore {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn api(&self) -> FakeApi {
+        self.api_named("test-lease")
+    }
+
+    /// An API whose Lease has its own name (its own `leader_election_master_status` series).
+    pub fn api_named(&self, name: &str) -> FakeApi {
+        FakeApi {
+            store: self.clone(),
+            name: name.to_owned(),
+        }
+    }
+
+    pub fn lease(&self) -> Option<Lease> {
+        self.lock().lease.clone()
+    }
+
+    pub fn holder(&self) -> Option<String> {
+        self.lease().and_then(|l| l.spec.holder_identity)
+    }
+
+    /// Methods of the requests seen so far ("GET", "POST", "PUT", "WATCH").
+    pub fn requests(&self) -> Vec<String> {
+        self.lock().requests.clone()
+    }
+
+    pub fn count(&self, method: &str) -> usize {
+        self.lock().requests.iter().filter(|m| *m == method).count()
+    }
+
+    pub fn clear_requests(&self) {
+        self.lock().requests.clear();
+    }
+
+    pub fn recorded_events(&self) -> Vec<String> {
+        self.lock().events.clone()
+    }
+
+    /// The next `n` GET/POST/PUT requests fail with 500.
+    pub fn fail_next(&self, n: usize) {
+        self.lock().fail_next = n;
+    }
+
+    pub fn fail_all(&self, on: bool) {
+        self.lock().fail_all = on;
+    }
+
+    pub fn fail_watch(&self, on: bool) {
+        self.lock().fail_watch = on;
+    }
+
+    pub fn delay(&self, delay: Duration) {
+        self.lock().delay = delay;
+    }
+
+    /// Another replica writes the lease (creating it when absent); watchers are told.
+    pub fn write_as_other(&self, change: impl FnOnce(&mut LeaseSpec)) {
+        let mut inner = self.lock();
+        let mut lease = inner.lease.clone().unwrap_or_default();
+        change(&mut lease.spec);
+        store(&mut inner, lease);
+    }
+
+    /// Just before the next PUT is judged, another replica writes the lease (so the PUT's
+    /// resourceVersion is stale and it gets 409).
+    pub fn race_next_put(&self, change: impl FnOnce(&mut LeaseSpec) + Send + 'static) {
+        self.lock().race_next_put = Some(Box::new(change));
+    }
+
+    /// Another replica deletes the lease; watchers are told.
+    pub fn delete_as_other(&self) {
+        let mut inner = self.lock();
+        if let Some(lease) = inner.lease.take() {
+            let event = Event::Deleted(lease);
+            inner
+                .watchers
+                .retain(|w| w.try_send(Ok(event.clone())).is_ok());
+        }
+    }
+
+    fn request(&self, method: &str) -> (Duration, Result<(), Error>) {
+        let mut inner = self.lock();
+        inner.requests.push(method.to_owned());
+        let failing = inner.fail_all || inner.fail_next > 0;
+        inner.fail_next = inner.fail_next.saturating_sub(1);
+        (
+            inner.delay,
+            if failing { Err(api_error(500)) } else { Ok(()) },
+        )
+    }
+}
+
+fn store(inner: &mut Inner, mut lease: Lease) -> Lease {
+    let created = inner.lease.is_none();
+    inner.version += 1;
+    lease.metadata.resource_version = Some(inner.version.to_string());
+    inner.lease = Some(lease.clone());
+    let event = if created {
+        Event::Added(lease.clone())
+    } else {
+        Event::Modified(lease.clone())
+    };
+    inner
+        .watchers
+        .retain(|w| w.try_send(Ok(event.clone())).is_ok());
+    lease
+}
+
+pub struct FakeApi {
+    store: FakeStore,
+    name: String,
+}
+
+impl FakeApi {
+    async fn call<T>(
+        &self,
+        method: &str,
+        deadline: Instant,
+        op: impl FnOnce(&mut Inner) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let (delay, outcome) = self.store.request(method);
+        if !delay.is_zero() {
+            Timer::after(delay).await;
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Timeout(format!("fake {method} past its deadline")));
+        }
+        outcome?;
+        op(&mut self.store.lock())
+    }
+}
+
+impl LeaseApi for FakeApi {
+    type Events = Events;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn get(&self, deadline: Instant) -> Result<Lease, Error> {
+        self.call("GET", deadline, |inner| {
+            inner.lease.clone().ok_or_else(|| api_error(404))
+        })
+        .await
+    }
+
+    async fn create(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
+        self.call("POST", deadline, |inner| match inner.lease {
+            Some(_) => Err(api_error(409)),
+            None => Ok(store(inner, lease.clone())),
+        })
+        .await
+    }
+
+    async fn replace(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
+        self.call("PUT", deadline, |inner| {
+            if let Some(change) = inner.race_next_put.take() {
+                let mut raced = inner.lease.clone().unwrap_or_default();
+                change(&mut raced.spec);
+                store(inner, raced);
+            }
+            let current = inner.lease.as_ref().ok_or_else(|| api_error(404))?;
+            if current.metadata.resource_version != lease.metadata.resource_version {
+                return Err(api_error(409));
+            }
+            Ok(store(inner, lease.clone()))
+        })
+        .await
+    }
+
+    async fn watch(&self) -> Result<Events, Error> {
+        let mut inner = self.store.lock();
+        inner.requests.push("WATCH".to_owned());
+        if inner.fail_watch {
+            return Err(api_error(500));
+        }
+        let (tx, rx) = unbounded();
+        if let Some(lease) = inner.lease.clone() {
+            let _ = tx.try_send(Ok(Event::Added(lease)));
+        }
+        inner.watchers.push(tx);
+        Ok(rx)
+    }
+
+    async fn record_event(&self, reason: &str, message: &str) {
+        self.store
+            .lock()
+            .events
+            .push(format!("{reason}: {message}"));
+    }
+}
+
+/// `future`'s output, or `None` if it takes longer than `limit`.
+pub async fn within<T>(limit: Duration, future: impl std::future::Future<Output = T>) -> Option<T> {
+    smol::future::or(async { Some(future.await) }, async {
+        Timer::after(limit).await;
+        None
+    })
+    .await
+}

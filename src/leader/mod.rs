@@ -1,0 +1,28 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease: client-go's semantics, then beyond.
+//!
+//! - [`timing`]: lease duration, renew deadline, retry period, validated together.
+//! - [`identity`]: this replica's holder name; [`random`]: the randomness behind it and jitter.
+//! - [`record`]: the observed lease and its expiry by *local* monotonic observation.
+//! - [`clock`]: MicroTime stamps written into the Lease.
+//! - [`lock`]: [`LeaseApi`] (implemented for the lease client) and the [`LeaseLock`] over it.
+//! - [`elector`]: acquire, keep renewing, release; [`standby`]: the wait between attempts.
+//! - [`fence`]: refuses the main client's writes once leadership may be lost; `/healthz` check.
+pub mod clock;
+pub mod elector;
+pub mod fence;
+pub mod identity;
+pub mod lock;
+pub mod random;
+pub mod record;
+pub mod standby;
+pub mod timing;
+
+#[cfg(test)]
+mod fake;
+
+pub use elector::{Elector, LeaderLost};
+pub use fence::Fence;
+pub use identity::identity;
+pub use lock::{Attempt, LeaseApi, LeaseLock};
+pub use record::ObservedLease;
+pub use timing::{InvalidTiming, Timing};
