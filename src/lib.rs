@@ -6,7 +6,15 @@
 //!   and owns its connector, pool and token bucket, so lease traffic never queues behind
 //!   controller traffic.
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
+//! - [`flags`]: kubebuilder's flags, validated into [`flags::Settings`]; [`duration`] parses
+//!   their Go-syntax durations.
+//! - [`log`]: the logger (text or JSON lines on stderr, bearer tokens scrubbed).
+//! - [`serve`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
 #![forbid(unsafe_code)]
 
+pub mod duration;
+pub mod flags;
 pub mod kube;
+pub mod log;
 pub mod metrics;
+pub mod serve;
