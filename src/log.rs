@@ -83,15 +83,12 @@ impl Logger {
         let msg = redact(&message);
         match self.format {
             LogFormat::Text => format!("{ts} {} {}: {msg}\n", record.level(), record.target()),
-            LogFormat::Json => {
-                let line = serde_json::json!({
-                    "ts": ts,
-                    "level": record.level().as_str().to_ascii_lowercase(),
-                    "target": record.target(),
-                    "msg": msg,
-                });
-                format!("{line}\n")
-            }
+            LogFormat::Json => format!(
+                "{{\"ts\":\"{ts}\",\"level\":\"{}\",\"target\":{},\"msg\":{}}}\n",
+                record.level().as_str().to_ascii_lowercase(),
+                json_string(record.target()),
+                json_string(&msg),
+            ),
         }
     }
 }
@@ -113,6 +110,11 @@ impl Log for Logger {
     fn flush(&self) {
         let _ = std::io::stderr().lock().flush();
     }
+}
+
+/// `text` as a JSON string literal, quotes included.
+fn json_string(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
 }
 
 /// The safety net of the secrets discipline: `Bearer <token>` becomes `Bearer [redacted]`.
@@ -235,6 +237,10 @@ mod tests {
         assert_eq!(parsed["level"], "warn");
         assert_eq!(parsed["target"], "skiff::leader");
         assert_eq!(parsed["ts"], "2026-11-29T19:40:00.123Z");
+        assert!(
+            text.starts_with("{\"ts\":\"2026-11-29T19:40:00.123Z\",\"level\""),
+            "{text}"
+        );
     }
 
     #[test]
