@@ -5,7 +5,7 @@ CARGO ?= cargo
 # kubectl built by testbin/ when present, else the one on PATH.
 KUBECTL ?= $(if $(wildcard bin/kubectl),bin/kubectl,kubectl)
 CONTAINER_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
-IMAGE ?= skiff:dev
+IMAGE ?= skiff:latest
 MUSL_TARGET := x86_64-unknown-linux-musl
 STATIC_BINARY := target/$(MUSL_TARGET)/release/skiff
 ARGS ?=
