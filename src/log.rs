@@ -5,7 +5,9 @@
 //!
 //! Secrets discipline: credentials are never formatted into log messages (the client's config
 //! and request types don't print their tokens or keys). As a safety net, [`redact`] runs on every
-//! message and replaces whatever follows `Bearer ` with `[redacted]`.
+//! message and replaces whatever follows `Bearer ` with `[redacted]`. Object bodies are never
+//! logged (Secret data is a secret too), which is why other crates' debug and trace records
+//! (async-h1 dumps whole requests and responses at trace) are dropped: see [`Logger::enabled`].
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,6 +16,10 @@ use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use log::{LevelFilter, Log, Metadata, Record};
+
+/// The most verbose level logged for other crates: their debug/trace output holds whole
+/// requests, headers and bodies.
+const DEPENDENCY_MAX_LEVEL: log::Level = log::Level::Info;
 
 /// How each log line is written (`--log-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,8 +100,10 @@ impl Logger {
 }
 
 impl Log for Logger {
+    /// skiff's own records down to the configured level; other crates' only down to `info`.
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.level() <= self.level
+        let ours = metadata.target() == "skiff" || metadata.target().starts_with("skiff::");
+        metadata.level() <= self.level && (ours || metadata.level() <= DEPENDENCY_MAX_LEVEL)
     }
 
     fn log(&self, record: &Record<'_>) {
@@ -246,11 +254,30 @@ mod tests {
     #[test]
     fn records_below_the_level_are_filtered() {
         let logger = Logger::new(LogFormat::Text, LevelFilter::Warn);
-        let meta = |level| Metadata::builder().level(level).build();
+        let meta = |level| Metadata::builder().level(level).target("skiff").build();
         assert!(logger.enabled(&meta(Level::Error)));
         assert!(logger.enabled(&meta(Level::Warn)));
         assert!(!logger.enabled(&meta(Level::Info)));
         assert!(!logger.enabled(&meta(Level::Debug)));
+    }
+
+    #[test]
+    fn other_crates_debug_and_trace_records_are_dropped() {
+        let logger = Logger::new(LogFormat::Text, LevelFilter::Trace);
+        let meta = |level, target| Metadata::builder().level(level).target(target).build();
+        assert!(logger.enabled(&meta(Level::Trace, "skiff::kube::client")));
+        assert!(logger.enabled(&meta(Level::Info, "async_h1::client")));
+        assert!(!logger.enabled(&meta(Level::Trace, "async_h1::client")));
+        assert!(!logger.enabled(&meta(Level::Debug, "skiffy")));
+    }
+
+    #[test]
+    fn bearer_tokens_in_debug_formatted_headers_are_redacted() {
+        let header = r#"{"authorization": [HeaderValue { inner: "Bearer tok3n" }]}"#;
+        assert_eq!(
+            redact(header),
+            r#"{"authorization": [HeaderValue { inner: "Bearer [redacted]" }]}"#
+        );
     }
 
     #[test]
