@@ -7,10 +7,20 @@
 //!   controller traffic.
 //! - [`leader`]: Lease lock, Elector, the Fence that refuses writes once leadership may be lost.
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
+//! - [`mirror`]: the Mirror controller (types, selection, plan, status).
+//! - [`time`]: RFC 3339 timestamps for the wire and logs.
+//! - [`flags`]: kubebuilder's flags, validated into [`flags::Settings`]; [`duration`] parses
+//!   their Go-syntax durations.
+//! - [`log`]: the logger (text or JSON lines on stderr, bearer tokens scrubbed).
+//! - [`serve`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
 #![forbid(unsafe_code)]
 
+pub mod duration;
+pub mod flags;
 pub mod kube;
 pub mod leader;
+pub mod log;
 pub mod metrics;
 pub mod mirror;
+pub mod serve;
 pub mod time;

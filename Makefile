@@ -1,0 +1,64 @@
+# skiff: build, test and run targets. Uses the machine's cargo and go; downloads nothing else.
+# `make help` lists the targets.
+
+CARGO ?= cargo
+# kubectl built by testbin/ when present, else the one on PATH.
+KUBECTL ?= $(if $(wildcard bin/kubectl),bin/kubectl,kubectl)
+CONTAINER_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+IMAGE ?= skiff:latest
+MUSL_TARGET := x86_64-unknown-linux-musl
+STATIC_BINARY := target/$(MUSL_TARGET)/release/skiff
+ARGS ?=
+
+.PHONY: help build test testbin lint fmt run bench static image deploy demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-8s %s\n", $$1, $$2 }'
+
+build: ## release build of the skiff binary (target/release/skiff)
+	$(CARGO) build --release
+
+test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips building the control plane and the e2e suite
+	@if [ "$${CI:-}" = true ] && [ -n "$${SKIFF_SKIP_E2E:-}" ]; then \
+		echo "make test: SKIFF_SKIP_E2E is not allowed in CI"; exit 2; \
+	elif [ "$${SKIFF_SKIP_E2E:-}" = 1 ]; then \
+		echo "make test: SKIFF_SKIP_E2E=1, e2e suite skipped"; \
+	else \
+		$(MAKE) testbin; \
+	fi
+	$(CARGO) test --all-targets
+
+testbin: ## build kube-apiserver, etcd and kubectl into bin/ (only the missing ones)
+	testbin/build.sh
+
+lint: ## rustfmt check and clippy with warnings as errors
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt: ## format the code
+	$(CARGO) fmt
+
+run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kind.yaml"
+	$(CARGO) run -- $(ARGS)
+
+bench: ## run the benchmarks (benches/) and record the figures in BENCHMARKS.md
+	$(CARGO) bench
+
+static: ## statically linked binary for the image (needs the musl target and a musl C compiler)
+	$(CARGO) build --release --target $(MUSL_TARGET)
+
+image: ## container image from Containerfile (needs `make static` first)
+	@test -x $(STATIC_BINARY) || { \
+		echo "make image: $(STATIC_BINARY) is missing; run 'make static' first" \
+		     "(needs 'rustup target add $(MUSL_TARGET)' and musl-gcc)"; exit 1; }
+	$(CONTAINER_TOOL) build -f Containerfile -t $(IMAGE) .
+
+deploy: ## apply manifests/ to the cluster of the current kubeconfig
+	$(KUBECTL) apply -k manifests/
+
+demo: ## local control plane, two skiff replicas, a Mirror at work
+	scripts/demo.sh
+
+clean: ## remove build output and the control-plane binaries
+	$(CARGO) clean
+	rm -rf bin

@@ -1,0 +1,423 @@
+//! Command-line flags: kubebuilder's names and defaults, validated into typed [`Settings`].
+//!
+//! Operators are configured from manifests written for controller-runtime, so skiff takes the
+//! same flag names, Go duration syntax and `--flag=value` forms (see [`argv`]). Every check
+//! happens here, at start, and an error names the flag, the value and what would be accepted.
+
+mod argv;
+mod validate;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use argh::FromArgs;
+use log::LevelFilter;
+
+use crate::duration::{format_duration, parse_duration};
+use crate::log::{LogFormat, parse_level};
+
+pub use argv::parse_bool;
+
+/// Main client QPS: controller-runtime's default (client-go's own is 5).
+pub const DEFAULT_KUBE_API_QPS: f32 = 20.0;
+/// Main client burst: controller-runtime's default.
+pub const DEFAULT_KUBE_API_BURST: u32 = 30;
+/// Lease name: skiff's own.
+pub const DEFAULT_LEADER_ELECTION_ID: &str = "skiff-leader";
+/// Lease duration: client-go / controller-runtime default.
+pub const DEFAULT_LEASE_DURATION: &str = "15s";
+/// Renew deadline: client-go / controller-runtime default.
+pub const DEFAULT_RENEW_DEADLINE: &str = "10s";
+/// Retry period: client-go / controller-runtime default.
+pub const DEFAULT_RETRY_PERIOD: &str = "2s";
+/// Lease client QPS: skiff's own budget for a few lease requests per retry period.
+pub const DEFAULT_LEADER_ELECT_QPS: f32 = 5.0;
+/// Lease client burst: skiff's own.
+pub const DEFAULT_LEADER_ELECT_BURST: u32 = 10;
+/// Probe address: kubebuilder's scaffold.
+pub const DEFAULT_HEALTH_PROBE_BIND_ADDRESS: &str = ":8081";
+/// Metrics address: kubebuilder's scaffold (`0` disables).
+pub const DEFAULT_METRICS_BIND_ADDRESS: &str = ":8080";
+/// Graceful shutdown timeout: controller-runtime's default.
+pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: &str = "30s";
+
+/// skiff copies a ConfigMap or Secret into every namespace matching a label selector.
+#[derive(FromArgs, Debug)]
+#[argh(note = "Flags accept `--flag value` and `--flag=value`; switches accept `--x=false`.")]
+#[argh(note = "Durations use Go syntax: 500ms, 15s, 1m30s, 1h.")]
+struct Options {
+    /// kubeconfig file (default: $KUBECONFIG, then in-cluster, then ~/.kube/config)
+    #[argh(option, default = "String::new()")]
+    kubeconfig: String,
+    /// kubeconfig context to use (default: its current-context)
+    #[argh(option, default = "String::new()")]
+    context: String,
+    /// queries per second of the main API client (default 20)
+    #[argh(option, default = "DEFAULT_KUBE_API_QPS")]
+    kube_api_qps: f32,
+    /// burst of the main API client (default 30)
+    #[argh(option, default = "DEFAULT_KUBE_API_BURST")]
+    kube_api_burst: u32,
+    /// take part in leader election (default false)
+    #[argh(switch)]
+    leader_elect: bool,
+    /// name of the Lease (default skiff-leader)
+    #[argh(option, default = "DEFAULT_LEADER_ELECTION_ID.to_owned()")]
+    leader_election_id: String,
+    /// namespace of the Lease (default: the namespace skiff runs in)
+    #[argh(option, default = "String::new()")]
+    leader_election_namespace: String,
+    /// how long a Lease is valid without renewal (default 15s)
+    #[argh(
+        option,
+        default = "dur(DEFAULT_LEASE_DURATION)",
+        from_str_fn(duration_arg)
+    )]
+    leader_elect_lease_duration: Duration,
+    /// how long the leader keeps retrying a failed renewal (default 10s)
+    #[argh(
+        option,
+        default = "dur(DEFAULT_RENEW_DEADLINE)",
+        from_str_fn(duration_arg)
+    )]
+    leader_elect_renew_deadline: Duration,
+    /// wait between lease attempts (default 2s)
+    #[argh(
+        option,
+        default = "dur(DEFAULT_RETRY_PERIOD)",
+        from_str_fn(duration_arg)
+    )]
+    leader_elect_retry_period: Duration,
+    /// release the Lease on shutdown so a standby leads at once (default true)
+    #[argh(option, default = "true", from_str_fn(parse_bool))]
+    leader_elect_release_on_cancel: bool,
+    /// queries per second of the lease client (default 5)
+    #[argh(option, default = "DEFAULT_LEADER_ELECT_QPS")]
+    leader_elect_qps: f32,
+    /// burst of the lease client (default 10)
+    #[argh(option, default = "DEFAULT_LEADER_ELECT_BURST")]
+    leader_elect_burst: u32,
+    /// address of /healthz and /readyz (default :8081)
+    #[argh(option, default = "DEFAULT_HEALTH_PROBE_BIND_ADDRESS.to_owned()")]
+    health_probe_bind_address: String,
+    /// address of /metrics; 0 disables (default :8080)
+    #[argh(option, default = "DEFAULT_METRICS_BIND_ADDRESS.to_owned()")]
+    metrics_bind_address: String,
+    /// how long controllers may take to stop on shutdown (default 30s)
+    #[argh(
+        option,
+        default = "dur(DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT)",
+        from_str_fn(duration_arg)
+    )]
+    graceful_shutdown_timeout: Duration,
+    /// namespaces Mirror sources may live in: a comma list, or * for all (default: own namespace)
+    #[argh(option, default = "String::new()")]
+    source_namespaces: String,
+    /// log line format: text or json (default text)
+    #[argh(option, default = "LogFormat::Text")]
+    log_format: LogFormat,
+    /// error, warn, info, debug or trace (default info)
+    #[argh(option, default = "LevelFilter::Info", from_str_fn(parse_level))]
+    log_level: LevelFilter,
+}
+
+/// The validated configuration of one skiff process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `--kubeconfig`; `None` = $KUBECONFIG, then in-cluster, then ~/.kube/config.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`; `None` = the kubeconfig's current-context.
+    pub context: Option<String>,
+    pub kube_api_qps: f32,
+    pub kube_api_burst: NonZeroU32,
+    pub leader_elect: bool,
+    pub leader_election_id: String,
+    /// `None` = the namespace skiff runs in (in-cluster file or kubeconfig context).
+    pub leader_election_namespace: Option<String>,
+    pub lease_duration: Duration,
+    pub renew_deadline: Duration,
+    pub retry_period: Duration,
+    pub release_on_cancel: bool,
+    pub leader_elect_qps: f32,
+    pub leader_elect_burst: NonZeroU32,
+    pub health_probe_bind_address: SocketAddr,
+    /// `None` when `--metrics-bind-address=0`.
+    pub metrics_bind_address: Option<SocketAddr>,
+    pub graceful_shutdown_timeout: Duration,
+    pub source_namespaces: SourceNamespaces,
+    pub log_format: LogFormat,
+    pub log_level: LevelFilter,
+}
+
+/// Where Mirror sources may be read from (`--source-namespaces`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceNamespaces {
+    /// Only the namespace skiff runs in (the default).
+    Own,
+    /// `*`: every namespace.
+    All,
+    /// The listed namespaces.
+    Only(Vec<String>),
+}
+
+/// Why the flags did not produce [`Settings`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlagError {
+    /// `--help` was asked for: print this to stdout and exit 0.
+    Help(String),
+    /// argh's own message: unknown flag, missing or unparsable value (names the flag).
+    Usage(String),
+    /// A value that parsed but is not allowed; the message names the flag and why.
+    Invalid { flag: &'static str, message: String },
+}
+
+impl fmt::Display for FlagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Help(text) => f.write_str(text.trim_end()),
+            Self::Usage(text) => write!(f, "{}; see --help", text.trim_end()),
+            Self::Invalid { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+/// Parses the arguments that follow the program name (`std::env::args().skip(1)`).
+pub fn parse(args: &[String]) -> Result<Settings, FlagError> {
+    let args = argv::normalize(args).map_err(FlagError::Usage)?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let options = Options::from_args(&["skiff"], &args).map_err(|exit| match exit.status {
+        Ok(()) => FlagError::Help(exit.output),
+        Err(()) => FlagError::Usage(exit.output),
+    })?;
+    validate::settings(options)
+}
+
+fn duration_arg(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// Parses a default duration constant; the constants are tested to parse.
+fn dur(text: &str) -> Duration {
+    parse_duration(text).unwrap_or_default()
+}
+
+impl fmt::Display for Settings {
+    /// One line of `flag=value` pairs for the start-up log (holds no secrets).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let or = |value: &Option<String>, fallback: &str| {
+            value.clone().unwrap_or_else(|| fallback.to_owned())
+        };
+        let kubeconfig = self.kubeconfig.as_ref().map(|p| p.display().to_string());
+        let metrics = self.metrics_bind_address.map(|a| a.to_string());
+        let sources = match &self.source_namespaces {
+            SourceNamespaces::Own => "(own namespace)".to_owned(),
+            SourceNamespaces::All => "*".to_owned(),
+            SourceNamespaces::Only(list) => list.join(","),
+        };
+        write!(
+            f,
+            "kubeconfig={} context={} kube-api-qps={} kube-api-burst={} leader-elect={} \
+             leader-election-id={} leader-election-namespace={} \
+             leader-elect-lease-duration={} leader-elect-renew-deadline={} \
+             leader-elect-retry-period={} leader-elect-release-on-cancel={} \
+             leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
+             metrics-bind-address={} graceful-shutdown-timeout={} source-namespaces={} \
+             log-format={} log-level={}",
+            or(&kubeconfig, "(auto)"),
+            or(&self.context, "(current)"),
+            self.kube_api_qps,
+            self.kube_api_burst,
+            self.leader_elect,
+            self.leader_election_id,
+            or(&self.leader_election_namespace, "(own namespace)"),
+            format_duration(self.lease_duration),
+            format_duration(self.renew_deadline),
+            format_duration(self.retry_period),
+            self.release_on_cancel,
+            self.leader_elect_qps,
+            self.leader_elect_burst,
+            self.health_probe_bind_address,
+            or(&metrics, "0 (disabled)"),
+            format_duration(self.graceful_shutdown_timeout),
+            sources,
+            self.log_format,
+            self.log_level.as_str().to_ascii_lowercase(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn try_parse(args: &[&str]) -> Result<Settings, FlagError> {
+        parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    #[test]
+    fn defaults_match_the_flag_contract() {
+        let s = try_parse(&[]).expect("defaults are valid");
+        assert_eq!(s.kubeconfig, None);
+        assert_eq!(s.context, None);
+        assert_eq!((s.kube_api_qps, s.kube_api_burst.get()), (20.0, 30));
+        assert!(!s.leader_elect);
+        assert_eq!(s.leader_election_id, "skiff-leader");
+        assert_eq!(s.leader_election_namespace, None);
+        assert_eq!(
+            (s.lease_duration, s.renew_deadline, s.retry_period),
+            (secs(15), secs(10), secs(2))
+        );
+        assert!(s.release_on_cancel);
+        assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (5.0, 10));
+        assert_eq!(
+            s.health_probe_bind_address,
+            "0.0.0.0:8081".parse().expect("addr")
+        );
+        assert_eq!(
+            s.metrics_bind_address,
+            Some("0.0.0.0:8080".parse().expect("addr"))
+        );
+        assert_eq!(s.graceful_shutdown_timeout, secs(30));
+        assert_eq!(s.source_namespaces, SourceNamespaces::Own);
+        assert_eq!(
+            (s.log_format, s.log_level),
+            (LogFormat::Text, LevelFilter::Info)
+        );
+    }
+
+    #[test]
+    fn default_duration_constants_parse() {
+        for text in [
+            DEFAULT_LEASE_DURATION,
+            DEFAULT_RENEW_DEADLINE,
+            DEFAULT_RETRY_PERIOD,
+            DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+        ] {
+            assert!(parse_duration(text).is_ok_and(|d| !d.is_zero()), "{text}");
+        }
+    }
+
+    #[test]
+    fn every_flag_takes_both_value_forms() {
+        let s = try_parse(&[
+            "--kubeconfig=/k",
+            "--context",
+            "kind",
+            "--kube-api-qps=50.5",
+            "--kube-api-burst",
+            "60",
+            "--leader-elect",
+            "--leader-election-id=lock",
+            "--leader-election-namespace",
+            "ops",
+            "--leader-elect-lease-duration=1m",
+            "--leader-elect-renew-deadline",
+            "40s",
+            "--leader-elect-retry-period=500ms",
+            "--leader-elect-qps=7",
+            "--leader-elect-burst",
+            "3",
+            "--graceful-shutdown-timeout=1m30s",
+            "--log-format=json",
+            "--log-level",
+            "debug",
+        ])
+        .expect("valid flags");
+        assert_eq!(s.kubeconfig, Some(PathBuf::from("/k")));
+        assert_eq!(s.context.as_deref(), Some("kind"));
+        assert_eq!((s.kube_api_qps, s.kube_api_burst.get()), (50.5, 60));
+        assert!(s.leader_elect);
+        assert_eq!(s.leader_election_id, "lock");
+        assert_eq!(
+            (s.lease_duration, s.renew_deadline, s.retry_period),
+            (secs(60), secs(40), Duration::from_millis(500))
+        );
+        assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (7.0, 3));
+        assert_eq!(s.graceful_shutdown_timeout, secs(90));
+        assert_eq!(
+            (s.log_format, s.log_level),
+            (LogFormat::Json, LevelFilter::Debug)
+        );
+    }
+
+    #[test]
+    fn leader_elect_can_be_switched_off_explicitly() {
+        assert!(
+            !try_parse(&["--leader-elect=false"])
+                .expect("valid")
+                .leader_elect
+        );
+        assert!(
+            try_parse(&["--leader-elect=true"])
+                .expect("valid")
+                .leader_elect
+        );
+    }
+
+    #[test]
+    fn release_on_cancel_can_be_switched_off() {
+        let flag = "--leader-elect-release-on-cancel";
+        assert!(
+            !try_parse(&["--leader-elect-release-on-cancel=false"])
+                .expect("ok")
+                .release_on_cancel
+        );
+        assert!(!try_parse(&[flag, "false"]).expect("ok").release_on_cancel);
+        assert!(try_parse(&[flag]).expect("ok").release_on_cancel);
+    }
+
+    #[test]
+    fn a_bad_duration_names_the_flag_and_shows_an_example() {
+        let err = try_parse(&["--leader-elect-lease-duration=15"]).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, FlagError::Usage(_)), "{err:?}");
+        assert!(text.contains("--leader-elect-lease-duration"), "{text}");
+        assert!(text.contains("1m30s"), "{text}");
+    }
+
+    #[test]
+    fn unknown_flags_and_bad_choices_are_usage_errors() {
+        let err = try_parse(&["--leader-elect-lease=15s"]).unwrap_err();
+        assert!(
+            matches!(&err, FlagError::Usage(t) if t.contains("--leader-elect-lease")),
+            "{err:?}"
+        );
+        let err = try_parse(&["--log-format=yaml"]).unwrap_err();
+        assert!(err.to_string().contains("--log-format"), "{err}");
+        let err = try_parse(&["--kube-api-burst=-1"]).unwrap_err();
+        assert!(err.to_string().contains("--kube-api-burst"), "{err}");
+        assert!(matches!(try_parse(&["stray"]), Err(FlagError::Usage(_))));
+    }
+
+    #[test]
+    fn help_is_an_early_exit_listing_every_flag() {
+        let Err(FlagError::Help(text)) = try_parse(&["--help"]) else {
+            panic!("--help should be FlagError::Help");
+        };
+        for flag in [
+            "--kubeconfig",
+            "--leader-elect-release-on-cancel",
+            "--source-namespaces",
+        ] {
+            assert!(text.contains(flag), "help lacks {flag}: {text}");
+        }
+    }
+
+    #[test]
+    fn settings_display_names_flags_without_secrets_to_hide() {
+        let line = try_parse(&["--metrics-bind-address=0"])
+            .expect("valid")
+            .to_string();
+        assert!(line.contains("leader-elect-lease-duration=15s"), "{line}");
+        assert!(line.contains("metrics-bind-address=0 (disabled)"), "{line}");
+    }
+}

@@ -1,0 +1,314 @@
+//! Flag validation: turns parsed options into [`Settings`], refusing values skiff cannot run with.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{FlagError, Options, Settings, SourceNamespaces};
+use crate::duration::format_duration;
+
+/// client-go's `JitterFactor`: the renew deadline must exceed 1.2 × the retry period.
+const JITTER_FACTOR_TENTHS: u128 = 12;
+
+fn invalid(flag: &'static str, message: String) -> FlagError {
+    FlagError::Invalid { flag, message }
+}
+
+pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
+    check_timings(
+        o.leader_elect_lease_duration,
+        o.leader_elect_renew_deadline,
+        o.leader_elect_retry_period,
+    )?;
+    Ok(Settings {
+        kubeconfig: non_empty(o.kubeconfig).map(PathBuf::from),
+        context: non_empty(o.context),
+        kube_api_qps: qps("--kube-api-qps", o.kube_api_qps)?,
+        kube_api_burst: burst("--kube-api-burst", o.kube_api_burst)?,
+        leader_elect: o.leader_elect,
+        leader_election_id: name("--leader-election-id", o.leader_election_id, 253)?,
+        leader_election_namespace: match non_empty(o.leader_election_namespace) {
+            Some(ns) => Some(name("--leader-election-namespace", ns, 63)?),
+            None => None,
+        },
+        lease_duration: o.leader_elect_lease_duration,
+        renew_deadline: o.leader_elect_renew_deadline,
+        retry_period: o.leader_elect_retry_period,
+        release_on_cancel: o.leader_elect_release_on_cancel,
+        leader_elect_qps: qps("--leader-elect-qps", o.leader_elect_qps)?,
+        leader_elect_burst: burst("--leader-elect-burst", o.leader_elect_burst)?,
+        health_probe_bind_address: bind_address(
+            "--health-probe-bind-address",
+            &o.health_probe_bind_address,
+        )?,
+        metrics_bind_address: match o.metrics_bind_address.as_str() {
+            "0" => None,
+            text => Some(bind_address("--metrics-bind-address", text)?),
+        },
+        graceful_shutdown_timeout: o.graceful_shutdown_timeout,
+        source_namespaces: source_namespaces(&o.source_namespaces)?,
+        log_format: o.log_format,
+        log_level: o.log_level,
+    })
+}
+
+fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+/// lease > renew > 1.2 × retry > 0, as client-go's `NewLeaderElector` demands.
+fn check_timings(lease: Duration, renew: Duration, retry: Duration) -> Result<(), FlagError> {
+    let show = format_duration;
+    if retry.is_zero() {
+        return Err(invalid(
+            "--leader-elect-retry-period",
+            "--leader-elect-retry-period must be greater than 0 (e.g. 2s)".to_owned(),
+        ));
+    }
+    if renew.as_nanos() * 10 <= retry.as_nanos() * JITTER_FACTOR_TENTHS {
+        return Err(invalid(
+            "--leader-elect-renew-deadline",
+            format!(
+                "--leader-elect-renew-deadline ({}) must be longer than 1.2 × \
+                 --leader-elect-retry-period ({}), so a renewal can be retried before the deadline",
+                show(renew),
+                show(retry)
+            ),
+        ));
+    }
+    if renew >= lease {
+        return Err(invalid(
+            "--leader-elect-renew-deadline",
+            format!(
+                "--leader-elect-renew-deadline ({}) must be shorter than \
+                 --leader-elect-lease-duration ({}), so the leader stops before another may take over",
+                show(renew),
+                show(lease)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn qps(flag: &'static str, value: f32) -> Result<f32, FlagError> {
+    if value.is_finite() && value > 0.0 {
+        return Ok(value);
+    }
+    Err(invalid(
+        flag,
+        format!("{flag} must be a number greater than 0 (got {value}); e.g. {flag}=20"),
+    ))
+}
+
+fn burst(flag: &'static str, value: u32) -> Result<NonZeroU32, FlagError> {
+    NonZeroU32::new(value).ok_or_else(|| {
+        invalid(
+            flag,
+            format!("{flag} must be at least 1 (got 0); e.g. {flag}=10"),
+        )
+    })
+}
+
+/// A DNS-1123 name (lowercase letters, digits, `-` and `.`), as Lease names and namespaces are.
+fn name(flag: &'static str, value: String, max_len: usize) -> Result<String, FlagError> {
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.';
+    let edges_ok =
+        |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let dots_ok = max_len > 63 || !value.contains('.');
+    if value.len() <= max_len
+        && value.chars().all(allowed)
+        && dots_ok
+        && edges_ok(value.chars().next())
+        && edges_ok(value.chars().last())
+    {
+        return Ok(value);
+    }
+    Err(invalid(
+        flag,
+        format!(
+            "{flag} {value:?} is not a valid Kubernetes name (lowercase letters, digits and '-', \
+             starting and ending with a letter or digit, at most {max_len} characters)"
+        ),
+    ))
+}
+
+/// `:8081` (all interfaces), `127.0.0.1:8081`, `[::1]:8081`.
+fn bind_address(flag: &'static str, text: &str) -> Result<SocketAddr, FlagError> {
+    let parsed = match text.strip_prefix(':') {
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .map(|port| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port)),
+        None => text.parse::<SocketAddr>().ok(),
+    };
+    parsed.ok_or_else(|| {
+        invalid(
+            flag,
+            format!(
+                "{flag} {text:?} is not an address; use :PORT (all interfaces), \
+                 IP:PORT or [IPv6]:PORT, e.g. {flag}=:8081"
+            ),
+        )
+    })
+}
+
+fn source_namespaces(text: &str) -> Result<SourceNamespaces, FlagError> {
+    const FLAG: &str = "--source-namespaces";
+    match text.trim() {
+        "" => return Ok(SourceNamespaces::Own),
+        "*" => return Ok(SourceNamespaces::All),
+        _ => {}
+    }
+    let mut list = Vec::new();
+    for entry in text.split(',').map(str::trim) {
+        if entry == "*" || entry.is_empty() {
+            return Err(invalid(
+                FLAG,
+                format!("{FLAG} {text:?}: give `*` alone or a comma list of namespaces, e.g. a,b"),
+            ));
+        }
+        list.push(name(FLAG, entry.to_owned(), 63)?);
+    }
+    list.sort();
+    list.dedup();
+    Ok(SourceNamespaces::Only(list))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    fn try_parse(args: &[&str]) -> Result<Settings, FlagError> {
+        parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
+    }
+
+    fn rejected_flag(args: &[&str]) -> (&'static str, String) {
+        match try_parse(args) {
+            Err(FlagError::Invalid { flag, message }) => (flag, message),
+            other => panic!("{args:?} should be invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn renew_deadline_must_be_shorter_than_lease_duration() {
+        let (flag, message) = rejected_flag(&["--leader-elect-renew-deadline=15s"]);
+        assert_eq!(flag, "--leader-elect-renew-deadline");
+        assert_eq!(
+            message,
+            "--leader-elect-renew-deadline (15s) must be shorter than \
+             --leader-elect-lease-duration (15s), so the leader stops before another may take over"
+        );
+    }
+
+    #[test]
+    fn renew_deadline_must_exceed_jittered_retry_period() {
+        let args = [
+            "--leader-elect-renew-deadline=2400ms",
+            "--leader-elect-retry-period=2s",
+        ];
+        assert_eq!(rejected_flag(&args).0, "--leader-elect-renew-deadline");
+        let just_enough = [
+            "--leader-elect-renew-deadline=2401ms",
+            "--leader-elect-retry-period=2s",
+        ];
+        assert!(try_parse(&just_enough).is_ok());
+    }
+
+    #[test]
+    fn retry_period_must_be_positive() {
+        let (flag, _) = rejected_flag(&["--leader-elect-retry-period=0"]);
+        assert_eq!(flag, "--leader-elect-retry-period");
+    }
+
+    #[test]
+    fn qps_must_be_positive_for_both_clients() {
+        for flag in ["--kube-api-qps", "--leader-elect-qps"] {
+            assert_eq!(rejected_flag(&[flag, "0"]).0, flag);
+            assert_eq!(rejected_flag(&[flag, "-1"]).0, flag);
+            assert_eq!(rejected_flag(&[flag, "NaN"]).0, flag);
+        }
+    }
+
+    #[test]
+    fn burst_must_be_at_least_one_for_both_clients() {
+        for flag in ["--kube-api-burst", "--leader-elect-burst"] {
+            let (named, message) = rejected_flag(&[flag, "0"]);
+            assert_eq!(named, flag);
+            assert!(message.contains("at least 1"), "{message}");
+        }
+    }
+
+    #[test]
+    fn bind_addresses_accept_port_only_ipv4_and_bracketed_ipv6() {
+        let s = try_parse(&[
+            "--health-probe-bind-address=[::1]:9",
+            "--metrics-bind-address",
+            "127.0.0.1:7",
+        ])
+        .expect("valid addresses");
+        assert_eq!(
+            s.health_probe_bind_address,
+            "[::1]:9".parse().expect("addr")
+        );
+        assert_eq!(
+            s.metrics_bind_address,
+            Some("127.0.0.1:7".parse().expect("addr"))
+        );
+        let s = try_parse(&["--health-probe-bind-address=:9"]).expect("valid");
+        assert_eq!(
+            s.health_probe_bind_address,
+            "0.0.0.0:9".parse().expect("addr")
+        );
+    }
+
+    #[test]
+    fn malformed_bind_addresses_name_the_flag() {
+        for bad in ["8081", ":http", "localhost:80", "::1:80", ":70000"] {
+            let (flag, _) = rejected_flag(&["--health-probe-bind-address", bad]);
+            assert_eq!(flag, "--health-probe-bind-address", "{bad}");
+        }
+        assert_eq!(
+            rejected_flag(&["--metrics-bind-address=x"]).0,
+            "--metrics-bind-address"
+        );
+    }
+
+    #[test]
+    fn metrics_address_zero_disables_metrics() {
+        let s = try_parse(&["--metrics-bind-address=0"]).expect("valid");
+        assert_eq!(s.metrics_bind_address, None);
+    }
+
+    #[test]
+    fn source_namespaces_take_a_list_or_star() {
+        let s = try_parse(&["--source-namespaces=b, a,b"]).expect("valid");
+        assert_eq!(
+            s.source_namespaces,
+            SourceNamespaces::Only(vec!["a".into(), "b".into()])
+        );
+        let s = try_parse(&["--source-namespaces=*"]).expect("valid");
+        assert_eq!(s.source_namespaces, SourceNamespaces::All);
+        for bad in ["a,,b", "a,*", "Bad_NS"] {
+            assert_eq!(
+                rejected_flag(&["--source-namespaces", bad]).0,
+                "--source-namespaces"
+            );
+        }
+    }
+
+    #[test]
+    fn lease_name_and_namespace_must_be_kubernetes_names() {
+        assert_eq!(
+            rejected_flag(&["--leader-election-id=My_Lease"]).0,
+            "--leader-election-id"
+        );
+        assert!(try_parse(&["--leader-election-id=skiff.example.com"]).is_ok());
+        let flag = "--leader-election-namespace";
+        assert_eq!(rejected_flag(&[flag, "a.b"]).0, flag);
+        assert_eq!(rejected_flag(&[flag, "-a"]).0, flag);
+        let s = try_parse(&[flag, "skiff-system"]).expect("valid");
+        assert_eq!(s.leader_election_namespace.as_deref(), Some("skiff-system"));
+    }
+}

@@ -1,0 +1,232 @@
+//! The probes and metrics HTTP server: `/healthz`, `/readyz` and `/metrics` over async-h1.
+//!
+//! It starts before leader election on every replica, so the kubelet sees a standby as alive
+//! and ready, and Prometheus scrapes every replica. The caller binds the listeners first (see
+//! [`bind`]) so that "address in use" stops the process at start, naming the flag.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_types::{Request, Response, StatusCode};
+use smol::net::{TcpListener, TcpStream};
+
+/// Content type of the Prometheus text exposition format.
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
+/// Pause after a failed `accept` (e.g. out of file descriptors) so the loop never spins hot.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// A liveness check: `Err(why)` makes `/healthz` answer 500 with the reason.
+pub type Check = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// The state behind `/readyz` and `/healthz`, shared (in an `Arc`) with whoever knows it.
+///
+/// The checks live behind a mutex because components register them while the server already
+/// runs (the elector adds its renew check when it starts).
+#[derive(Default)]
+pub struct Probes {
+    ready: AtomicBool,
+    checks: Mutex<Vec<(&'static str, Check)>>,
+}
+
+impl Probes {
+    /// Not ready, no liveness checks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
+    /// Adds a liveness check, run on every `/healthz` request.
+    pub fn add_check(&self, name: &'static str, check: Check) {
+        self.lock_checks().push((name, check));
+    }
+
+    /// Runs every check in order; the first failure is `Err("name: why")`.
+    pub fn health(&self) -> Result<(), String> {
+        for (name, check) in self.lock_checks().iter() {
+            check().map_err(|why| format!("{name}: {why}"))?;
+        }
+        Ok(())
+    }
+
+    fn lock_checks(&self) -> std::sync::MutexGuard<'_, Vec<(&'static str, Check)>> {
+        // A panicking check must not take the probe down with it.
+        self.checks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Binds `addr` for the server behind `flag`; the error names both, and the fix.
+pub async fn bind(addr: SocketAddr, flag: &str) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).await.map_err(|e| {
+        format!("cannot listen on {addr} ({flag}): {e}; choose another address with {flag}")
+    })
+}
+
+/// Serves `/healthz` and `/readyz` on `listener` until the future is dropped.
+pub async fn serve_probes(listener: TcpListener, probes: Arc<Probes>) {
+    serve(listener, Some(probes), false).await
+}
+
+/// Serves `/metrics` on `listener` until the future is dropped.
+pub async fn serve_metrics(listener: TcpListener) {
+    serve(listener, None, true).await
+}
+
+/// Which paths a listener answers: probes, metrics, or both.
+#[derive(Clone)]
+struct Routes {
+    probes: Option<Arc<Probes>>,
+    metrics: bool,
+}
+
+async fn serve(listener: TcpListener, probes: Option<Arc<Probes>>, metrics: bool) {
+    let routes = Routes { probes, metrics };
+    loop {
+        match listener.accept().await {
+            Ok((stream, _peer)) => {
+                smol::spawn(serve_connection(stream, routes.clone())).detach();
+            }
+            Err(e) => {
+                log::warn!("probe/metrics server: accept failed: {e}");
+                smol::Timer::after(ACCEPT_ERROR_PAUSE).await;
+            }
+        }
+    }
+}
+
+async fn serve_connection(stream: TcpStream, routes: Routes) {
+    let result = async_h1::accept(stream, |req| {
+        let routes = routes.clone();
+        async move { Ok(respond(&req, &routes)) }
+    })
+    .await;
+    if let Err(e) = result {
+        log::debug!("probe/metrics connection ended: {e}");
+    }
+}
+
+fn respond(req: &Request, routes: &Routes) -> Response {
+    match (req.url().path(), &routes.probes) {
+        ("/healthz", Some(probes)) => match probes.health() {
+            Ok(()) => text(StatusCode::Ok, "ok"),
+            Err(why) => text(StatusCode::InternalServerError, &why),
+        },
+        ("/readyz", Some(probes)) if probes.is_ready() => text(StatusCode::Ok, "ok"),
+        ("/readyz", Some(_)) => text(StatusCode::InternalServerError, "not ready"),
+        ("/metrics", _) if routes.metrics => {
+            let mut res = Response::new(StatusCode::Ok);
+            res.insert_header("Content-Type", METRICS_CONTENT_TYPE);
+            res.set_body(crate::metrics::render());
+            res
+        }
+        _ => text(StatusCode::NotFound, "not found"),
+    }
+}
+
+fn text(status: StatusCode, body: &str) -> Response {
+    let mut res = Response::new(status);
+    res.insert_header("Content-Type", "text/plain; charset=utf-8");
+    res.set_body(body);
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_types::{Method, Url};
+
+    async fn get(addr: SocketAddr, path: &str) -> (StatusCode, String, Option<String>) {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let url = Url::parse(&format!("http://{addr}{path}")).expect("url");
+        let mut res = async_h1::connect(stream, Request::new(Method::Get, url))
+            .await
+            .expect("response");
+        let content_type = res.header("Content-Type").map(|v| v.as_str().to_owned());
+        let body = res.body_string().await.expect("body");
+        (res.status(), body, content_type)
+    }
+
+    async fn start(probes: Option<Arc<Probes>>, metrics: bool) -> SocketAddr {
+        let loopback = "127.0.0.1:0".parse().expect("addr");
+        let listener = bind(loopback, "--test-address").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        smol::spawn(serve(listener, probes, metrics)).detach();
+        addr
+    }
+
+    #[test]
+    fn probes_answer_healthz_and_readyz() {
+        smol::block_on(async {
+            let probes = Arc::new(Probes::new());
+            let addr = start(Some(probes.clone()), false).await;
+            assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
+            assert_eq!(
+                get(addr, "/readyz").await.0,
+                StatusCode::InternalServerError
+            );
+            probes.set_ready(true);
+            let (status, body, _) = get(addr, "/readyz").await;
+            assert_eq!((status, body.as_str()), (StatusCode::Ok, "ok"));
+            assert_eq!(get(addr, "/metrics").await.0, StatusCode::NotFound);
+            assert_eq!(get(addr, "/other").await.0, StatusCode::NotFound);
+        });
+    }
+
+    #[test]
+    fn a_failing_check_makes_healthz_fail_with_its_message() {
+        smol::block_on(async {
+            let probes = Arc::new(Probes::new());
+            let addr = start(Some(probes.clone()), false).await;
+            let healthy = Arc::new(AtomicBool::new(true));
+            let flag = healthy.clone();
+            probes.add_check("ok-check", Box::new(|| Ok(())));
+            probes.add_check(
+                "lease",
+                Box::new(move || match flag.load(Ordering::Relaxed) {
+                    true => Ok(()),
+                    false => Err("last renew 40s ago".to_owned()),
+                }),
+            );
+            assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
+            healthy.store(false, Ordering::Relaxed);
+            let (status, body, _) = get(addr, "/healthz").await;
+            assert_eq!(status, StatusCode::InternalServerError);
+            assert_eq!(body, "lease: last renew 40s ago");
+        });
+    }
+
+    #[test]
+    fn metrics_are_served_in_prometheus_text_format() {
+        smol::block_on(async {
+            crate::metrics::counter("skiff_serve_test_total", "A test counter.", &[]).inc();
+            let addr = start(None, true).await;
+            let (status, body, content_type) = get(addr, "/metrics").await;
+            assert_eq!(status, StatusCode::Ok);
+            assert_eq!(content_type.as_deref(), Some(METRICS_CONTENT_TYPE));
+            assert!(body.contains("skiff_serve_test_total 1"), "{body}");
+            assert_eq!(get(addr, "/healthz").await.0, StatusCode::NotFound);
+        });
+    }
+
+    #[test]
+    fn binding_a_taken_address_names_the_flag() {
+        smol::block_on(async {
+            let loopback = "127.0.0.1:0".parse().expect("addr");
+            let first = bind(loopback, "--a").await.expect("bind");
+            let taken = first.local_addr().expect("local addr");
+            let err = bind(taken, "--health-probe-bind-address")
+                .await
+                .unwrap_err();
+            assert!(err.contains("--health-probe-bind-address"), "{err}");
+            assert!(err.contains(&taken.to_string()), "{err}");
+        });
+    }
+}

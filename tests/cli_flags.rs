@@ -1,0 +1,57 @@
+//! Wiring tests of the binary's front door: `--help`, and bad flags refused at start with exit 2.
+
+use std::process::{Command, Output};
+
+fn skiff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(args)
+        .output()
+        .expect("the skiff binary runs")
+}
+
+#[test]
+fn help_prints_every_flag_to_stdout_and_exits_zero() {
+    let out = skiff(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--leader-elect-renew-deadline",
+        "--metrics-bind-address",
+        "--log-format",
+    ] {
+        assert!(stdout.contains(flag), "help lacks {flag}:\n{stdout}");
+    }
+}
+
+#[test]
+fn invalid_lease_timings_exit_2_naming_the_flag() {
+    let out = skiff(&["--leader-elect", "--leader-elect-renew-deadline=15s"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("skiff: --leader-elect-renew-deadline (15s) must be shorter"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unknown_flags_and_bad_durations_exit_2() {
+    let out = skiff(&["--leader-elect-lease=15s"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--leader-elect-lease"));
+
+    let out = skiff(&["--graceful-shutdown-timeout=30"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--graceful-shutdown-timeout") && stderr.contains("30s"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn qps_zero_is_refused_for_the_main_client() {
+    let out = skiff(&["--kube-api-qps", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--kube-api-qps must be"));
+}
