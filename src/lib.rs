@@ -6,7 +6,9 @@
 //!   and owns its connector, pool and token bucket, so lease traffic never queues behind
 //!   controller traffic.
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
+//! - [`runtime`]: watcher → store → work queue → controller, the general controller machinery.
 #![forbid(unsafe_code)]
 
 pub mod kube;
 pub mod metrics;
+pub mod runtime;
