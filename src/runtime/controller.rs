@@ -194,3 +194,136 @@ pub fn object_keys<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol::Timer;
+    use smol::channel::{Receiver, Sender, unbounded};
+    use smol::future::{block_on, or};
+    use smol::lock::Barrier;
+    use std::sync::Mutex;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("ns", name)
+    }
+
+    /// Fails the test instead of hanging when `future` does not finish within 5 s.
+    async fn within_5s<T>(future: impl Future<Output = T>) -> T {
+        or(future, async {
+            Timer::after(Duration::from_secs(5)).await;
+            panic!("did not finish within 5 s")
+        })
+        .await
+    }
+
+    async fn signal(rx: Receiver<()>) {
+        let _ = rx.recv().await;
+    }
+
+    #[test]
+    fn workers_reconcile_different_keys_in_parallel() {
+        let controller = Controller::new("test-parallel", 3);
+        let queue = controller.queue();
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let barrier = Arc::new(Barrier::new(3));
+        let finished = Arc::new(Mutex::new(Vec::new()));
+        let (b, f) = (Arc::clone(&barrier), Arc::clone(&finished));
+        let reconcile = move |key: ObjectKey| {
+            let (barrier, finished, stop) = (Arc::clone(&b), Arc::clone(&f), stop_tx.clone());
+            async move {
+                // Passes only when all three reconciles are running at once.
+                barrier.wait().await;
+                let mut done = finished.lock().unwrap();
+                done.push(key);
+                if done.len() == 3 {
+                    stop.close();
+                }
+                Ok::<_, String>(Action::Done)
+            }
+        };
+        for name in ["a", "b", "c"] {
+            queue.add(key(name));
+        }
+        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        assert_eq!(finished.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn stop_waits_for_the_reconcile_in_flight_and_starts_no_new_one() {
+        let controller = Controller::new("test-stop", 1);
+        let queue = controller.queue();
+        let (started_tx, started_rx) = unbounded::<ObjectKey>();
+        let (release_tx, release_rx): (Sender<()>, _) = unbounded();
+        let reconcile = move |key: ObjectKey| {
+            let (started, release) = (started_tx.clone(), release_rx.clone());
+            async move {
+                let _ = started.send(key).await;
+                let _ = release.recv().await;
+                Ok::<_, String>(Action::Done)
+            }
+        };
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        queue.add(key("a"));
+        let run = smol::spawn(controller.run(reconcile, signal(stop_rx)));
+        block_on(within_5s(async {
+            assert_eq!(started_rx.recv().await, Ok(key("a")));
+            queue.add(key("b"));
+            stop_tx.close();
+            Timer::after(Duration::from_millis(5)).await;
+            assert!(
+                !run.is_finished(),
+                "run returned while a reconcile was in flight"
+            );
+            release_tx.close();
+            run.await;
+        }));
+        assert!(started_rx.try_recv().is_err(), "b was started after stop");
+    }
+
+    #[test]
+    fn a_failed_reconcile_is_retried_with_backoff_then_forgotten() {
+        let controller = Controller::new("test-retry", 2);
+        let queue = controller.queue();
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let c = Arc::clone(&calls);
+        let reconcile = move |_key: ObjectKey| {
+            let (calls, stop) = (Arc::clone(&c), stop_tx.clone());
+            async move {
+                let mut calls = calls.lock().unwrap();
+                calls.push(Instant::now());
+                if calls.len() < 3 {
+                    return Err("transient");
+                }
+                stop.close();
+                Ok(Action::Done)
+            }
+        };
+        queue.add(key("a"));
+        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        let calls = calls.lock().unwrap();
+        assert_eq!(calls.len(), 3);
+        assert!(calls[1] - calls[0] >= Duration::from_millis(5));
+        assert!(calls[2] - calls[1] >= Duration::from_millis(10));
+        assert_eq!(queue.failures(&key("a")), 0);
+        let errors = metrics::counter(
+            "controller_runtime_reconcile_errors_total",
+            "",
+            &[("controller", "test-retry")],
+        );
+        assert_eq!(errors.get(), 2);
+    }
+
+    #[test]
+    fn object_keys_names_every_object_of_an_event() {
+        use crate::kube::api::{ConfigMap, ObjectMeta};
+        let cm = |name| ConfigMap {
+            metadata: ObjectMeta::named(Some("ns"), name),
+            ..ConfigMap::default()
+        };
+        let restarted = WatcherEvent::Restarted(vec![cm("a"), cm("b")]);
+        assert_eq!(object_keys(&restarted), [key("a"), key("b")]);
+        assert_eq!(object_keys(&WatcherEvent::Deleted(cm("c"))), [key("c")]);
+    }
+}
