@@ -198,6 +198,9 @@ pub fn object_keys<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::api::{ConfigMap, ListMeta, ObjectList, ObjectMeta};
+    use crate::kube::{Error, Event, ListParams, WatchParams};
+    use crate::runtime::watcher::{EventStream, WatcherConfig};
     use smol::Timer;
     use smol::channel::{Receiver, Sender, unbounded};
     use smol::future::{block_on, or};
@@ -315,13 +318,75 @@ mod tests {
         assert_eq!(errors.get(), 2);
     }
 
+    /// Lists `a`, then watches: `b` is added, then nothing more happens.
+    struct Quiet;
+    struct QuietStream(Vec<Event<ConfigMap>>);
+
+    impl EventStream<ConfigMap> for QuietStream {
+        async fn next(&mut self) -> Option<Result<Event<ConfigMap>, Error>> {
+            match self.0.pop() {
+                Some(event) => Some(Ok(event)),
+                None => smol::future::pending().await,
+            }
+        }
+    }
+
+    impl ListWatch<ConfigMap> for Quiet {
+        type Stream = QuietStream;
+        async fn list(&self, _: &ListParams) -> Result<ObjectList<ConfigMap>, Error> {
+            let metadata = ListMeta::default();
+            Ok(ObjectList {
+                metadata,
+                items: vec![cm("a")],
+            })
+        }
+        async fn watch(&self, _: &WatchParams) -> Result<QuietStream, Error> {
+            Ok(QuietStream(vec![Event::Added(cm("b"))]))
+        }
+    }
+
+    fn cm(name: &str) -> ConfigMap {
+        let metadata = ObjectMeta::named(Some("ns"), name);
+        ConfigMap {
+            metadata,
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn feed_fills_the_store_before_enqueueing_the_mapped_keys() {
+        let store = Store::new(|cm: &ConfigMap| cm.metadata.name.clone());
+        let queue = WorkQueue::new("test-feed");
+        let reader = store.clone();
+        let owner_of = move |event: &WatcherEvent<ConfigMap>| {
+            for key in object_keys(event) {
+                assert!(
+                    reader.get(&key.namespace, &key.name).is_some(),
+                    "{key} not stored yet"
+                );
+            }
+            object_keys(event)
+                .into_iter()
+                .map(|k| ObjectKey::new("owners", k.name))
+                .collect()
+        };
+        let watcher = Watcher::new(Quiet, WatcherConfig::default());
+        let fed = async {
+            while queue.len() < 2 {
+                Timer::after(Duration::from_millis(1)).await;
+            }
+        };
+        block_on(within_5s(or(
+            feed(watcher, store.clone(), queue.clone(), owner_of),
+            fed,
+        )));
+        assert_eq!(store.len(), 2);
+        assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "a")));
+        assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "b")));
+    }
+
     #[test]
     fn object_keys_names_every_object_of_an_event() {
-        use crate::kube::api::{ConfigMap, ObjectMeta};
-        let cm = |name| ConfigMap {
-            metadata: ObjectMeta::named(Some("ns"), name),
-            ..ConfigMap::default()
-        };
         let restarted = WatcherEvent::Restarted(vec![cm("a"), cm("b")]);
         assert_eq!(object_keys(&restarted), [key("a"), key("b")]);
         assert_eq!(object_keys(&WatcherEvent::Deleted(cm("c"))), [key("c")]);

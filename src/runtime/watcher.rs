@@ -108,10 +108,7 @@ struct OpenWatch<S> {
 }
 
 /// Lists then watches one collection, forever; see the module docs.
-pub struct Watcher<K, S: ListWatch<K>>
-where
-    K: Resource,
-{
+pub struct Watcher<K: Resource, S: ListWatch<K>> {
     source: S,
     config: WatcherConfig,
     state: State<K, S::Stream>,
@@ -314,18 +311,18 @@ fn version_of<K: Resource>(object: &K) -> Option<String> {
 mod tests {
     use super::*;
     use crate::kube::api::{ConfigMap, ListMeta, ObjectMeta};
+    use smol::block_on;
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
 
-    type Events = Vec<Result<Event<ConfigMap>, Error>>;
+    type Page = Result<ObjectList<ConfigMap>, Error>;
+    type Events = Result<Vec<Result<Event<ConfigMap>, Error>>, Error>;
 
     /// A scripted source: each LIST / WATCH takes the next scripted answer; calls are recorded.
     #[derive(Default)]
     struct Fake {
-        lists: Mutex<VecDeque<Result<ObjectList<ConfigMap>, Error>>>,
-        watches: Mutex<VecDeque<Result<Events, Error>>>,
-        listed: Mutex<Vec<ListParams>>,
-        watched: Mutex<Vec<WatchParams>>,
+        script: Mutex<(VecDeque<Page>, VecDeque<Events>)>,
+        calls: Mutex<(Vec<ListParams>, Vec<WatchParams>)>,
     }
 
     struct FakeStream(VecDeque<Result<Event<ConfigMap>, Error>>);
@@ -336,18 +333,21 @@ mod tests {
         }
     }
 
+    fn ended() -> Error {
+        Error::Transport("script ended".into())
+    }
+
     impl ListWatch<ConfigMap> for Arc<Fake> {
         type Stream = FakeStream;
-        async fn list(&self, params: &ListParams) -> Result<ObjectList<ConfigMap>, Error> {
-            self.listed.lock().unwrap().push(params.clone());
-            let next = self.lists.lock().unwrap().pop_front();
-            next.unwrap_or_else(|| Err(Error::Transport("script ended".into())))
+        async fn list(&self, params: &ListParams) -> Page {
+            self.calls.lock().unwrap().0.push(params.clone());
+            let next = self.script.lock().unwrap().0.pop_front();
+            next.unwrap_or_else(|| Err(ended()))
         }
         async fn watch(&self, params: &WatchParams) -> Result<FakeStream, Error> {
-            self.watched.lock().unwrap().push(params.clone());
-            let next = self.watches.lock().unwrap().pop_front();
-            next.unwrap_or_else(|| Err(Error::Transport("script ended".into())))
-                .map(|events| FakeStream(events.into()))
+            self.calls.lock().unwrap().1.push(params.clone());
+            let next = self.script.lock().unwrap().1.pop_front();
+            Ok(FakeStream(next.unwrap_or_else(|| Err(ended()))?.into()))
         }
     }
 
@@ -360,51 +360,38 @@ mod tests {
         }
     }
 
-    fn page(
-        items: Vec<ConfigMap>,
-        rv: &str,
-        next: Option<&str>,
-    ) -> Result<ObjectList<ConfigMap>, Error> {
-        Ok(ObjectList {
-            metadata: ListMeta {
-                resource_version: Some(rv.into()),
-                continue_token: next.map(Into::into),
-            },
-            items,
-        })
+    fn page(items: Vec<ConfigMap>, rv: &str, next: Option<&str>) -> Page {
+        let continue_token = next.map(Into::into);
+        let metadata = ListMeta {
+            resource_version: Some(rv.into()),
+            continue_token,
+        };
+        Ok(ObjectList { metadata, items })
     }
 
     fn server_error() -> Error {
-        Error::Api {
-            code: 500,
-            reason: "InternalError".into(),
-            message: String::new(),
-            retry_after: None,
-        }
+        Error::Timeout("slow".into())
     }
 
-    fn watcher(fake: &Arc<Fake>) -> Watcher<ConfigMap, Arc<Fake>> {
-        let ms = Duration::from_millis;
+    /// A watcher over a scripted source, with a 1 ms backoff so tests barely sleep.
+    fn watcher(
+        lists: Vec<Page>,
+        watches: Vec<Events>,
+    ) -> (Watcher<ConfigMap, Arc<Fake>>, Arc<Fake>) {
+        let fake = Arc::new(Fake::default());
+        *fake.script.lock().unwrap() = (lists.into(), watches.into());
+        let backoff = Backoff::new(Duration::from_millis(1), Duration::from_secs(1));
         let config = WatcherConfig {
-            backoff: Backoff::new(ms(1), ms(1000)),
+            backoff,
             ..WatcherConfig::default().labels("app=x")
         };
-        Watcher::new(Arc::clone(fake), config)
-    }
-
-    fn script(
-        lists: Vec<Result<ObjectList<ConfigMap>, Error>>,
-        watches: Vec<Result<Events, Error>>,
-    ) -> Arc<Fake> {
-        let fake = Fake::default();
-        *fake.lists.lock().unwrap() = lists.into();
-        *fake.watches.lock().unwrap() = watches.into();
-        Arc::new(fake)
+        (Watcher::new(Arc::clone(&fake), config), fake)
     }
 
     fn watched_versions(fake: &Fake) -> Vec<String> {
-        let watched = fake.watched.lock().unwrap();
-        watched
+        let calls = fake.calls.lock().unwrap();
+        calls
+            .1
             .iter()
             .filter_map(|p| p.resource_version.clone())
             .collect()
@@ -412,124 +399,95 @@ mod tests {
 
     #[test]
     fn lists_every_page_then_watches_from_the_lists_version() {
-        let fake = script(
-            vec![
-                page(vec![cm("a", "5")], "", Some("c1")),
-                page(vec![cm("b", "9")], "10", None),
-            ],
-            vec![Ok(vec![Ok(Event::Added(cm("c", "11")))])],
-        );
-        let mut w = watcher(&fake);
-        let first = smol::block_on(w.next());
-        assert_eq!(
-            first,
-            Ok(WatcherEvent::Restarted(vec![cm("a", "5"), cm("b", "9")]))
-        );
-        assert_eq!(
-            smol::block_on(w.next()),
-            Ok(WatcherEvent::Applied(cm("c", "11")))
-        );
-        let listed = fake.listed.lock().unwrap().clone();
-        let tokens: Vec<_> = listed.iter().map(|p| p.continue_token.clone()).collect();
+        let pages = vec![
+            page(vec![cm("a", "5")], "", Some("c1")),
+            page(vec![cm("b", "9")], "10", None),
+        ];
+        let (mut w, fake) = watcher(pages, vec![Ok(vec![Ok(Event::Added(cm("c", "11")))])]);
+        let listed = WatcherEvent::Restarted(vec![cm("a", "5"), cm("b", "9")]);
+        assert_eq!(block_on(w.next()), Ok(listed));
+        assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("c", "11"))));
+        let (lists, watches) = fake.calls.lock().unwrap().clone();
+        let tokens: Vec<_> = lists.iter().map(|p| p.continue_token.clone()).collect();
         assert_eq!(tokens, [None, Some("c1".to_owned())]);
-        assert!(listed.iter().all(|p| p.limit == Some(PAGE_SIZE)));
-        let watch = fake.watched.lock().unwrap()[0].clone();
-        assert_eq!(watch.resource_version.as_deref(), Some("10"));
-        assert_eq!(watch.label_selector.as_deref(), Some("app=x"));
-        assert!(watch.allow_bookmarks);
+        assert!(lists.iter().all(|p| p.limit == Some(PAGE_SIZE)));
+        assert_eq!(watches[0].resource_version.as_deref(), Some("10"));
+        assert_eq!(watches[0].label_selector.as_deref(), Some("app=x"));
+        assert!(watches[0].allow_bookmarks);
         assert!(
-            matches!(watch.timeout_seconds, Some(261..=319)),
-            "{watch:?}"
+            matches!(watches[0].timeout_seconds, Some(261..=319)),
+            "{watches:?}"
         );
     }
 
     #[test]
     fn a_watch_that_ends_resumes_from_the_last_seen_version_without_relisting() {
-        let fake = script(
-            vec![page(vec![], "10", None)],
-            vec![
-                Ok(vec![
-                    Ok(Event::Added(cm("a", "11"))),
-                    Ok(Event::Modified(cm("a", "12"))),
-                ]),
-                Ok(vec![Ok(Event::Deleted(cm("a", "13")))]),
-            ],
-        );
-        let mut w = watcher(&fake);
-        let events: Vec<_> = (0..4).map(|_| smol::block_on(w.next())).collect();
+        let first = vec![
+            Ok(Event::Added(cm("a", "11"))),
+            Ok(Event::Modified(cm("a", "12"))),
+        ];
+        let second = vec![Ok(Event::Deleted(cm("a", "13")))];
+        let (mut w, fake) = watcher(vec![page(vec![], "10", None)], vec![Ok(first), Ok(second)]);
+        let events: Vec<_> = (0..4).map(|_| block_on(w.next())).collect();
         assert_eq!(events[3], Ok(WatcherEvent::Deleted(cm("a", "13"))));
         assert_eq!(watched_versions(&fake), ["10", "12"]);
-        assert_eq!(fake.listed.lock().unwrap().len(), 1);
+        assert_eq!(fake.calls.lock().unwrap().0.len(), 1);
     }
 
     #[test]
     fn a_bookmark_advances_the_resume_version_silently() {
-        let fake = script(
-            vec![page(vec![], "10", None)],
-            vec![
-                Ok(vec![Ok(Event::Bookmark {
-                    resource_version: "20".into(),
-                })]),
-                Ok(vec![Ok(Event::Added(cm("x", "21")))]),
-            ],
-        );
-        let mut w = watcher(&fake);
-        smol::block_on(w.next()).unwrap();
-        assert_eq!(
-            smol::block_on(w.next()),
-            Ok(WatcherEvent::Applied(cm("x", "21")))
-        );
+        let bookmark = Event::Bookmark {
+            resource_version: "20".into(),
+        };
+        let watches = vec![
+            Ok(vec![Ok(bookmark)]),
+            Ok(vec![Ok(Event::Added(cm("x", "21")))]),
+        ];
+        let (mut w, fake) = watcher(vec![page(vec![], "10", None)], watches);
+        block_on(w.next()).unwrap();
+        assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("x", "21"))));
         assert_eq!(watched_versions(&fake), ["10", "20"]);
     }
 
     #[test]
     fn an_expired_watch_relists_and_restarts() {
-        let fake = script(
-            vec![
-                page(vec![cm("a", "5")], "10", None),
-                page(vec![cm("b", "25")], "30", None),
-            ],
-            vec![Ok(vec![Err(Error::Expired("too old".into()))])],
+        let pages = vec![
+            page(vec![cm("a", "5")], "10", None),
+            page(vec![cm("b", "25")], "30", None),
+        ];
+        let (mut w, fake) = watcher(pages, vec![Ok(vec![Err(Error::Expired("too old".into()))])]);
+        block_on(w.next()).unwrap();
+        assert_eq!(
+            block_on(w.next()),
+            Ok(WatcherEvent::Restarted(vec![cm("b", "25")]))
         );
-        let mut w = watcher(&fake);
-        smol::block_on(w.next()).unwrap();
-        let relisted = smol::block_on(w.next());
-        assert_eq!(relisted, Ok(WatcherEvent::Restarted(vec![cm("b", "25")])));
-        assert_eq!(fake.listed.lock().unwrap().len(), 2);
+        assert_eq!(fake.calls.lock().unwrap().0.len(), 2);
     }
 
     #[test]
     fn errors_are_surfaced_backoff_grows_and_success_resets_it() {
-        let fake = script(
-            vec![
-                Err(server_error()),
-                Err(server_error()),
-                Err(server_error()),
-                page(vec![], "1", None),
-            ],
-            vec![Err(server_error())],
-        );
-        let mut w = watcher(&fake);
+        let mut pages: Vec<Page> = (0..3).map(|_| Err(server_error())).collect();
+        pages.push(page(vec![], "1", None));
+        let (mut w, _) = watcher(pages, vec![Err(server_error())]);
         let start = Instant::now();
         for failures in 1..=3 {
-            assert_eq!(smol::block_on(w.next()), Err(server_error()));
+            assert_eq!(block_on(w.next()), Err(server_error()));
             assert_eq!(w.failures(), failures);
         }
-        assert!(smol::block_on(w.next()).is_ok());
+        assert!(block_on(w.next()).is_ok());
         // Waited at least 1 + 2 + 4 ms of backoff before the list that succeeded.
         assert!(start.elapsed() >= Duration::from_millis(7));
         assert_eq!(w.failures(), 0);
-        assert_eq!(smol::block_on(w.next()), Err(server_error()));
+        assert_eq!(block_on(w.next()), Err(server_error()));
         assert_eq!(w.failures(), 1, "the backoff starts over after a success");
     }
 
     #[test]
     fn a_watch_closed_at_once_without_events_backs_off_instead_of_spinning() {
-        let fake = script(vec![page(vec![], "10", None)], vec![Ok(vec![])]);
-        let mut w = watcher(&fake);
-        smol::block_on(w.next()).unwrap();
-        assert!(smol::block_on(w.step()).is_none(), "opens the watch");
-        assert!(smol::block_on(w.step()).is_none(), "the watch ends");
+        let (mut w, _) = watcher(vec![page(vec![], "10", None)], vec![Ok(vec![])]);
+        block_on(w.next()).unwrap();
+        assert!(block_on(w.step()).is_none(), "opens the watch");
+        assert!(block_on(w.step()).is_none(), "the watch ends");
         assert_eq!(w.failures(), 1);
         assert!(w.retry_at.is_some());
     }
