@@ -9,6 +9,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use smol::channel::{Receiver, Sender};
+
 use super::watcher::WatcherEvent;
 use crate::kube::api::{ObjectMeta, Resource};
 
@@ -60,20 +62,18 @@ type Project<K, P> = Arc<dyn Fn(&K) -> P + Send + Sync>;
 /// Clones share one cache. The lock is a std `RwLock` because no one holds it across an
 /// `await`: readers copy out what they need, the watcher task writes one event at a time.
 pub struct Store<K, P> {
-    shared: Arc<RwLock<Cache<P>>>,
+    shared: Arc<RwLock<HashMap<ObjectKey, P>>>,
+    /// Closed by the first `Restarted`: a closed channel wakes every waiter, now and later.
+    ready: (Sender<()>, Receiver<()>),
     project: Project<K, P>,
     kind: PhantomData<fn(&K)>,
-}
-
-struct Cache<P> {
-    objects: HashMap<ObjectKey, P>,
-    ready: bool,
 }
 
 impl<K, P> Clone for Store<K, P> {
     fn clone(&self) -> Self {
         Store {
             shared: Arc::clone(&self.shared),
+            ready: self.ready.clone(),
             project: Arc::clone(&self.project),
             kind: PhantomData,
         }
@@ -91,10 +91,8 @@ impl<K: Resource, P: Clone> Store<K, P> {
     /// A store keeping `project(object)` for each object.
     pub fn new(project: impl Fn(&K) -> P + Send + Sync + 'static) -> Store<K, P> {
         Store {
-            shared: Arc::new(RwLock::new(Cache {
-                objects: HashMap::new(),
-                ready: false,
-            })),
+            shared: Arc::default(),
+            ready: smol::channel::bounded(1),
             project: Arc::new(project),
             kind: PhantomData,
         }
@@ -109,53 +107,44 @@ impl<K: Resource, P: Clone> Store<K, P> {
                     .iter()
                     .filter_map(|o| Some((ObjectKey::of(o)?, (self.project)(o))))
                     .collect();
-                let mut cache = self.write();
-                cache.objects = fresh;
-                cache.ready = true;
+                *self.write() = fresh;
+                self.ready.0.close();
             }
             WatcherEvent::Applied(object) => {
                 if let Some(key) = ObjectKey::of(object) {
                     let projected = (self.project)(object);
-                    self.write().objects.insert(key, projected);
+                    self.write().insert(key, projected);
                 }
             }
             WatcherEvent::Deleted(object) => {
                 if let Some(key) = ObjectKey::of(object) {
-                    self.write().objects.remove(&key);
+                    self.write().remove(&key);
                 }
             }
         }
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<P> {
-        self.read()
-            .objects
-            .get(&ObjectKey::new(namespace, name))
-            .cloned()
+        self.read().get(&ObjectKey::new(namespace, name)).cloned()
     }
 
     /// Every projection, in no particular order.
     pub fn list(&self) -> Vec<P> {
-        self.read().objects.values().cloned().collect()
+        self.read().values().cloned().collect()
     }
 
     /// The projections for which `keep` is true.
     pub fn filter(&self, keep: impl Fn(&P) -> bool) -> Vec<P> {
-        self.read()
-            .objects
-            .values()
-            .filter(|p| keep(p))
-            .cloned()
-            .collect()
+        self.read().values().filter(|p| keep(p)).cloned().collect()
     }
 
     /// Every key, in no particular order.
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.read().objects.keys().cloned().collect()
+        self.read().keys().cloned().collect()
     }
 
     pub fn len(&self) -> usize {
-        self.read().objects.len()
+        self.read().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -164,14 +153,20 @@ impl<K: Resource, P: Clone> Store<K, P> {
 
     /// Whether a full list has been applied; before that the store may be missing objects.
     pub fn ready(&self) -> bool {
-        self.read().ready
+        self.ready.0.is_closed()
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Cache<P>> {
+    /// Waits until a full list has been applied. A controller must not act on absences
+    /// (e.g. delete a copy in a namespace it has not seen) before this.
+    pub async fn wait_until_ready(&self) {
+        let _ = self.ready.1.recv().await;
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<ObjectKey, P>> {
         self.shared.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Cache<P>> {
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<ObjectKey, P>> {
         self.shared.write().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -207,9 +202,15 @@ mod tests {
         let store = Store::whole();
         store.apply(&WatcherEvent::Applied(config_map("a", "gone", "1")));
         assert!(!store.ready());
+        let waiter = {
+            let store = store.clone();
+            smol::spawn(async move { store.wait_until_ready().await })
+        };
         let relisted = vec![config_map("a", "x", "1"), config_map("b", "y", "2")];
         store.apply(&WatcherEvent::Restarted(relisted));
         assert!(store.ready());
+        smol::block_on(waiter);
+        smol::block_on(store.wait_until_ready());
         assert_eq!(store.len(), 2);
         assert!(store.get("a", "gone").is_none());
         let mut keys = store.keys();

@@ -15,8 +15,8 @@ use crate::kube::{Error, Event, ListParams, WatchParams};
 
 /// Items per LIST page: 500, client-go's pager default.
 pub const PAGE_SIZE: u32 = 500;
-/// Server-side watch timeout before jitter: 290 s, kube-runtime's default (under the API
-/// server's own 5-minute floor, so the server rarely cuts a watch first).
+/// Server-side watch timeout before jitter: 290 s, kube-runtime's default. Watches end and
+/// resume regularly, so a connection that died silently is replaced within minutes.
 pub const WATCH_TIMEOUT: Duration = Duration::from_secs(290);
 /// A watch that ends sooner than this without one event is treated as a failure, so a server
 /// closing watches at once cannot spin the watcher (client-go's "very short watch", 1 s).
@@ -284,7 +284,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     /// same version, a list from the same page).
     fn failed(&mut self, error: Error) -> Option<Result<WatcherEvent<K>, Error>> {
         self.schedule_retry();
-        if matches!(error, Error::Expired(_)) {
+        if error.code() == Some(410) {
             log::info!("{} list/watch expired, relisting: {error}", K::KIND);
             self.state = State::Empty;
             return None;
@@ -462,6 +462,29 @@ mod tests {
             Ok(WatcherEvent::Restarted(vec![cm("b", "25")]))
         );
         assert_eq!(fake.calls.lock().unwrap().0.len(), 2);
+    }
+
+    #[test]
+    fn an_expired_continue_token_relists_from_the_start_dropping_partial_pages() {
+        let gone = Error::Api {
+            code: 410,
+            reason: "Expired".into(),
+            message: String::new(),
+            retry_after: None,
+        };
+        let pages = vec![
+            page(vec![cm("a", "5")], "", Some("c1")),
+            Err(gone),
+            page(vec![cm("b", "7")], "8", None),
+        ];
+        let (mut w, fake) = watcher(pages, vec![]);
+        assert_eq!(
+            block_on(w.next()),
+            Ok(WatcherEvent::Restarted(vec![cm("b", "7")]))
+        );
+        let lists = fake.calls.lock().unwrap().0.clone();
+        let tokens: Vec<_> = lists.into_iter().map(|p| p.continue_token).collect();
+        assert_eq!(tokens, [None, Some("c1".to_owned()), None]);
     }
 
     #[test]
