@@ -376,10 +376,11 @@ mod tests {
                 Timer::after(Duration::from_millis(1)).await;
             }
         };
-        block_on(within_5s(or(
-            feed(watcher, store.clone(), queue.clone(), owner_of),
-            fed,
-        )));
+        let feeding = feed(watcher, store.clone(), queue.clone(), owner_of);
+        fn spawnable<T: Send + 'static>(task: T) -> T {
+            task
+        }
+        block_on(within_5s(or(spawnable(feeding), fed)));
         assert_eq!(store.len(), 2);
         assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "a")));
         assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "b")));
