@@ -7,6 +7,7 @@
 //!   controller traffic.
 //! - [`leader`]: Lease lock, Elector, the Fence that refuses writes once leadership may be lost.
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
+//! - [`runtime`]: watcher → store → work queue → controller, the general controller machinery.
 //! - [`mirror`]: the Mirror controller (types, selection, plan, status).
 //! - [`time`]: RFC 3339 timestamps for the wire and logs.
 //! - [`flags`]: kubebuilder's flags, validated into [`flags::Settings`]; [`duration`] parses
@@ -22,5 +23,6 @@ pub mod leader;
 pub mod log;
 pub mod metrics;
 pub mod mirror;
+pub mod runtime;
 pub mod serve;
 pub mod time;

@@ -1,0 +1,395 @@
+//! Controller: N workers taking keys from a work queue and reconciling them, stopped cleanly.
+//!
+//! Stopping is the Manager's safety guarantee: after `run` returns, no reconcile is running
+//! and none will start, so the lease can be released without another replica's writes racing
+//! ours. [`feed`] connects a watcher to a store and to the queue.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::queue::WorkQueue;
+use super::store::{ObjectKey, Store};
+use super::watcher::{ListWatch, Watcher, WatcherEvent};
+use crate::kube::api::Resource;
+use crate::metrics::{self, Counter, Histogram};
+
+/// What a successful reconcile asks for next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing until an event enqueues the key again.
+    Done,
+    /// Reconcile again after this long (e.g. to re-check something no watch covers).
+    RequeueAfter(Duration),
+}
+
+/// Runs reconciles for the keys of one queue.
+pub struct Controller {
+    name: String,
+    queue: WorkQueue<ObjectKey>,
+    workers: usize,
+}
+
+impl Controller {
+    /// A controller named `name` (metrics, logs) with `workers` concurrent reconciles
+    /// (at least one) and its own queue.
+    pub fn new(name: &str, workers: usize) -> Controller {
+        Controller {
+            name: name.to_owned(),
+            queue: WorkQueue::new(name),
+            workers: workers.max(1),
+        }
+    }
+
+    /// The queue to enqueue keys on, e.g. from [`feed`].
+    pub fn queue(&self) -> WorkQueue<ObjectKey> {
+        self.queue.clone()
+    }
+
+    /// Reconciles keys until `stop` completes, then shuts the queue down and returns once
+    /// every in-flight reconcile has finished; no reconcile starts after `stop`. Dropping the
+    /// returned future cancels the workers at their next `await`.
+    ///
+    /// On `Ok` the key's failures are forgotten (and `RequeueAfter` queues it again later);
+    /// on `Err` the error is logged and the key retried after its per-key backoff.
+    pub async fn run<R, F, E>(self, reconcile: R, stop: impl Future<Output = ()>)
+    where
+        R: Fn(ObjectKey) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<Action, E>> + Send + 'static,
+        E: Display + Send + 'static,
+    {
+        let worker = Arc::new(Worker {
+            metrics: ReconcileMetrics::new(&self.name),
+            name: self.name,
+            queue: self.queue.clone(),
+            reconcile,
+        });
+        let tasks: Vec<_> = (0..self.workers)
+            .map(|_| smol::spawn(Arc::clone(&worker).work()))
+            .collect();
+        stop.await;
+        log::info!("stopping controller {}", worker.name);
+        self.queue.shutdown();
+        for task in tasks {
+            task.await;
+        }
+    }
+}
+
+struct Worker<R> {
+    name: String,
+    queue: WorkQueue<ObjectKey>,
+    reconcile: R,
+    metrics: ReconcileMetrics,
+}
+
+impl<R, F, E> Worker<R>
+where
+    R: Fn(ObjectKey) -> F + Send + Sync + 'static,
+    F: Future<Output = Result<Action, E>> + Send + 'static,
+    E: Display + Send + 'static,
+{
+    async fn work(self: Arc<Self>) {
+        while let Some(key) = self.queue.get().await {
+            let started = Instant::now();
+            let result = (self.reconcile)(key.clone()).await;
+            self.metrics.time.observe(started.elapsed().as_secs_f64());
+            self.settle(&key, result);
+            self.queue.done(&key);
+        }
+    }
+
+    fn settle(&self, key: &ObjectKey, result: Result<Action, E>) {
+        match result {
+            Ok(Action::Done) => {
+                self.queue.forget(key);
+                self.metrics.success.inc();
+            }
+            Ok(Action::RequeueAfter(delay)) => {
+                self.queue.forget(key);
+                self.queue.add_after(key.clone(), delay);
+                self.metrics.requeue_after.inc();
+            }
+            Err(e) => {
+                log::warn!("{}: reconciling {key} failed, will retry: {e}", self.name);
+                self.metrics.error.inc();
+                self.metrics.errors.inc();
+                self.queue.requeue_rate_limited(key.clone());
+            }
+        }
+    }
+}
+
+/// controller-runtime's reconcile metrics, looked up once per controller.
+struct ReconcileMetrics {
+    success: Counter,
+    error: Counter,
+    requeue_after: Counter,
+    errors: Counter,
+    time: Histogram,
+}
+
+impl ReconcileMetrics {
+    fn new(controller: &str) -> ReconcileMetrics {
+        let total = |result| {
+            metrics::counter(
+                "controller_runtime_reconcile_total",
+                "Reconciles per controller and result.",
+                &[("controller", controller), ("result", result)],
+            )
+        };
+        let labels = [("controller", controller)];
+        ReconcileMetrics {
+            success: total("success"),
+            error: total("error"),
+            requeue_after: total("requeue_after"),
+            errors: metrics::counter(
+                "controller_runtime_reconcile_errors_total",
+                "Reconciles that returned an error.",
+                &labels,
+            ),
+            time: metrics::histogram(
+                "controller_runtime_reconcile_time_seconds",
+                "Time per reconcile.",
+                &labels,
+            ),
+        }
+    }
+}
+
+/// Feeds a watcher's events into `store` and enqueues the keys `map` names for each event
+/// (after the store has the event, so a reconcile sees it). Watch errors are logged; the
+/// watcher backs off by itself. Returns when the queue is shut down, noticed at the next
+/// event: race it with the stop signal to end it at once.
+pub async fn feed<K, S, P>(
+    mut watcher: Watcher<K, S>,
+    store: Store<K, P>,
+    queue: WorkQueue<ObjectKey>,
+    map: impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey>,
+) where
+    K: Resource,
+    S: ListWatch<K>,
+    P: Clone,
+{
+    while !queue.is_shutting_down() {
+        match watcher.next().await {
+            Ok(event) => {
+                store.apply(&event);
+                for key in map(&event) {
+                    queue.add(key);
+                }
+            }
+            Err(e) => log::warn!("watching {} failed, will retry: {e}", K::KIND),
+        }
+    }
+}
+
+/// The keys of the objects in an event: the mapping for a controller's own kind.
+pub fn object_keys<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
+    match event {
+        WatcherEvent::Restarted(objects) => objects.iter().filter_map(ObjectKey::of).collect(),
+        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
+            ObjectKey::of(o).into_iter().collect()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::api::{ConfigMap, ListMeta, ObjectList, ObjectMeta};
+    use crate::kube::{Error, Event, ListParams, WatchParams};
+    use crate::runtime::watcher::{EventStream, WatcherConfig};
+    use smol::Timer;
+    use smol::channel::{Receiver, Sender, unbounded};
+    use smol::future::{block_on, or};
+    use smol::lock::Barrier;
+    use std::sync::Mutex;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("ns", name)
+    }
+
+    /// Fails the test instead of hanging when `future` does not finish within 5 s.
+    async fn within_5s<T>(future: impl Future<Output = T>) -> T {
+        or(future, async {
+            Timer::after(Duration::from_secs(5)).await;
+            panic!("did not finish within 5 s")
+        })
+        .await
+    }
+
+    async fn signal(rx: Receiver<()>) {
+        let _ = rx.recv().await;
+    }
+
+    #[test]
+    fn workers_reconcile_different_keys_in_parallel() {
+        let controller = Controller::new("test-parallel", 3);
+        let queue = controller.queue();
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let barrier = Arc::new(Barrier::new(3));
+        let finished = Arc::new(Mutex::new(Vec::new()));
+        let (b, f) = (Arc::clone(&barrier), Arc::clone(&finished));
+        let reconcile = move |key: ObjectKey| {
+            let (barrier, finished, stop) = (Arc::clone(&b), Arc::clone(&f), stop_tx.clone());
+            async move {
+                // Passes only when all three reconciles are running at once.
+                barrier.wait().await;
+                let mut done = finished.lock().unwrap();
+                done.push(key);
+                if done.len() == 3 {
+                    stop.close();
+                }
+                Ok::<_, String>(Action::Done)
+            }
+        };
+        for name in ["a", "b", "c"] {
+            queue.add(key(name));
+        }
+        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        assert_eq!(finished.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn stop_waits_for_the_reconcile_in_flight_and_starts_no_new_one() {
+        let controller = Controller::new("test-stop", 1);
+        let queue = controller.queue();
+        let (started_tx, started_rx) = unbounded::<ObjectKey>();
+        let (release_tx, release_rx): (Sender<()>, _) = unbounded();
+        let reconcile = move |key: ObjectKey| {
+            let (started, release) = (started_tx.clone(), release_rx.clone());
+            async move {
+                let _ = started.send(key).await;
+                let _ = release.recv().await;
+                Ok::<_, String>(Action::Done)
+            }
+        };
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        queue.add(key("a"));
+        let run = smol::spawn(controller.run(reconcile, signal(stop_rx)));
+        block_on(within_5s(async {
+            assert_eq!(started_rx.recv().await, Ok(key("a")));
+            queue.add(key("b"));
+            stop_tx.close();
+            Timer::after(Duration::from_millis(5)).await;
+            assert!(
+                !run.is_finished(),
+                "run returned while a reconcile was in flight"
+            );
+            release_tx.close();
+            run.await;
+        }));
+        assert!(started_rx.try_recv().is_err(), "b was started after stop");
+    }
+
+    #[test]
+    fn a_failed_reconcile_is_retried_with_backoff_then_forgotten() {
+        let controller = Controller::new("test-retry", 2);
+        let queue = controller.queue();
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let c = Arc::clone(&calls);
+        let reconcile = move |_key: ObjectKey| {
+            let (calls, stop) = (Arc::clone(&c), stop_tx.clone());
+            async move {
+                let mut calls = calls.lock().unwrap();
+                calls.push(Instant::now());
+                if calls.len() < 3 {
+                    return Err("transient");
+                }
+                stop.close();
+                Ok(Action::Done)
+            }
+        };
+        queue.add(key("a"));
+        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        let calls = calls.lock().unwrap();
+        assert_eq!(calls.len(), 3);
+        assert!(calls[1] - calls[0] >= Duration::from_millis(5));
+        assert!(calls[2] - calls[1] >= Duration::from_millis(10));
+        assert_eq!(queue.failures(&key("a")), 0);
+        let errors = metrics::counter(
+            "controller_runtime_reconcile_errors_total",
+            "",
+            &[("controller", "test-retry")],
+        );
+        assert_eq!(errors.get(), 2);
+    }
+
+    /// Lists `a`, then watches: `b` is added, then nothing more happens.
+    struct Quiet;
+    struct QuietStream(Vec<Event<ConfigMap>>);
+
+    impl EventStream<ConfigMap> for QuietStream {
+        async fn next(&mut self) -> Option<Result<Event<ConfigMap>, Error>> {
+            match self.0.pop() {
+                Some(event) => Some(Ok(event)),
+                None => smol::future::pending().await,
+            }
+        }
+    }
+
+    impl ListWatch<ConfigMap> for Quiet {
+        type Stream = QuietStream;
+        async fn list(&self, _: &ListParams) -> Result<ObjectList<ConfigMap>, Error> {
+            let metadata = ListMeta::default();
+            Ok(ObjectList {
+                metadata,
+                items: vec![cm("a")],
+            })
+        }
+        async fn watch(&self, _: &WatchParams) -> Result<QuietStream, Error> {
+            Ok(QuietStream(vec![Event::Added(cm("b"))]))
+        }
+    }
+
+    fn cm(name: &str) -> ConfigMap {
+        let metadata = ObjectMeta::named(Some("ns"), name);
+        ConfigMap {
+            metadata,
+            ..ConfigMap::default()
+        }
+    }
+
+    #[test]
+    fn feed_fills_the_store_before_enqueueing_the_mapped_keys() {
+        let store = Store::new(|cm: &ConfigMap| cm.metadata.name.clone());
+        let queue = WorkQueue::new("test-feed");
+        let reader = store.clone();
+        let owner_of = move |event: &WatcherEvent<ConfigMap>| {
+            for key in object_keys(event) {
+                assert!(
+                    reader.get(&key.namespace, &key.name).is_some(),
+                    "{key} not stored yet"
+                );
+            }
+            object_keys(event)
+                .into_iter()
+                .map(|k| ObjectKey::new("owners", k.name))
+                .collect()
+        };
+        let watcher = Watcher::new(Quiet, WatcherConfig::default());
+        let fed = async {
+            while queue.len() < 2 {
+                Timer::after(Duration::from_millis(1)).await;
+            }
+        };
+        let feeding = feed(watcher, store.clone(), queue.clone(), owner_of);
+        fn spawnable<T: Send + 'static>(task: T) -> T {
+            task
+        }
+        block_on(within_5s(or(spawnable(feeding), fed)));
+        assert_eq!(store.len(), 2);
+        assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "a")));
+        assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "b")));
+    }
+
+    #[test]
+    fn object_keys_names_every_object_of_an_event() {
+        let restarted = WatcherEvent::Restarted(vec![cm("a"), cm("b")]);
+        assert_eq!(object_keys(&restarted), [key("a"), key("b")]);
+        assert_eq!(object_keys(&WatcherEvent::Deleted(cm("c"))), [key("c")]);
+    }
+}

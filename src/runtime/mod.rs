@@ -1,0 +1,17 @@
+//! The controller runtime: small and general, nothing Mirror-specific.
+//!
+//! Data flows one way: a [`watcher`] lists then watches a collection and emits
+//! [`WatcherEvent`]s → a [`store`] caches a projection of each object → a mapping function
+//! turns each event into [`ObjectKey`]s → the [`queue`] deduplicates them and delays failures
+//! ([`backoff`]) → the [`controller`]'s workers reconcile one key at a time.
+pub mod backoff;
+pub mod controller;
+pub mod queue;
+pub mod store;
+pub mod watcher;
+
+pub use backoff::Backoff;
+pub use controller::{Action, Controller, feed, object_keys};
+pub use queue::WorkQueue;
+pub use store::{ObjectKey, Store};
+pub use watcher::{EventStream, ListWatch, Watcher, WatcherConfig, WatcherEvent};

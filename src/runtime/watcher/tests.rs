@@ -1,0 +1,204 @@
+//! Watcher tests, driven by a scripted in-memory source; in their own file so the watcher stays short.
+
+use super::*;
+use crate::kube::api::{ConfigMap, ListMeta, ObjectMeta};
+use smol::block_on;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+type Page = Result<ObjectList<ConfigMap>, Error>;
+type Events = Result<Vec<Result<Event<ConfigMap>, Error>>, Error>;
+
+/// A scripted source: each LIST / WATCH takes the next scripted answer; calls are recorded.
+#[derive(Default)]
+struct Fake {
+    script: Mutex<(VecDeque<Page>, VecDeque<Events>)>,
+    calls: Mutex<(Vec<ListParams>, Vec<WatchParams>)>,
+}
+
+struct FakeStream(VecDeque<Result<Event<ConfigMap>, Error>>);
+
+impl EventStream<ConfigMap> for FakeStream {
+    async fn next(&mut self) -> Option<Result<Event<ConfigMap>, Error>> {
+        self.0.pop_front()
+    }
+}
+
+fn ended() -> Error {
+    Error::Transport("script ended".into())
+}
+
+impl ListWatch<ConfigMap> for Arc<Fake> {
+    type Stream = FakeStream;
+    async fn list(&self, params: &ListParams) -> Page {
+        self.calls.lock().unwrap().0.push(params.clone());
+        let next = self.script.lock().unwrap().0.pop_front();
+        next.unwrap_or_else(|| Err(ended()))
+    }
+    async fn watch(&self, params: &WatchParams) -> Result<FakeStream, Error> {
+        self.calls.lock().unwrap().1.push(params.clone());
+        let next = self.script.lock().unwrap().1.pop_front();
+        Ok(FakeStream(next.unwrap_or_else(|| Err(ended()))?.into()))
+    }
+}
+
+fn cm(name: &str, rv: &str) -> ConfigMap {
+    let mut metadata = ObjectMeta::named(Some("ns"), name);
+    metadata.resource_version = Some(rv.into());
+    ConfigMap {
+        metadata,
+        ..ConfigMap::default()
+    }
+}
+
+fn page(items: Vec<ConfigMap>, rv: &str, next: Option<&str>) -> Page {
+    let continue_token = next.map(Into::into);
+    let metadata = ListMeta {
+        resource_version: Some(rv.into()),
+        continue_token,
+    };
+    Ok(ObjectList { metadata, items })
+}
+
+fn server_error() -> Error {
+    Error::Timeout("slow".into())
+}
+
+/// A watcher over a scripted source, with a 1 ms backoff so tests barely sleep.
+fn watcher(lists: Vec<Page>, watches: Vec<Events>) -> (Watcher<ConfigMap, Arc<Fake>>, Arc<Fake>) {
+    let fake = Arc::new(Fake::default());
+    *fake.script.lock().unwrap() = (lists.into(), watches.into());
+    let backoff = Backoff::new(Duration::from_millis(1), Duration::from_secs(1));
+    let config = WatcherConfig {
+        backoff,
+        ..WatcherConfig::default().labels("app=x")
+    };
+    (Watcher::new(Arc::clone(&fake), config), fake)
+}
+
+fn watched_versions(fake: &Fake) -> Vec<String> {
+    let calls = fake.calls.lock().unwrap();
+    calls
+        .1
+        .iter()
+        .filter_map(|p| p.resource_version.clone())
+        .collect()
+}
+
+#[test]
+fn lists_every_page_then_watches_from_the_lists_version() {
+    let pages = vec![
+        page(vec![cm("a", "5")], "", Some("c1")),
+        page(vec![cm("b", "9")], "10", None),
+    ];
+    let (mut w, fake) = watcher(pages, vec![Ok(vec![Ok(Event::Added(cm("c", "11")))])]);
+    let listed = WatcherEvent::Restarted(vec![cm("a", "5"), cm("b", "9")]);
+    assert_eq!(block_on(w.next()), Ok(listed));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("c", "11"))));
+    let (lists, watches) = fake.calls.lock().unwrap().clone();
+    let tokens: Vec<_> = lists.iter().map(|p| p.continue_token.clone()).collect();
+    assert_eq!(tokens, [None, Some("c1".to_owned())]);
+    assert!(lists.iter().all(|p| p.limit == Some(PAGE_SIZE)));
+    assert_eq!(watches[0].resource_version.as_deref(), Some("10"));
+    assert_eq!(watches[0].label_selector.as_deref(), Some("app=x"));
+    assert!(watches[0].allow_bookmarks);
+    assert!(
+        matches!(watches[0].timeout_seconds, Some(261..=319)),
+        "{watches:?}"
+    );
+}
+
+#[test]
+fn a_watch_that_ends_resumes_from_the_last_seen_version_without_relisting() {
+    let first = vec![
+        Ok(Event::Added(cm("a", "11"))),
+        Ok(Event::Modified(cm("a", "12"))),
+    ];
+    let second = vec![Ok(Event::Deleted(cm("a", "13")))];
+    let (mut w, fake) = watcher(vec![page(vec![], "10", None)], vec![Ok(first), Ok(second)]);
+    let events: Vec<_> = (0..4).map(|_| block_on(w.next())).collect();
+    assert_eq!(events[3], Ok(WatcherEvent::Deleted(cm("a", "13"))));
+    assert_eq!(watched_versions(&fake), ["10", "12"]);
+    assert_eq!(fake.calls.lock().unwrap().0.len(), 1);
+}
+
+#[test]
+fn a_bookmark_advances_the_resume_version_silently() {
+    let bookmark = Event::Bookmark {
+        resource_version: "20".into(),
+    };
+    let watches = vec![
+        Ok(vec![Ok(bookmark)]),
+        Ok(vec![Ok(Event::Added(cm("x", "21")))]),
+    ];
+    let (mut w, fake) = watcher(vec![page(vec![], "10", None)], watches);
+    block_on(w.next()).unwrap();
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("x", "21"))));
+    assert_eq!(watched_versions(&fake), ["10", "20"]);
+}
+
+#[test]
+fn an_expired_watch_relists_and_restarts() {
+    let pages = vec![
+        page(vec![cm("a", "5")], "10", None),
+        page(vec![cm("b", "25")], "30", None),
+    ];
+    let (mut w, fake) = watcher(pages, vec![Ok(vec![Err(Error::Expired("too old".into()))])]);
+    block_on(w.next()).unwrap();
+    assert_eq!(
+        block_on(w.next()),
+        Ok(WatcherEvent::Restarted(vec![cm("b", "25")]))
+    );
+    assert_eq!(fake.calls.lock().unwrap().0.len(), 2);
+}
+
+#[test]
+fn an_expired_continue_token_relists_from_the_start_dropping_partial_pages() {
+    let gone = Error::Api {
+        code: 410,
+        reason: "Expired".into(),
+        message: String::new(),
+        retry_after: None,
+    };
+    let pages = vec![
+        page(vec![cm("a", "5")], "", Some("c1")),
+        Err(gone),
+        page(vec![cm("b", "7")], "8", None),
+    ];
+    let (mut w, fake) = watcher(pages, vec![]);
+    assert_eq!(
+        block_on(w.next()),
+        Ok(WatcherEvent::Restarted(vec![cm("b", "7")]))
+    );
+    let lists = fake.calls.lock().unwrap().0.clone();
+    let tokens: Vec<_> = lists.into_iter().map(|p| p.continue_token).collect();
+    assert_eq!(tokens, [None, Some("c1".to_owned()), None]);
+}
+
+#[test]
+fn errors_are_surfaced_backoff_grows_and_success_resets_it() {
+    let mut pages: Vec<Page> = (0..3).map(|_| Err(server_error())).collect();
+    pages.push(page(vec![], "1", None));
+    let (mut w, _) = watcher(pages, vec![Err(server_error())]);
+    let start = Instant::now();
+    for failures in 1..=3 {
+        assert_eq!(block_on(w.next()), Err(server_error()));
+        assert_eq!(w.failures(), failures);
+    }
+    assert!(block_on(w.next()).is_ok());
+    // Waited at least 1 + 2 + 4 ms of backoff before the list that succeeded.
+    assert!(start.elapsed() >= Duration::from_millis(7));
+    assert_eq!(w.failures(), 0);
+    assert_eq!(block_on(w.next()), Err(server_error()));
+    assert_eq!(w.failures(), 1, "the backoff starts over after a success");
+}
+
+#[test]
+fn a_watch_closed_at_once_without_events_backs_off_instead_of_spinning() {
+    let (mut w, _) = watcher(vec![page(vec![], "10", None)], vec![Ok(vec![])]);
+    block_on(w.next()).unwrap();
+    assert!(block_on(w.step()).is_none(), "opens the watch");
+    assert!(block_on(w.step()).is_none(), "the watch ends");
+    assert_eq!(w.failures(), 1);
+    assert!(w.retry_at.is_some());
+}
