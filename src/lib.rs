@@ -14,6 +14,7 @@
 //!   their Go-syntax durations.
 //! - [`log`]: the logger (text or JSON lines on stderr, bearer tokens scrubbed).
 //! - [`serve`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
+//! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 #![forbid(unsafe_code)]
 
 pub mod duration;
@@ -21,6 +22,7 @@ pub mod flags;
 pub mod kube;
 pub mod leader;
 pub mod log;
+pub mod manager;
 pub mod metrics;
 pub mod mirror;
 pub mod runtime;

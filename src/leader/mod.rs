@@ -18,7 +18,7 @@ pub mod standby;
 pub mod timing;
 
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 
 pub use elector::{Elector, LeaderLost};
 pub use fence::Fence;

@@ -1,0 +1,375 @@
+//! Lifecycle and ordering: probes first, then (when elected) the controllers; on a signal the
+//! controllers stop, then the lease is released, then `run` returns and the process exits.
+//!
+//! The ordering is the point. A controller must never act while another replica may lead, so
+//! the lease is released only after every controller has stopped, and nothing runs after
+//! `run` returns. Losing the lease cancels the controllers at once: the fence already refuses
+//! their writes, so there is nothing left to wait for.
+
+use crate::leader::{Elector, LeaderLost, LeaseApi};
+use smol::channel::{Receiver, Sender};
+use smol::future::FutureExt as _;
+use std::fmt;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A long-running part started once this replica may act (e.g. the Mirror controller).
+pub struct Runnable {
+    name: String,
+    start: Box<dyn FnOnce(Stop) -> BoxFuture + Send>,
+}
+
+impl Runnable {
+    /// `start(stop)` must return once `stop` fires and its in-flight work has finished.
+    pub fn new<F, Fut>(name: &str, start: F) -> Runnable
+    where
+        F: FnOnce(Stop) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        Runnable {
+            name: name.to_owned(),
+            start: Box::new(move |stop| Box::pin(start(stop))),
+        }
+    }
+}
+
+/// Fires when the manager stops its runnables; clones share it.
+#[derive(Clone)]
+pub struct Stop(Receiver<()>);
+
+impl Stop {
+    /// Waits until stopping begins.
+    pub async fn wait(&self) {
+        let _ = self.0.recv().await;
+    }
+}
+
+/// Why [`Manager::run`] returned an error.
+#[derive(Debug)]
+pub enum ManagerError {
+    /// The lease could not be renewed before the renew deadline.
+    LeaderLost(LeaderLost),
+}
+
+impl fmt::Display for ManagerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ManagerError::LeaderLost(lost) => write!(f, "{lost}"),
+        }
+    }
+}
+
+impl std::error::Error for ManagerError {}
+
+/// How the manager ends things.
+#[derive(Debug, Clone, Copy)]
+pub struct Shutdown {
+    /// How long stopping runnables may take before they are cancelled.
+    pub graceful_timeout: Duration,
+    /// Whether to hand the lease back on shutdown (`--leader-elect-release-on-cancel`).
+    pub release_on_cancel: bool,
+}
+
+/// Runs the runnables, under leader election when an elector is given, until `signal`
+/// completes (SIGTERM/SIGINT in the binary) or the lease is lost.
+pub async fn run<A: LeaseApi>(
+    elector: Option<Elector<A>>,
+    runnables: Vec<Runnable>,
+    signal: impl Future<Output = ()>,
+    shutdown: Shutdown,
+) -> Result<(), ManagerError> {
+    match elector {
+        None => {
+            let running = Running::start(runnables);
+            signal.await;
+            running.stop(shutdown.graceful_timeout).await;
+            Ok(())
+        }
+        Some(elector) => run_elected(elector, runnables, signal, shutdown).await,
+    }
+}
+
+async fn run_elected<A: LeaseApi>(
+    mut elector: Elector<A>,
+    runnables: Vec<Runnable>,
+    signal: impl Future<Output = ()>,
+    shutdown: Shutdown,
+) -> Result<(), ManagerError> {
+    let mut signal = Box::pin(signal);
+    let acquired = async {
+        elector.acquire().await;
+        true
+    };
+    if !acquired
+        .or(async {
+            (&mut signal).await;
+            false
+        })
+        .await
+    {
+        log::info!("stopping while standing by; nothing to release");
+        return Ok(());
+    }
+    let running = Running::start(runnables);
+    let stopped = async {
+        (&mut signal).await;
+        log::info!(
+            "stopping controllers (at most {:?})",
+            shutdown.graceful_timeout
+        );
+        running.stop(shutdown.graceful_timeout).await;
+        None
+    };
+    // The lease keeps being renewed while the controllers stop.
+    if let Some(lost) = stopped
+        .or(async { Some(elector.keep_renewing().await) })
+        .await
+    {
+        log::error!("{lost}; controllers cancelled");
+        return Err(ManagerError::LeaderLost(lost));
+    }
+    if shutdown.release_on_cancel {
+        match elector.release().await {
+            Ok(true) => log::info!("lease released"),
+            Ok(false) => log::info!("lease not held any more; nothing to release"),
+            Err(e) => log::warn!("could not release the lease, it will expire instead: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// The runnables while they run. Dropping it cancels them.
+struct Running {
+    stop: Sender<()>,
+    tasks: Vec<(String, smol::Task<()>)>,
+}
+
+impl Running {
+    fn start(runnables: Vec<Runnable>) -> Running {
+        let (stop, receiver) = smol::channel::bounded(1);
+        let tasks = runnables
+            .into_iter()
+            .map(|r| {
+                log::info!("starting {}", r.name);
+                (r.name, smol::spawn((r.start)(Stop(receiver.clone()))))
+            })
+            .collect();
+        Running { stop, tasks }
+    }
+
+    /// Signals stop and waits for every runnable, cancelling the ones still running after
+    /// `timeout`.
+    async fn stop(self, timeout: Duration) {
+        self.stop.close();
+        let deadline = Instant::now() + timeout;
+        for (name, task) in self.tasks {
+            let finished = async {
+                task.await;
+                true
+            };
+            let timed_out = async {
+                smol::Timer::at(deadline).await;
+                false
+            };
+            if !finished.or(timed_out).await {
+                log::warn!("{name} did not stop within {timeout:?}; cancelled");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leader::Timing;
+    use crate::leader::fake::{FakeApi, FakeStore, within};
+    use smol::future;
+    use std::sync::{Arc, Mutex};
+
+    const ME: &str = "me_abc";
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn shutdown(release_on_cancel: bool) -> Shutdown {
+        Shutdown {
+            graceful_timeout: ms(500),
+            release_on_cancel,
+        }
+    }
+
+    fn elector(store: &FakeStore) -> Elector<FakeApi> {
+        let timing = Timing::new(ms(300), ms(200), ms(50)).expect("valid timing");
+        Elector::new(store.api(), ME.to_owned(), timing).expect("valid elector")
+    }
+
+    type Log = Arc<Mutex<Vec<String>>>;
+
+    fn push(log: &Log, line: String) {
+        log.lock().expect("log lock").push(line);
+    }
+
+    /// A runnable that logs when it starts and, after `stop` fires and `linger` passes, the
+    /// lease holder it sees at the moment it finishes.
+    fn recorder(log: &Log, store: &FakeStore, linger: Duration) -> Runnable {
+        let (log, store) = (log.clone(), store.clone());
+        Runnable::new("recorder", move |stop| async move {
+            push(&log, format!("started holder={:?}", store.holder()));
+            stop.wait().await;
+            smol::Timer::after(linger).await;
+            push(&log, format!("stopped holder={:?}", store.holder()));
+        })
+    }
+
+    async fn after(delay: Duration) {
+        smol::Timer::after(delay).await;
+    }
+
+    #[test]
+    fn controllers_stop_before_the_lease_is_released() {
+        let (store, log) = (FakeStore::default(), Log::default());
+        let run = run(
+            Some(elector(&store)),
+            vec![recorder(&log, &store, ms(100))],
+            after(ms(200)),
+            shutdown(true),
+        );
+        let result = smol::block_on(within(ms(3000), run)).expect("manager returned");
+        assert!(result.is_ok());
+        let log = log.lock().expect("log lock").clone();
+        assert_eq!(
+            log,
+            vec![
+                format!("started holder={:?}", Some(ME)),
+                format!("stopped holder={:?}", Some(ME))
+            ]
+        );
+        assert_eq!(
+            store.holder().as_deref(),
+            Some(""),
+            "released after the controllers stopped"
+        );
+        assert_eq!(
+            store.lease().and_then(|l| l.spec.lease_duration_seconds),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn controllers_start_only_once_leading() {
+        let (store, log) = (FakeStore::default(), Log::default());
+        store.write_as_other(|spec| {
+            spec.holder_identity = Some("other_xyz".into());
+            spec.lease_duration_seconds = Some(15);
+        });
+        let run = run(
+            Some(elector(&store)),
+            vec![recorder(&log, &store, ms(0))],
+            after(ms(300)),
+            shutdown(true),
+        );
+        assert!(
+            smol::block_on(within(ms(3000), run))
+                .expect("manager returned")
+                .is_ok()
+        );
+        assert!(
+            log.lock().expect("log lock").is_empty(),
+            "a standby started a controller"
+        );
+        assert_eq!(
+            store.holder().as_deref(),
+            Some("other_xyz"),
+            "a standby released another's lease"
+        );
+    }
+
+    #[test]
+    fn without_release_on_cancel_the_lease_is_left_to_expire() {
+        let (store, log) = (FakeStore::default(), Log::default());
+        let run = run(
+            Some(elector(&store)),
+            vec![recorder(&log, &store, ms(0))],
+            after(ms(200)),
+            shutdown(false),
+        );
+        assert!(
+            smol::block_on(within(ms(3000), run))
+                .expect("manager returned")
+                .is_ok()
+        );
+        assert_eq!(store.holder().as_deref(), Some(ME));
+    }
+
+    #[test]
+    fn losing_the_lease_cancels_controllers_and_is_an_error() {
+        let (store, log) = (FakeStore::default(), Log::default());
+        let failing = store.clone();
+        let runnable = Runnable::new("trips-the-store", move |stop| async move {
+            failing.fail_all(true);
+            stop.wait().await;
+        });
+        let started = Instant::now();
+        let result = smol::block_on(within(
+            ms(3000),
+            run(
+                Some(elector(&store)),
+                vec![runnable],
+                future::pending(),
+                shutdown(true),
+            ),
+        ));
+        let err = result.expect("manager returned").expect_err("lease lost");
+        assert!(err.to_string().contains("leader election lost"), "{err}");
+        assert!(started.elapsed() < ms(1000), "took {:?}", started.elapsed());
+        assert!(log.lock().expect("log lock").is_empty());
+    }
+
+    #[test]
+    fn a_controller_that_does_not_stop_is_cancelled_after_the_grace_period() {
+        let (store, log) = (FakeStore::default(), Log::default());
+        let stuck = recorder(&log, &store, Duration::from_secs(60));
+        let started = Instant::now();
+        let run = run(
+            Some(elector(&store)),
+            vec![stuck],
+            after(ms(100)),
+            shutdown(true),
+        );
+        assert!(
+            smol::block_on(within(ms(3000), run))
+                .expect("manager returned")
+                .is_ok()
+        );
+        assert!(started.elapsed() < ms(1500), "took {:?}", started.elapsed());
+        assert_eq!(
+            store.holder().as_deref(),
+            Some(""),
+            "released after cancelling"
+        );
+    }
+
+    #[test]
+    fn without_leader_election_controllers_run_at_once_and_stop_on_signal() {
+        let (store, log) = (FakeStore::default(), Log::default());
+        let run = run::<FakeApi>(
+            None,
+            vec![recorder(&log, &store, ms(50))],
+            after(ms(100)),
+            shutdown(true),
+        );
+        assert!(
+            smol::block_on(within(ms(3000), run))
+                .expect("manager returned")
+                .is_ok()
+        );
+        assert_eq!(log.lock().expect("log lock").len(), 2);
+        assert!(
+            store.requests().is_empty(),
+            "no lease traffic without leader election"
+        );
+    }
+}
