@@ -1,0 +1,6 @@
+//! Self-tests of the fake API server.
+
+mod support;
+
+#[test]
+fn placeholder() {}
