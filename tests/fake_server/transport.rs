@@ -219,3 +219,42 @@ fn tls_server_is_trusted_through_its_ca() {
         "the server certificate is not trusted without the CA"
     );
 }
+
+/// Concurrent connections served at once (the fake must not need a thread per connection).
+const CONCURRENT_CONNECTIONS: usize = 300;
+
+#[test]
+fn many_concurrent_connections_are_all_answered() {
+    let server = FakeServer::start();
+    server.set_fault(RequestClass::All, Fault::Delay(Duration::from_millis(200)));
+    let statuses = smol::block_on(async {
+        let calls: Vec<_> = (0..CONCURRENT_CONNECTIONS)
+            .map(|_| {
+                let address = address(&server);
+                let request = request(&server, Method::Get, "/api/v1/configmaps", None);
+                smol::spawn(async move {
+                    let stream = TcpStream::connect(address).await.expect("connect");
+                    exchange(stream, request).await.0
+                })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for call in calls {
+            statuses.push(call.await);
+        }
+        statuses
+    });
+    assert_eq!(statuses, vec![200; CONCURRENT_CONNECTIONS]);
+    let requests = server.requests();
+    let first = requests.iter().map(|r| r.received).min().expect("requests");
+    let last = requests
+        .iter()
+        .filter_map(|r| r.answered)
+        .max()
+        .expect("answers");
+    assert!(
+        last - first < Duration::from_secs(3),
+        "delays overlapped: {:?}",
+        last - first
+    );
+}

@@ -108,3 +108,13 @@ fn server_side_helpers_emit_watch_events() {
     );
     assert!(server.list("/api/v1/namespaces").is_empty());
 }
+
+#[test]
+fn dropping_the_server_ends_open_watches_and_closes_the_listener() {
+    let server = FakeServer::start();
+    let address = server.url().replace("http://", "");
+    let mut watch = WatchStream::open(&server, "/api/v1/configmaps?watch=true");
+    drop(server);
+    assert_eq!(watch.next(), None);
+    assert!(std::net::TcpStream::connect(address).is_err());
+}

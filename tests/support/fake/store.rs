@@ -370,6 +370,13 @@ fn compose(stored: &Value, candidate: Value, mode: WriteMode, resource: &Resourc
         }
         _ => candidate,
     };
+    if let (Some(fields), Some(old_fields)) = (next.as_object_mut(), stored.as_object()) {
+        for field in ["apiVersion", "kind"] {
+            if let (None, Some(value)) = (fields.get(field), old_fields.get(field)) {
+                fields.insert(field.into(), value.clone());
+            }
+        }
+    }
     let old_metadata = stored.get("metadata").cloned().unwrap_or_default();
     let metadata = metadata_mut(&mut next);
     for field in [
