@@ -71,8 +71,8 @@ async fn serve_one<S: AsyncRead + AsyncWrite + Unpin>(
             headers,
             body,
         } => {
-            http::write_full(conn.get_mut(), status, &headers, &body, head.keep_alive()).await?;
             shared.answered(record, status);
+            http::write_full(conn.get_mut(), status, &headers, &body, head.keep_alive()).await?;
             Ok(Next::KeepAlive)
         }
         Reply::Watch(plan) => watch::stream(conn.get_mut(), shared, plan, record).await,
@@ -99,14 +99,14 @@ async fn inject<S: AsyncRead + AsyncWrite + Unpin>(
             let mut headers = json;
             headers.push(("Retry-After".into(), retry_after_secs.to_string()));
             let status = ApiError::too_many_requests().to_status().to_string();
-            http::write_full(conn.get_mut(), 429, &headers, status.as_bytes(), keep_alive).await?;
             shared.answered(record, 429);
+            http::write_full(conn.get_mut(), 429, &headers, status.as_bytes(), keep_alive).await?;
             Ok(Some(Next::KeepAlive))
         }
         Fault::ServerError => {
             let status = ApiError::internal().to_status().to_string();
-            http::write_full(conn.get_mut(), 500, &json, status.as_bytes(), keep_alive).await?;
             shared.answered(record, 500);
+            http::write_full(conn.get_mut(), 500, &json, status.as_bytes(), keep_alive).await?;
             Ok(Some(Next::KeepAlive))
         }
         Fault::Stall => {
@@ -124,22 +124,22 @@ async fn inject<S: AsyncRead + AsyncWrite + Unpin>(
             headers.push(("Content-Length".into(), full_body.len().to_string()));
             let mut bytes = response_head(status, &headers);
             bytes.extend_from_slice(&full_body[..full_body.len() / 2]);
+            shared.answered(record, status);
             conn.get_mut().write_all(&bytes).await?;
             conn.get_mut().flush().await?;
-            shared.answered(record, status);
             Ok(Some(Next::Close))
         }
         Fault::TruncatedChunk => {
             let mut bytes = chunked_head();
             bytes.extend_from_slice(&chunk(HALF_EVENT));
+            shared.answered(record, 200);
             conn.get_mut().write_all(&bytes).await?;
             conn.get_mut().flush().await?;
-            shared.answered(record, 200);
             Ok(Some(Next::Close))
         }
         Fault::Garbage => {
-            http::write_full(conn.get_mut(), 200, &json, GARBAGE, keep_alive).await?;
             shared.answered(record, 200);
+            http::write_full(conn.get_mut(), 200, &json, GARBAGE, keep_alive).await?;
             Ok(Some(Next::KeepAlive))
         }
     }

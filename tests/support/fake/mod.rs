@@ -82,8 +82,7 @@ impl FakeServer {
 
     /// The object at an object URL path, e.g. "/api/v1/namespaces/a/configmaps/x".
     pub fn get(&self, path: &str) -> Option<Value> {
-        let (resource, key) = object_key(path)?;
-        let _ = resource;
+        let (_, key) = object_key(path)?;
         lock(&self.shared.store).get(&key).ok()
     }
 

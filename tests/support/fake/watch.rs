@@ -43,10 +43,10 @@ pub async fn stream<W: AsyncWrite + Unpin>(
     plan: WatchPlan,
     record: usize,
 ) -> io::Result<Next> {
+    let registered = lock(&shared.store).watch(plan.filter.clone(), plan.from);
+    shared.answered(record, 200);
     out.write_all(&chunked_head()).await?;
     out.flush().await?;
-    shared.answered(record, 200);
-    let registered = lock(&shared.store).watch(plan.filter.clone(), plan.from);
     let (watcher_id, events) = match registered {
         Ok(opened) => opened,
         Err(error) => {
