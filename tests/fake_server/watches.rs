@@ -118,3 +118,32 @@ fn dropping_the_server_ends_open_watches_and_closes_the_listener() {
     assert_eq!(watch.next(), None);
     assert!(std::net::TcpStream::connect(address).is_err());
 }
+
+#[test]
+fn selector_watches_see_objects_enter_and_leave() {
+    let server = FakeServer::start();
+    let mut watch = WatchStream::open(
+        &server,
+        "/api/v1/configmaps?watch=true&labelSelector=app%3Dx",
+    );
+    server.insert(configmap("a", "other", json!({"app": "y"})));
+    let mut object = server.insert(configmap("a", "x", json!({"app": "x"})));
+    assert_eq!(
+        event_summary(&watch.next().expect("added")),
+        ("ADDED".into(), "x".into())
+    );
+    object["metadata"]["labels"]["app"] = json!("y");
+    let object = server.update(object);
+    assert_eq!(
+        event_summary(&watch.next().expect("left")),
+        ("DELETED".into(), "x".into())
+    );
+    let mut back = object.clone();
+    back["metadata"]["labels"]["app"] = json!("x");
+    server.update(back);
+    assert_eq!(
+        event_summary(&watch.next().expect("entered")),
+        ("ADDED".into(), "x".into())
+    );
+    assert!(server.requests().iter().all(|r| r.watch && r.status == 200));
+}

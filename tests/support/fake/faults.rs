@@ -90,3 +90,20 @@ impl FaultRules {
         Some(fault)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limited_faults_count_down_per_class() {
+        let mut rules = FaultRules::default();
+        rules.set(RequestClass::Lease, Fault::ServerError, Some(1));
+        assert!(rules.take(RequestClass::Other).is_none());
+        assert!(matches!(
+            rules.take(RequestClass::Lease),
+            Some(Fault::ServerError)
+        ));
+        assert!(rules.take(RequestClass::Lease).is_none());
+    }
+}

@@ -138,3 +138,27 @@ impl FieldSelector {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn set_based_label_requirements_are_anded() {
+        let selector =
+            LabelSelector::parse("app in (a, b),tier notin (db),!legacy").expect("valid");
+        let labelled = |labels: Value| json!({"metadata": {"labels": labels}});
+        assert!(selector.matches(&labelled(json!({"app": "b", "tier": "web"}))));
+        assert!(!selector.matches(&labelled(json!({"app": "b", "tier": "db"}))));
+        assert!(!selector.matches(&labelled(json!({"app": "b", "legacy": "1"}))));
+        assert!(!selector.matches(&labelled(json!({"app": "c"}))));
+    }
+
+    #[test]
+    fn malformed_selectors_are_rejected() {
+        assert!(LabelSelector::parse("app in (a").is_err());
+        assert!(LabelSelector::parse("app within (a)").is_err());
+        assert!(FieldSelector::parse("metadata.name").is_err());
+    }
+}
