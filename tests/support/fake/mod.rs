@@ -1,0 +1,266 @@
+//! An in-repo fake Kubernetes API server for integration tests: real resourceVersion/409
+//! semantics, list + chunked watch, 410, bookmarks, selectors, status subresource, finalizers,
+//! fault injection by request class, and a log of every request with its TCP connection.
+//!
+//! It runs on its own thread with its own executor so a busy test executor cannot slow it, and
+//! speaks plain HTTP/1.1 + JSON (optionally over TLS) like kube-apiserver.
+
+mod conn;
+mod events;
+mod faults;
+mod handler;
+mod http;
+mod object;
+mod routes;
+mod selectors;
+mod shared;
+mod status;
+mod store;
+mod tls;
+mod watch;
+
+pub use faults::{Fault, RequestClass};
+pub use shared::RequestRecord;
+
+use routes::{Resource, Target};
+use serde_json::Value;
+use shared::{Shared, lock};
+use smol::future::FutureExt;
+use smol::{Executor, Timer};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use store::{ObjectKey, WriteMode};
+
+/// Pause after a failed accept (e.g. out of file descriptors) before trying again.
+const ACCEPT_RETRY_PAUSE: Duration = Duration::from_millis(10);
+
+/// A running fake API server; dropping it closes the listener and every connection.
+pub struct FakeServer {
+    shared: Arc<Shared>,
+    url: String,
+    ca_pem: Option<Vec<u8>>,
+    stop: Option<smol::channel::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeServer {
+    /// Plain HTTP on 127.0.0.1 and a free port.
+    pub fn start() -> FakeServer {
+        launch(None)
+    }
+
+    /// HTTPS with a freshly generated CA and a server certificate for 127.0.0.1 and localhost.
+    pub fn start_tls() -> FakeServer {
+        let material = tls::generate().expect("generating the fake server's TLS certificates");
+        launch(Some(material))
+    }
+
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// PEM of the CA that signed the server certificate (TLS only).
+    pub fn ca_pem(&self) -> Option<Vec<u8>> {
+        self.ca_pem.clone()
+    }
+
+    /// From now on, requests without `Authorization: Bearer <token>` get 401.
+    pub fn require_token(&self, token: &str) {
+        *lock(&self.shared.token) = Some(token.to_string());
+    }
+
+    /// Server-side create (uid, resourceVersion, creationTimestamp, generation 1; status kept);
+    /// emits ADDED. Panics on an object without apiVersion/kind/name or one that exists.
+    pub fn insert(&self, object: Value) -> Value {
+        let resource =
+            Resource::of_object(&object).expect("insert: the object needs apiVersion and kind");
+        lock(&self.shared.store)
+            .create(&resource, None, object, true)
+            .unwrap_or_else(|error| panic!("insert failed: {}", error.message))
+    }
+
+    /// The object at an object URL path, e.g. "/api/v1/namespaces/a/configmaps/x".
+    pub fn get(&self, path: &str) -> Option<Value> {
+        let (_, key) = object_key(path)?;
+        lock(&self.shared.store).get(&key).ok()
+    }
+
+    /// The objects of a collection path ("/api/v1/configmaps" = every namespace).
+    pub fn list(&self, collection_path: &str) -> Vec<Value> {
+        let Some(Target::Collection {
+            resource,
+            namespace,
+        }) = routes::parse(collection_path)
+        else {
+            panic!("list: {collection_path:?} is not a collection path");
+        };
+        let filter = events::WatchFilter {
+            group: resource.group,
+            plural: resource.plural,
+            namespace,
+            labels: Default::default(),
+            fields: Default::default(),
+        };
+        lock(&self.shared.store).list(&filter, None, None).items
+    }
+
+    /// Server-side unconditional update of everything (spec, status, metadata); emits MODIFIED.
+    /// Panics when the object does not exist.
+    pub fn update(&self, object: Value) -> Value {
+        let path = routes::object_path(&object)
+            .expect("update: the object needs apiVersion, kind and name");
+        let (resource, key) = object_key(&path).expect("update: unroutable object");
+        lock(&self.shared.store)
+            .replace(&key, object, WriteMode::Force, &resource)
+            .unwrap_or_else(|error| panic!("update failed: {}", error.message))
+    }
+
+    /// Server-side delete honouring finalizers like DELETE; a missing object is ignored.
+    pub fn remove(&self, path: &str) {
+        if let Some((_, key)) = object_key(path) {
+            let _ = lock(&self.shared.store).delete(&key, None);
+        }
+    }
+
+    /// Applies `fault` to every following request of `class` until cleared.
+    pub fn set_fault(&self, class: RequestClass, fault: Fault) {
+        lock(&self.shared.faults).set(class, fault, None);
+    }
+
+    /// Applies `fault` to the next `times` requests of `class` only.
+    pub fn set_fault_times(&self, class: RequestClass, fault: Fault, times: usize) {
+        lock(&self.shared.faults).set(class, fault, Some(times));
+    }
+
+    pub fn clear_faults(&self) {
+        lock(&self.shared.faults).clear();
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        lock(&self.shared.records).clone()
+    }
+
+    /// Drops every open watch connection without a clean end (simulated connection loss).
+    pub fn close_watches(&self) {
+        lock(&self.shared.store).events.close_all();
+    }
+
+    /// Forgets the event history: watches from an older resourceVersion get 410.
+    pub fn compact(&self) {
+        lock(&self.shared.store).compact();
+    }
+
+    /// Period of BOOKMARK events on watches that asked for them (default 1 s); applies to
+    /// watches from their next bookmark on.
+    pub fn set_bookmark_interval(&self, every: Duration) {
+        *lock(&self.shared.bookmark_interval) = every;
+    }
+
+    pub fn current_resource_version(&self) -> u64 {
+        lock(&self.shared.store).resource_version()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn object_key(path: &str) -> Option<(Resource, ObjectKey)> {
+    match routes::parse(path)? {
+        Target::Object {
+            resource,
+            namespace,
+            name,
+            ..
+        } => {
+            let key = ObjectKey::new(&resource, namespace.as_deref(), &name);
+            Some((resource, key))
+        }
+        Target::Collection { .. } => None,
+    }
+}
+
+fn launch(material: Option<tls::TlsMaterial>) -> FakeServer {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("binding 127.0.0.1:0 for the fake server");
+    let port = listener
+        .local_addr()
+        .expect("local address of the fake server")
+        .port();
+    let acceptor = material.as_ref().map(|material| {
+        smol::block_on(async_native_tls::TlsAcceptor::new(
+            &material.server_pkcs12[..],
+            tls::PKCS12_PASSWORD,
+        ))
+        .expect("loading the fake server's TLS identity")
+    });
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    let shared = Arc::new(Shared::new());
+    let (stop, stopped) = smol::channel::bounded::<()>(1);
+    let thread_shared = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name("fake-apiserver".into())
+        .spawn(move || run(listener, thread_shared, acceptor, stopped))
+        .expect("spawning the fake server thread");
+    FakeServer {
+        shared,
+        url: format!("{scheme}://127.0.0.1:{port}"),
+        ca_pem: material.map(|m| m.ca_pem),
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
+/// The server thread: accepts until stopped; dropping the executor then cancels every
+/// connection task, which closes their sockets.
+fn run(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    acceptor: Option<async_native_tls::TlsAcceptor>,
+    stopped: smol::channel::Receiver<()>,
+) {
+    let Ok(listener) = smol::net::TcpListener::try_from(listener) else {
+        return;
+    };
+    let executor = Executor::new();
+    let accept_loop = async {
+        loop {
+            let tcp = match listener.accept().await {
+                Ok((tcp, _)) => tcp,
+                Err(_) => {
+                    Timer::after(ACCEPT_RETRY_PAUSE).await;
+                    continue;
+                }
+            };
+            let _ = tcp.set_nodelay(true);
+            let conn_id = shared.next_conn_id();
+            let shared = shared.clone();
+            let acceptor = acceptor.clone();
+            executor
+                .spawn(async move {
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(tcp).await {
+                                conn::serve(stream, &shared, conn_id).await;
+                            }
+                        }
+                        None => conn::serve(tcp, &shared, conn_id).await,
+                    }
+                })
+                .detach();
+        }
+    };
+    let until_stopped = async {
+        let _ = stopped.recv().await;
+    };
+    smol::block_on(executor.run(accept_loop.or(until_stopped)));
+    drop(listener);
+    drop(executor);
+}

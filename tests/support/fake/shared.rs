@@ -1,0 +1,79 @@
+//! State shared by the server thread and the test's `FakeServer` handle, and the request log.
+
+use super::faults::{FaultRules, RequestClass};
+use super::store::Store;
+use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Default bookmark period of the fake; the apiserver's is about a minute, tests want it quick.
+pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    /// One id per accepted TCP connection.
+    pub conn_id: u64,
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    /// `Lease` or `Other`.
+    pub class: RequestClass,
+    pub user_agent: Option<String>,
+    pub body: Option<Value>,
+    /// 0 if no answer was sent (stall, reset).
+    pub status: u16,
+    /// When the request head was read.
+    pub received: Instant,
+    /// When the response head was written.
+    pub answered: Option<Instant>,
+    pub watch: bool,
+}
+
+/// Every lock is held only for a synchronous step, never across an await.
+pub struct Shared {
+    pub store: Mutex<Store>,
+    pub faults: Mutex<FaultRules>,
+    pub records: Mutex<Vec<RequestRecord>>,
+    pub token: Mutex<Option<String>>,
+    pub bookmark_interval: Mutex<Duration>,
+    next_conn_id: AtomicU64,
+}
+
+/// Locks, ignoring poisoning: a panicking test thread must not take the server down with it.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    pub fn new() -> Shared {
+        Shared {
+            store: Mutex::new(Store::default()),
+            faults: Mutex::new(FaultRules::default()),
+            records: Mutex::new(Vec::new()),
+            token: Mutex::new(None),
+            bookmark_interval: Mutex::new(DEFAULT_BOOKMARK_INTERVAL),
+            next_conn_id: AtomicU64::new(1),
+        }
+    }
+
+    pub fn next_conn_id(&self) -> u64 {
+        self.next_conn_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Logs an arriving request; returns its index for [`Shared::answered`].
+    pub fn record(&self, record: RequestRecord) -> usize {
+        let mut records = lock(&self.records);
+        records.push(record);
+        records.len() - 1
+    }
+
+    /// Notes that the response head of request `index` went out with `status`.
+    pub fn answered(&self, index: usize, status: u16) {
+        if let Some(record) = lock(&self.records).get_mut(index) {
+            record.status = status;
+            record.answered = Some(Instant::now());
+        }
+    }
+}
