@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::Write as _;
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use log::{LevelFilter, Log, Metadata, Record};
 
@@ -84,7 +84,7 @@ impl Logger {
 
     /// The full line (with its newline) for `record` logged at `now`.
     pub fn format_line(&self, record: &Record<'_>, now: SystemTime) -> String {
-        let ts = rfc3339_millis(now);
+        let ts = crate::time::rfc3339_millis(now);
         let message = record.args().to_string();
         let msg = redact(&message);
         match self.format {
@@ -148,40 +148,6 @@ pub fn redact(message: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC; instants before 1970 print as the epoch.
-pub fn rfc3339_millis(now: SystemTime) -> String {
-    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since_epoch.as_secs();
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let second_of_day = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        second_of_day / 3600,
-        second_of_day / 60 % 60,
-        second_of_day % 60,
-        since_epoch.subsec_millis()
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's `civil_from_days`.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,27 +166,6 @@ mod tests {
             .args(args)
             .build();
         logger.format_line(&record, at(1_795_981_200, 123))
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339_utc_with_millis() {
-        assert_eq!(rfc3339_millis(at(0, 0)), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            rfc3339_millis(at(951_782_400, 5)),
-            "2000-02-29T00:00:00.005Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(1_795_981_200, 123)),
-            "2026-11-29T19:40:00.123Z"
-        );
-        assert_eq!(
-            rfc3339_millis(at(4_107_542_399, 999)),
-            "2100-02-28T23:59:59.999Z"
-        );
-        assert_eq!(
-            rfc3339_millis(UNIX_EPOCH - Duration::from_secs(5)),
-            "1970-01-01T00:00:00.000Z"
-        );
     }
 
     #[test]

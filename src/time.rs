@@ -33,6 +33,13 @@ pub fn now_micros() -> String {
     rfc3339_micros(SystemTime::now())
 }
 
+/// Seconds since the Unix epoch (for timestamp gauges).
+pub fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
 fn split(t: SystemTime) -> (u64, u32) {
     // A clock before 1970 is a broken clock; print the epoch rather than fail.
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -88,7 +95,22 @@ mod tests {
     }
 
     #[test]
+    fn instants_before_1970_print_as_the_epoch() {
+        let before = UNIX_EPOCH - Duration::from_secs(5);
+        assert_eq!(rfc3339_millis(before), "1970-01-01T00:00:00.000Z");
+        assert_eq!(unix_seconds(before), 0.0);
+    }
+
+    #[test]
     fn leap_years_and_year_ends_roll_over() {
+        assert_eq!(
+            rfc3339_millis(at(4_107_542_399, 999_000_000)),
+            "2100-02-28T23:59:59.999Z"
+        );
+        assert_eq!(
+            rfc3339_seconds(at(4_107_542_400, 0)),
+            "2100-03-01T00:00:00Z"
+        );
         assert_eq!(
             rfc3339_seconds(at(1_709_164_800, 0)),
             "2024-02-29T00:00:00Z"

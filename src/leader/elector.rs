@@ -105,7 +105,7 @@ impl<A: LeaseApi> Elector<A> {
             match outcome {
                 Ok(Attempt::Acquired | Attempt::Renewed) => {
                     self.fence.renewed(sent);
-                    let wall = super::clock::unix_seconds(SystemTime::now());
+                    let wall = crate::time::unix_seconds(SystemTime::now());
                     self.metrics.last_renew.set(wall);
                     fast_path = true;
                 }
@@ -171,7 +171,7 @@ impl<A: LeaseApi> Elector<A> {
         self.metrics.master_status.set(1.0);
         self.metrics
             .last_renew
-            .set(super::clock::unix_seconds(SystemTime::now()));
+            .set(crate::time::unix_seconds(SystemTime::now()));
         let name = self.lock.api().name().to_owned();
         let transitions = self
             .lock

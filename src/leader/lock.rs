@@ -4,10 +4,10 @@
 //! lease client. Every request carries a deadline, and the lock also enforces it, so even a
 //! stuck implementation cannot hold the elector past its renew deadline.
 
-use super::clock::micro_time;
 use super::record::{ObservedLease, holder_of};
 use crate::kube::api::{Lease, LeaseSpec, ObjectMeta};
 use crate::kube::{Error, Event};
+use crate::time::rfc3339_micros as micro_time;
 use smol::Timer;
 use smol::stream::Stream;
 use std::future::Future;

@@ -3,11 +3,9 @@
 //! - [`timing`]: lease duration, renew deadline, retry period, validated together.
 //! - [`identity`]: this replica's holder name; [`random`]: the randomness behind it and jitter.
 //! - [`record`]: the observed lease and its expiry by *local* monotonic observation.
-//! - [`clock`]: MicroTime stamps written into the Lease.
 //! - [`lock`]: [`LeaseApi`] (implemented for the lease client) and the [`LeaseLock`] over it.
 //! - [`elector`]: acquire, keep renewing, release; [`standby`]: the wait between attempts.
 //! - [`fence`]: refuses the main client's writes once leadership may be lost; `/healthz` check.
-pub mod clock;
 pub mod elector;
 pub mod fence;
 pub mod identity;
