@@ -152,7 +152,7 @@ pub fn redact(message: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
     use log::Level;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     fn at(secs: u64, millis: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis)
