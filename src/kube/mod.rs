@@ -6,6 +6,7 @@
 //! - [`guard`]: the hook that lets the leader-election fence refuse writes.
 pub mod api;
 pub mod error;
+pub mod events;
 pub mod guard;
 pub mod params;
 pub mod watch;

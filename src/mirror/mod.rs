@@ -1,16 +1,26 @@
 //! The Mirror controller: copies one ConfigMap or Secret into every selected namespace.
 //!
+//! - [`controller`]: the runnable the manager starts: watches → caches → workers.
+//! - [`caches`]: what is watched and kept, and which Mirrors an event concerns.
+//! - [`reconcile`]: one Mirror, once: plan, write what differs, report status; `apply`
+//!   carries out the writes.
 //! - [`types`]: the `Mirror` custom resource.
 //! - [`selector`]: which namespaces a Mirror selects.
 //! - [`copy`]: payload, content hash and the labels that mark a copy as skiff's.
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
 //! - [`status`]: the counts and `Ready` condition a Mirror reports.
 //! - [`written`]: writes the copy cache has not seen yet, so none is made twice.
+mod apply;
+pub mod caches;
+pub mod controller;
 pub mod copy;
 pub mod plan;
+pub mod reconcile;
 pub mod selector;
 pub mod status;
 pub mod types;
 pub mod written;
 
+pub use caches::SourceScope;
+pub use controller::runnable;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};

@@ -7,11 +7,13 @@
 pub mod backoff;
 pub mod controller;
 pub mod queue;
+pub mod source;
 pub mod store;
 pub mod watcher;
 
 pub use backoff::Backoff;
 pub use controller::{Action, Controller, feed, object_keys};
 pub use queue::WorkQueue;
+pub use source::ApiSource;
 pub use store::{ObjectKey, Store};
 pub use watcher::{EventStream, ListWatch, Watcher, WatcherConfig, WatcherEvent};

@@ -1,0 +1,173 @@
+//! Carrying out a plan: the creates, updates and deletes, several at a time.
+//!
+//! Writes go out concurrently (bounded) so a fan-out is paced by the client's token bucket,
+//! not by round trips. Each success is recorded in [`Written`](super::written::Written) so the
+//! next reconcile doesn't repeat it before the watch catches up.
+
+use super::copy::{CopyInfo, Owner, Payload, configmap_copy, copy_meta, owner_of, secret_copy};
+use super::plan::Plan;
+use super::reconcile::Reconciler;
+use super::types::{Mirror, SourceKind};
+use crate::kube::Error;
+use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use smol::lock::Semaphore;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Writes in flight at once for one reconcile: enough to keep a 20 QPS bucket busy over a
+/// slow link, few enough not to flood a throttled server.
+pub const MAX_IN_FLIGHT: usize = 16;
+
+/// What carrying out a plan achieved.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Copies created or updated (now in sync).
+    pub written: u32,
+    /// Namespaces where a create met an object that is not this Mirror's.
+    pub new_conflicts: Vec<String>,
+    pub errors: Vec<Error>,
+}
+
+enum Done {
+    Written,
+    Deleted,
+    Conflict(String),
+    Failed(Error),
+}
+
+impl Reconciler {
+    pub(super) async fn apply(self: &Arc<Self>, mirror: &Mirror, payload: &Payload, hash: &str, plan: &Plan) -> Outcome {
+        let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+        let mut tasks = Vec::with_capacity(plan.writes());
+        for ns in &plan.create {
+            let meta = copy_meta(mirror, ns, hash, None);
+            tasks.push(self.spawn_write(&limit, meta, payload.clone(), None));
+        }
+        for (ns, rv) in &plan.update {
+            let meta = copy_meta(mirror, ns, hash, Some(rv));
+            tasks.push(self.spawn_write(&limit, meta, payload.clone(), Some(rv.clone())));
+        }
+        for (kind, ns, name, rv) in &plan.delete {
+            let (this, limit) = (Arc::clone(self), Arc::clone(&limit));
+            let (kind, ns, name, rv) = (*kind, ns.clone(), name.clone(), rv.clone());
+            tasks.push(smol::spawn(async move {
+                let _permit = limit.acquire().await;
+                this.delete_copy(kind, &ns, &name, &rv).await
+            }));
+        }
+        let mut outcome = Outcome::default();
+        for task in tasks {
+            match task.await {
+                Done::Written => outcome.written += 1,
+                Done::Deleted => {}
+                Done::Conflict(ns) => outcome.new_conflicts.push(ns),
+                Done::Failed(e) => outcome.errors.push(e),
+            }
+        }
+        outcome
+    }
+
+    fn spawn_write(self: &Arc<Self>, limit: &Arc<Semaphore>, meta: ObjectMeta, payload: Payload, replaced: Option<String>) -> smol::Task<Done> {
+        let (this, limit) = (Arc::clone(self), Arc::clone(limit));
+        smol::spawn(async move {
+            let _permit = limit.acquire().await;
+            this.write_copy(meta, &payload, replaced).await
+        })
+    }
+
+    /// Creates (`replaced` = None) or updates a copy; a create that meets an existing object
+    /// looks at it before anything else is written.
+    async fn write_copy(&self, meta: ObjectMeta, payload: &Payload, replaced: Option<String>) -> Done {
+        let (kind, ns, name) = (payload.kind(), meta.namespace().to_owned(), meta.name().to_owned());
+        let result = match replaced {
+            None => self.send(meta.clone(), payload, false).await,
+            Some(_) => self.send(meta.clone(), payload, true).await,
+        };
+        match result {
+            Ok(info) => {
+                self.written.record(kind, &ns, &name, replaced, Some(info));
+                Done::Written
+            }
+            Err(e) if e.is_already_exists() => self.adopt_or_refuse(meta, payload).await,
+            Err(e) => Done::Failed(e),
+        }
+    }
+
+    /// The create found an object with the copy's name: update it if it is this Mirror's
+    /// (the cache had not seen it yet), otherwise leave it alone and report the conflict.
+    async fn adopt_or_refuse(&self, meta: ObjectMeta, payload: &Payload) -> Done {
+        let (ns, name) = (meta.namespace().to_owned(), meta.name().to_owned());
+        let found = match payload.kind() {
+            SourceKind::ConfigMap => self.client.get::<ConfigMap>(Some(&ns), &name).await.map(|c| CopyInfo::of_configmap(&c)),
+            SourceKind::Secret => self.client.get::<Secret>(Some(&ns), &name).await.map(|s| CopyInfo::of_secret(&s)),
+        };
+        let found = match found {
+            Ok(found) => found,
+            Err(e) => return Done::Failed(e),
+        };
+        let mine = owner_of(&meta).is_some_and(|me| found.owner.as_ref() == Some(&me));
+        if !mine {
+            self.remember_unmanaged(&meta, &ns);
+            return Done::Conflict(ns);
+        }
+        if found.content_hash == payload.hash() {
+            self.written.record(payload.kind(), &ns, &name, None, Some(found));
+            return Done::Written;
+        }
+        let mut meta = meta;
+        meta.resource_version = Some(found.resource_version.clone());
+        match self.send(meta, payload, true).await {
+            Ok(info) => {
+                self.written.record(payload.kind(), &ns, &name, Some(found.resource_version), Some(info));
+                Done::Written
+            }
+            Err(e) => Done::Failed(e),
+        }
+    }
+
+    async fn send(&self, meta: ObjectMeta, payload: &Payload, update: bool) -> Result<CopyInfo, Error> {
+        if let Some(cm) = configmap_copy(meta.clone(), payload) {
+            let written = if update { self.client.replace(&cm).await? } else { self.client.create(&cm).await? };
+            return Ok(CopyInfo::of_configmap(&written));
+        }
+        let secret = secret_copy(meta, payload).ok_or_else(|| Error::Refused("payload has no kind".into()))?;
+        let written = if update { self.client.replace(&secret).await? } else { self.client.create(&secret).await? };
+        Ok(CopyInfo::of_secret(&written))
+    }
+
+    async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {
+        let result = match kind {
+            SourceKind::ConfigMap => self.client.delete::<ConfigMap>(Some(ns), name, Some(rv)).await,
+            SourceKind::Secret => self.client.delete::<Secret>(Some(ns), name, Some(rv)).await,
+        };
+        match result {
+            Ok(()) => {
+                self.written.record(kind, ns, name, Some(rv.to_owned()), None);
+                Done::Deleted
+            }
+            Err(e) if e.is_not_found() => Done::Deleted,
+            Err(e) => Done::Failed(e),
+        }
+    }
+
+    /// Deletes every copy labelled for `owner` (Mirror deleted, or gone without its finalizer).
+    pub(super) async fn delete_all_copies(self: &Arc<Self>, owner: &Owner) -> Result<(), Error> {
+        let copies = self.caches.copies_of(owner);
+        let mut first_error = None;
+        for copy in copies {
+            if let Some(current) = self.written.resolve(copy.kind, &copy.namespace, &copy.name, Some(copy.clone())) {
+                if let Done::Failed(e) = self.delete_copy(current.kind, &current.namespace, &current.name, &current.resource_version).await {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn remember_unmanaged(&self, meta: &ObjectMeta, ns: &str) {
+        if let Some(owner) = owner_of(meta) {
+            let mut all = self.unmanaged.lock().unwrap_or_else(|e| e.into_inner());
+            all.entry(owner).or_default().insert(ns.to_owned(), Instant::now());
+        }
+    }
+}

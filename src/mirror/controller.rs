@@ -1,0 +1,41 @@
+//! The Mirror controller as the manager runs it: watches feed the caches, and once every
+//! cache is filled, workers reconcile the Mirrors the events name.
+//!
+//! Reconciling before the caches are full would read a partial world (a namespace list that
+//! is still loading looks like namespaces no longer selected), so nothing is reconciled
+//! until every first list has arrived.
+
+use super::caches::{Caches, SourceScope};
+use super::reconcile::Reconciler;
+use crate::kube::Client;
+use crate::kube::events::Recorder;
+use crate::manager::{Runnable, Stop};
+use crate::runtime::Controller;
+use smol::future::FutureExt as _;
+use std::sync::Arc;
+
+/// Mirrors reconciled at once. Each reconcile fans out its own writes, so a few suffice.
+pub const WORKERS: usize = 4;
+
+/// The Mirror controller, writing through `client` (the fenced main client).
+pub fn runnable(client: Client, scope: SourceScope, identity: &str) -> Runnable {
+    let recorder = Recorder::new(&client, "skiff", identity);
+    Runnable::new("mirror controller", move |stop| run(client, scope, recorder, stop))
+}
+
+async fn run(client: Client, scope: SourceScope, recorder: Recorder, stop: Stop) {
+    let controller = Controller::new("mirror", WORKERS);
+    let caches = Caches::new(&scope);
+    let _watches = caches.spawn_watches(&client, &controller.queue());
+    let filled = async {
+        caches.wait_until_ready().await;
+        true
+    };
+    if !filled.or(async { stop.wait().await; false }).await {
+        return;
+    }
+    log::info!("mirror caches filled; reconciling");
+    let reconciler = Arc::new(Reconciler::new(client, caches, scope, recorder));
+    let reconcile = move |key| Arc::clone(&reconciler).reconcile(key);
+    controller.run(reconcile, async move { stop.wait().await }).await;
+}

@@ -1,0 +1,210 @@
+//! One reconcile of one Mirror: read the caches, plan, write what differs, report status.
+//!
+//! Writes happen only when something differs from what the caches show, so a steady state
+//! and a restart with nothing changed write nothing. Objects skiff does not manage for this
+//! Mirror are never written: they are counted, named in the status and reported as an Event.
+
+use super::caches::{Caches, SourceScope};
+use super::copy::{CopyInfo, Owner, Payload};
+use super::plan::{Desired, Plan, plan};
+use super::selector::selects;
+use super::status::{self, Observed, Reason};
+use super::types::Mirror;
+use super::written::Written;
+use crate::kube::events::{Recorder, reference_to};
+use crate::kube::{Client, Error};
+use crate::runtime::{Action, ObjectKey};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The finalizer that makes a Mirror's deletion wait until its copies are gone.
+pub const FINALIZER: &str = "skiff.dev/cleanup";
+
+/// How long an object that is not skiff's blocks a namespace before the create is tried
+/// again. The cache cannot see such objects (it holds only skiff's), so this is how their
+/// removal is noticed.
+pub const UNMANAGED_RECHECK: Duration = Duration::from_secs(300);
+
+pub struct Reconciler {
+    pub(super) client: Client,
+    pub(super) caches: Caches,
+    scope: SourceScope,
+    pub(super) written: Written,
+    /// Per Mirror: namespaces where a create met an object that is not skiff's, and when.
+    pub(super) unmanaged: Mutex<HashMap<Owner, BTreeMap<String, Instant>>>,
+    /// Per Mirror: the conflicts already reported with an Event.
+    reported: Mutex<HashMap<Owner, BTreeSet<String>>>,
+    pub(super) recorder: Recorder,
+}
+
+impl Reconciler {
+    pub fn new(client: Client, caches: Caches, scope: SourceScope, recorder: Recorder) -> Reconciler {
+        Reconciler {
+            client,
+            caches,
+            scope,
+            written: Written::default(),
+            unmanaged: Mutex::default(),
+            reported: Mutex::default(),
+            recorder,
+        }
+    }
+
+    pub async fn reconcile(self: Arc<Self>, key: ObjectKey) -> Result<Action, Error> {
+        let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
+            let owner = Owner { namespace: key.namespace, name: key.name };
+            self.delete_all_copies(&owner).await?;
+            return Ok(Action::Done);
+        };
+        let owner = Owner::of(&mirror);
+        if mirror.metadata.deletion_timestamp.is_some() {
+            return self.finalize(&mirror, &owner).await;
+        }
+        let mirror = self.ensure_finalizer(mirror).await?;
+        if !self.scope.allows(mirror.metadata.namespace()) {
+            let message = format!(
+                "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
+                self.scope.describe(),
+                mirror.metadata.namespace()
+            );
+            self.write_status(&mirror, &Observed::default(), Reason::SourceNamespaceNotAllowed, &message).await?;
+            return Ok(Action::Done);
+        }
+        let source = &mirror.spec.source;
+        let Some(payload) = self.caches.source(source.kind, mirror.metadata.namespace(), &source.name) else {
+            let message = format!(
+                "{} {}/{} not found; existing copies are left as they are until it exists again",
+                source.kind.as_str(),
+                mirror.metadata.namespace(),
+                source.name
+            );
+            let observed = Observed { selected: self.selected(&mirror).len() as u32, ..Observed::default() };
+            self.write_status(&mirror, &observed, Reason::SourceNotFound, &message).await?;
+            return Ok(Action::Done);
+        };
+        self.sync(&mirror, &owner, &payload).await
+    }
+
+    async fn sync(self: &Arc<Self>, mirror: &Mirror, owner: &Owner, payload: &Payload) -> Result<Action, Error> {
+        let hash = payload.hash();
+        let selected = self.selected(mirror);
+        let unmanaged = self.unmanaged_of(owner);
+        let plan = self.plan(mirror, owner, &hash, &selected, &unmanaged);
+        let outcome = self.apply(mirror, payload, &hash, &plan).await;
+        let mut conflicts = plan.conflicts.clone();
+        conflicts.extend(outcome.new_conflicts.iter().cloned());
+        conflicts.sort();
+        self.report_conflicts(mirror, owner, &conflicts).await;
+        let observed = Observed {
+            source_hash: Some(hash),
+            selected: selected.len() as u32,
+            synced: plan.in_sync + outcome.written,
+            conflicts,
+        };
+        let reason = if outcome.errors.is_empty() { Reason::Synced } else { Reason::Error };
+        let message = outcome.errors.first().map(Error::to_string).unwrap_or_default();
+        self.write_status(mirror, &observed, reason, &message).await?;
+        if let Some(e) = outcome.errors.into_iter().next() {
+            return Err(e);
+        }
+        let blocked = !self.unmanaged_of(owner).is_empty();
+        Ok(if blocked { Action::RequeueAfter(UNMANAGED_RECHECK) } else { Action::Done })
+    }
+
+    fn plan(&self, mirror: &Mirror, owner: &Owner, hash: &str, selected: &BTreeSet<String>, unmanaged: &BTreeSet<String>) -> Plan {
+        let kind = mirror.spec.source.kind;
+        let name = mirror.spec.target_name();
+        let desired = Desired { owner, kind, name, hash };
+        let existing = |ns: &str| self.written.resolve(kind, ns, name, self.caches.copy(kind, ns, name));
+        plan(&desired, selected, existing, self.owned(owner).iter(), unmanaged)
+    }
+
+    /// This Mirror's copies as they are after this replica's own writes.
+    fn owned(&self, owner: &Owner) -> Vec<CopyInfo> {
+        let mut owned: Vec<CopyInfo> = self
+            .caches
+            .copies_of(owner)
+            .into_iter()
+            .filter_map(|c| self.written.resolve(c.kind, &c.namespace.clone(), &c.name.clone(), Some(c)))
+            .collect();
+        owned.extend(self.written.created_unseen(owner, |kind, ns, name| self.caches.copy(kind, ns, name).is_some()));
+        owned
+    }
+
+    fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
+        let selector = mirror.spec.namespace_selector.as_ref();
+        let ns = mirror.metadata.namespace();
+        self.caches.namespaces.filter(|info| selects(selector, ns, info)).into_iter().map(|info| info.name).collect()
+    }
+
+    fn unmanaged_of(&self, owner: &Owner) -> BTreeSet<String> {
+        let mut all = self.unmanaged.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(seen) = all.get_mut(owner) else {
+            return BTreeSet::new();
+        };
+        seen.retain(|_, at| at.elapsed() < UNMANAGED_RECHECK);
+        seen.keys().cloned().collect()
+    }
+
+    async fn report_conflicts(&self, mirror: &Mirror, owner: &Owner, conflicts: &[String]) {
+        let new: Vec<String> = {
+            let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
+            let known = reported.entry(owner.clone()).or_default();
+            let new = conflicts.iter().filter(|ns| !known.contains(*ns)).cloned().collect();
+            *known = conflicts.iter().cloned().collect();
+            new
+        };
+        if new.is_empty() {
+            return;
+        }
+        let message = format!(
+            "{} {} exists in {} and is not managed by this Mirror; it is left untouched",
+            mirror.spec.source.kind.as_str(),
+            mirror.spec.target_name(),
+            new.join(", ")
+        );
+        self.recorder.warning(reference_to(mirror), "Conflict", &message).await;
+    }
+
+    async fn write_status(&self, mirror: &Mirror, observed: &Observed, reason: Reason, message: &str) -> Result<(), Error> {
+        let status = status::build(mirror, observed, reason, message, &crate::time::now_seconds());
+        if mirror.status.as_ref() == Some(&status) {
+            return Ok(());
+        }
+        let mut updated = mirror.clone();
+        updated.status = Some(status);
+        self.client.replace_status(&updated).await.map(drop)
+    }
+
+    async fn ensure_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {
+        if mirror.metadata.finalizers.iter().any(|f| f == FINALIZER) {
+            return Ok(mirror);
+        }
+        let mut finalizers = mirror.metadata.finalizers.clone();
+        finalizers.push(FINALIZER.to_owned());
+        self.patch_finalizers(&mirror, finalizers).await
+    }
+
+    async fn finalize(&self, mirror: &Mirror, owner: &Owner) -> Result<Action, Error> {
+        if !mirror.metadata.finalizers.iter().any(|f| f == FINALIZER) {
+            return Ok(Action::Done);
+        }
+        self.delete_all_copies(owner).await?;
+        let rest = mirror.metadata.finalizers.iter().filter(|f| *f != FINALIZER).cloned().collect();
+        self.patch_finalizers(mirror, rest).await?;
+        log::info!("Mirror {}/{}: copies deleted, finalizer removed", owner.namespace, owner.name);
+        Ok(Action::Done)
+    }
+
+    /// Sets the finalizers, conditional on the version the cache saw (a concurrent change
+    /// gets a 409 and the reconcile is retried).
+    async fn patch_finalizers(&self, mirror: &Mirror, finalizers: Vec<String>) -> Result<Mirror, Error> {
+        let patch = json!({"metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": mirror.metadata.resource_version(),
+        }});
+        self.client.patch_merge(Some(mirror.metadata.namespace()), mirror.metadata.name(), &patch).await
+    }
+}
