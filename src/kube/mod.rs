@@ -8,9 +8,11 @@ pub mod api;
 pub mod error;
 pub mod guard;
 pub mod params;
+pub mod ratelimit;
 pub mod watch;
 
 pub use error::Error;
 pub use guard::WriteGuard;
 pub use params::{ListParams, WatchParams};
+pub use ratelimit::TokenBucket;
 pub use watch::Event;
