@@ -1,16 +1,28 @@
 //! The hand-written Kubernetes API client.
 //!
+//! - [`config`]: where the server is and how to authenticate; loaded from a kubeconfig
+//!   ([`kubeconfig`], [`credentials`]) or the pod's service account ([`incluster`]).
+//! - [`connect`]: one [`Connector`] per client dials TCP (+TLS); nothing is shared between
+//!   clients, so the lease client never waits on the main client's connections.
+//! - [`ratelimit`]: the client-side [`TokenBucket`] (client-go semantics).
+//! - [`client`]: the typed [`Client`] over its own connection [`pool`] and [`request`] path;
+//!   [`stream`] decodes watch streams.
 //! - [`error`]: one error enum; which errors are retryable is written on the type.
 //! - [`api`]: the typed objects skiff reads and writes.
 //! - [`params`]: LIST and WATCH query parameters; [`watch`]: decoded watch events.
 //! - [`guard`]: the hook that lets the leader-election fence refuse writes.
 pub mod api;
+pub mod config;
+mod credentials;
 pub mod error;
 pub mod guard;
+mod incluster;
+mod kubeconfig;
 pub mod params;
 pub mod ratelimit;
 pub mod watch;
 
+pub use config::{Auth, ClientIdentity, Config, ConfigError, LoadOptions, TlsOptions, TokenFile};
 pub use error::Error;
 pub use guard::WriteGuard;
 pub use params::{ListParams, WatchParams};

@@ -285,7 +285,10 @@ mod tests {
         smol::block_on(bucket.acquire());
         let deadline = clock.now() + ms(10);
         let err = smol::block_on(bucket.acquire_before(deadline)).unwrap_err();
-        assert!(matches!(&err, Error::Refused(m) if m.contains("rate limiter")), "{err}");
+        assert!(
+            matches!(&err, Error::Refused(m) if m.contains("rate limiter")),
+            "{err}"
+        );
         assert_eq!(bucket.available(), 0.0);
     }
 

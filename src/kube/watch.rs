@@ -8,5 +8,7 @@ pub enum Event<K> {
     Modified(K),
     Deleted(K),
     /// The server's promise that everything up to `resource_version` has been sent.
-    Bookmark { resource_version: String },
+    Bookmark {
+        resource_version: String,
+    },
 }
