@@ -20,6 +20,7 @@ mod incluster;
 mod kubeconfig;
 pub mod params;
 pub mod ratelimit;
+mod tokenfile;
 pub mod watch;
 
 pub use config::{Auth, ClientIdentity, Config, ConfigError, LoadOptions, TlsOptions, TokenFile};
