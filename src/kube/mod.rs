@@ -13,6 +13,7 @@
 //! - [`guard`]: the hook that lets the leader-election fence refuse writes.
 pub mod api;
 pub mod config;
+pub mod connect;
 mod credentials;
 pub mod error;
 pub mod guard;
@@ -24,6 +25,7 @@ mod tokenfile;
 pub mod watch;
 
 pub use config::{Auth, ClientIdentity, Config, ConfigError, LoadOptions, TlsOptions, TokenFile};
+pub use connect::{Connection, Connector};
 pub use error::Error;
 pub use guard::WriteGuard;
 pub use params::{ListParams, WatchParams};
