@@ -21,6 +21,7 @@ mod incluster;
 mod kubeconfig;
 pub mod params;
 pub mod ratelimit;
+pub mod stream;
 mod tokenfile;
 pub mod watch;
 
@@ -30,4 +31,5 @@ pub use error::Error;
 pub use guard::WriteGuard;
 pub use params::{ListParams, WatchParams};
 pub use ratelimit::TokenBucket;
+pub use stream::WatchStream;
 pub use watch::Event;
