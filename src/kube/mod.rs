@@ -12,6 +12,7 @@
 //! - [`params`]: LIST and WATCH query parameters; [`watch`]: decoded watch events.
 //! - [`guard`]: the hook that lets the leader-election fence refuse writes.
 pub mod api;
+pub mod client;
 pub mod config;
 pub mod connect;
 mod credentials;
@@ -20,11 +21,14 @@ pub mod guard;
 mod incluster;
 mod kubeconfig;
 pub mod params;
+mod pool;
 pub mod ratelimit;
+mod request;
 pub mod stream;
 mod tokenfile;
 pub mod watch;
 
+pub use client::Client;
 pub use config::{Auth, ClientIdentity, Config, ConfigError, LoadOptions, TlsOptions, TokenFile};
 pub use connect::{Connection, Connector};
 pub use error::Error;
