@@ -37,6 +37,17 @@ pub struct Client {
     guard: Option<Arc<dyn WriteGuard>>,
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("name", &self.name())
+            .field("server", &self.inner.config.server.as_str())
+            .field("deadline", &self.deadline)
+            .field("guarded", &self.guard.is_some())
+            .finish()
+    }
+}
+
 /// What clones of one client share. The pool and bucket live exactly as long as the client.
 struct Inner {
     config: Config,

@@ -246,7 +246,7 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::MissingFile { path, source } => write!(
                 f,
-                "kubeconfig {} (from {source}) does not exist; fix the path or unset {source}",
+                "kubeconfig {} (from {source}) does not exist; fix the path given by {source}",
                 path.display()
             ),
             ConfigError::Unreadable { what, path, error } => {

@@ -1,11 +1,11 @@
 //! The hand-written Kubernetes API client.
 //!
 //! - [`config`]: where the server is and how to authenticate; loaded from a kubeconfig
-//!   ([`kubeconfig`], [`credentials`]) or the pod's service account ([`incluster`]).
+//!   (`kubeconfig`, `credentials`, `tokenfile`) or the pod's service account (`incluster`).
 //! - [`connect`]: one [`Connector`] per client dials TCP (+TLS); nothing is shared between
 //!   clients, so the lease client never waits on the main client's connections.
 //! - [`ratelimit`]: the client-side [`TokenBucket`] (client-go semantics).
-//! - [`client`]: the typed [`Client`] over its own connection [`pool`] and [`request`] path;
+//! - [`client`]: the typed [`Client`] over its own connection `pool` and `request` path;
 //!   [`stream`] decodes watch streams.
 //! - [`error`]: one error enum; which errors are retryable is written on the type.
 //! - [`api`]: the typed objects skiff reads and writes.
