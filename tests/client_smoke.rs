@@ -98,7 +98,15 @@ async fn serve(stream: TcpStream, id: usize, seen: Arc<Mutex<Vec<Seen>>>, script
             seen.len() - 1
         };
         match script(index, &request) {
-            Some(reply) => writer.write_all(reply.as_bytes()).await.unwrap(),
+            Some(reply) => {
+                writer.write_all(reply.as_bytes()).await.unwrap();
+                // Lets a test hang up after a reply without telling the client beforehand.
+                if reply.contains("\r\nX-Test-Hang-Up: yes\r\n") {
+                    // Late enough that the client has already sent its next request.
+                    smol::Timer::after(Duration::from_millis(50)).await;
+                    return;
+                }
+            }
             None => {
                 smol::Timer::after(Duration::from_secs(3600)).await;
             }
@@ -329,4 +337,82 @@ fn lease_client_never_uses_a_main_client_connection() {
     assert_eq!(seen[1].connection, seen[3].connection);
     assert_ne!(seen[0].connection, seen[1].connection);
     assert!(agent(&seen[1]).contains("skiff/leader-election"));
+}
+
+fn chunked(body: &str) -> String {
+    let (a, b) = body.split_at(body.len() / 2);
+    format!(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
+    )
+}
+
+#[test]
+fn chunked_replies_leave_the_connection_reusable() {
+    let server = Responder::start(|index, _| {
+        Some(if index % 2 == 0 {
+            chunked(CONFIG_MAP)
+        } else {
+            json(200, "OK", CONFIG_MAP)
+        })
+    });
+    let client = server.client();
+    smol::block_on(async {
+        for _ in 0..4 {
+            let cm: ConfigMap = client.get(Some("a"), "app-ca").await.unwrap();
+            assert_eq!(cm.data["ca.crt"], "x");
+        }
+    });
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(client.idle_connections(), 1);
+}
+
+#[test]
+fn server_closing_an_idle_connection_is_survived_by_a_get() {
+    // Every reply says the server will close; the next GET must dial again, not fail.
+    let server = Responder::start(|_, _| {
+        let body = CONFIG_MAP;
+        Some(format!(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+    });
+    let client = server.client();
+    smol::block_on(async {
+        client.get::<ConfigMap>(Some("a"), "x").await.unwrap();
+        client.get::<ConfigMap>(Some("a"), "x").await.unwrap();
+    });
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn client_futures_can_be_spawned() {
+    fn assert_send<T: Send>(_: &T) {}
+    let client = Client::new(Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
+    assert_send(&client.get::<ConfigMap>(None, "x"));
+    assert_send(&client.watch::<ConfigMap>(None, &WatchParams::default()));
+    assert_send(&client.patch_merge::<ConfigMap>(None, "x", &serde_json::json!({})));
+}
+
+#[test]
+fn get_on_a_pooled_connection_the_server_dropped_is_redialed() {
+    let server = Responder::start(|_, _| {
+        let body = CONFIG_MAP;
+        Some(format!(
+            "HTTP/1.1 200 OK\r\nX-Test-Hang-Up: yes\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+    });
+    let client = server.client();
+    smol::block_on(async {
+        client.get::<ConfigMap>(Some("a"), "x").await.unwrap();
+        // At once: the hang-up has not happened yet, so the request is sent on a socket the
+        // server then closes without answering.
+        client.get::<ConfigMap>(Some("a"), "x").await.unwrap();
+        smol::Timer::after(Duration::from_millis(150)).await;
+        // Later: the pool notices the closed socket before using it.
+        client.get::<ConfigMap>(Some("a"), "x").await.unwrap();
+    });
+    assert_eq!(server.seen().len(), 3);
 }

@@ -19,7 +19,7 @@ const READ_SIZE: usize = 16 * 1024;
 
 /// The events of one watch request.
 pub struct WatchStream<K> {
-    body: Pin<Box<dyn AsyncRead + Send>>,
+    body: Pin<Box<dyn AsyncRead + Send + Sync>>,
     buf: Vec<u8>,
     /// Bytes of `buf` already searched for a newline.
     scanned: usize,
@@ -29,7 +29,7 @@ pub struct WatchStream<K> {
 
 impl<K: Resource> WatchStream<K> {
     /// Decodes events from `body` (the response body of a watch request).
-    pub fn from_reader(body: impl AsyncRead + Send + 'static) -> WatchStream<K> {
+    pub fn from_reader(body: impl AsyncRead + Send + Sync + 'static) -> WatchStream<K> {
         WatchStream {
             body: Box::pin(body),
             buf: Vec::new(),
