@@ -416,3 +416,48 @@ fn get_on_a_pooled_connection_the_server_dropped_is_redialed() {
     });
     assert_eq!(server.seen().len(), 3);
 }
+
+#[test]
+fn rate_limit_wait_past_the_deadline_is_refused_and_nothing_is_sent() {
+    let server = Responder::start(|_, _| Some(json(200, "OK", CONFIG_MAP)));
+    let url = format!("http://127.0.0.1:{}", server.port).parse().unwrap();
+    let mut config = Config::new(url);
+    (config.qps, config.burst) = (1.0, 1);
+    let client = Client::new(config).unwrap();
+    smol::block_on(async {
+        client.get::<ConfigMap>(Some("a"), "x").await.unwrap();
+        let deadline = Instant::now() + Duration::from_millis(100);
+        let err = client
+            .with_deadline(deadline)
+            .get::<ConfigMap>(Some("a"), "x")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Refused(m) if m.contains("rate limiter")),
+            "{err}"
+        );
+    });
+    assert_eq!(server.seen().len(), 1);
+}
+
+#[test]
+fn garbage_reply_is_a_decode_error() {
+    let server = Responder::start(|_, _| Some(json(200, "OK", "{not json")));
+    let err = smol::block_on(server.client().get::<ConfigMap>(Some("a"), "x")).unwrap_err();
+    assert!(
+        matches!(&err, Error::Decode(m) if m.contains("{not json")),
+        "{err}"
+    );
+}
+
+#[test]
+fn stalled_watch_head_times_out() {
+    let server = Responder::start(|_, _| None);
+    let client = server
+        .client()
+        .with_deadline(Instant::now() + Duration::from_millis(200));
+    let err = smol::block_on(client.watch::<ConfigMap>(None, &WatchParams::default()))
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+}
