@@ -33,7 +33,8 @@ pub struct TokenBucket {
 /// The bucket's arithmetic, kept free of waiting so each rule is tested directly.
 #[derive(Debug)]
 struct BucketState {
-    /// Tokens per second; `None` when the rate is not positive (no refill to divide by).
+    /// Tokens per second; `None` when the rate is not positive, which means no client-side
+    /// limit (as in client-go, which builds no rate limiter for QPS <= 0).
     qps: Option<f64>,
     burst: f64,
     /// Tokens at `updated`; negative while callers hold reservations for future tokens.
@@ -67,14 +68,16 @@ impl BucketState {
     }
 
     /// Reserves one token and returns when it may be used, or `None` (consuming nothing) when
-    /// that would be after `deadline` or never (no refill).
+    /// that would be after `deadline`.
     fn reserve(&mut self, now: Instant, deadline: Option<Instant>) -> Option<Instant> {
+        let Some(qps) = self.qps else {
+            return Some(now);
+        };
         self.advance(now);
         let after = self.tokens - 1.0;
         let ready_at = if after >= 0.0 {
             now
         } else {
-            let qps = self.qps?;
             now + Duration::from_secs_f64(-after / qps)
         };
         if deadline.is_some_and(|deadline| ready_at > deadline) {
@@ -98,7 +101,8 @@ impl BucketState {
 }
 
 impl TokenBucket {
-    /// A bucket that starts full at `burst` and refills at `qps` per second.
+    /// A bucket that starts full at `burst` and refills at `qps` per second. A `qps` that is
+    /// not positive means no limit; a `burst` of 0 is taken as 1.
     pub fn new(qps: f32, burst: u32) -> TokenBucket {
         TokenBucket::new_with_clock(qps, burst, Arc::new(SystemClock))
     }
@@ -113,11 +117,8 @@ impl TokenBucket {
 
     /// Waits for a token, in arrival order.
     pub async fn acquire(&self) {
-        // Without a deadline `wait` only fails for a bucket that never refills and is empty;
-        // such a bucket is unlimited by construction (no positive QPS), so treat it as open.
-        if self.wait(None).await.is_err() {
-            log::debug!("rate limiter has no positive QPS; not limiting");
-        }
+        // Without a deadline there is nothing to refuse.
+        let _ = self.wait(None).await;
     }
 
     /// Waits for a token unless the wait would end after `deadline`; then fails at once and
@@ -136,13 +137,9 @@ impl TokenBucket {
         let now = self.clock.now();
         let ready_at = self.lock().reserve(now, deadline);
         let Some(ready_at) = ready_at else {
-            return match deadline {
-                Some(_) => Err(Error::Refused(
-                    "client rate limiter: waiting for a token would pass the request deadline"
-                        .into(),
-                )),
-                None => Err(Error::Refused("client rate limiter: no refill".into())),
-            };
+            return Err(Error::Refused(
+                "client rate limiter: waiting for a token would pass the request deadline".into(),
+            ));
         };
         if ready_at <= now {
             return Ok(());
@@ -309,13 +306,21 @@ mod tests {
     }
 
     #[test]
-    fn non_positive_qps_never_divides_by_zero() {
+    fn non_positive_qps_means_no_client_side_limit() {
         let t0 = Instant::now();
-        let mut b = BucketState::new(0.0, 1, t0);
+        for qps in [0.0, -1.0, f32::NAN] {
+            let mut b = BucketState::new(qps, 1, t0);
+            for _ in 0..100 {
+                assert_eq!(b.reserve(t0, Some(t0)), Some(t0), "qps {qps}");
+            }
+        }
+    }
+
+    #[test]
+    fn zero_burst_still_lets_one_request_through_per_refill() {
+        let t0 = Instant::now();
+        let mut b = BucketState::new(10.0, 0, t0);
         assert_eq!(b.reserve(t0, None), Some(t0));
-        assert_eq!(b.reserve(t0 + Duration::from_secs(9), None), None);
-        let bucket = TokenBucket::new(-1.0, 0);
-        smol::block_on(bucket.acquire());
-        smol::block_on(bucket.acquire());
+        assert_eq!(b.reserve(t0, None), Some(t0 + ms(100)));
     }
 }
