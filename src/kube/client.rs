@@ -1,0 +1,414 @@
+//! Client: typed API calls over one client's own pool, rate limiter and connector.
+//!
+//! Every request: ask the write guard (mutations), wait for the token bucket, send on a pooled
+//! connection within `min(request_timeout, deadline - now)`, read the whole reply, retry a 429
+//! a bounded number of times. Clones share the pool and bucket: they are the same logical
+//! client. Two `Client::new` calls share nothing.
+
+use super::Error;
+use super::api::{ObjectList, Resource};
+use super::config::Config;
+use super::connect::Connector;
+use super::guard::WriteGuard;
+use super::params::{ListParams, WatchParams};
+use super::pool::{MAX_IDLE, Pool};
+use super::ratelimit::TokenBucket;
+use super::request::{Reply, RequestSpec, reply_error, send_pooled};
+use super::stream::WatchStream;
+use http_types::Method;
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Default page size of [`Client::list_all`] (client-go's pager uses 500).
+pub const DEFAULT_PAGE_SIZE: u32 = 500;
+/// Longest `Retry-After` honoured between 429 retries.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
+/// Wait between 429 retries when the server sends no `Retry-After` (client-go's default).
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+const JSON: &str = "application/json";
+const MERGE_PATCH: &str = "application/merge-patch+json";
+
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+    deadline: Option<Instant>,
+    guard: Option<Arc<dyn WriteGuard>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("name", &self.name())
+            .field("server", &self.inner.config.server.as_str())
+            .field("deadline", &self.deadline)
+            .field("guarded", &self.guard.is_some())
+            .finish()
+    }
+}
+
+/// What clones of one client share. The pool and bucket live exactly as long as the client.
+struct Inner {
+    config: Config,
+    pool: Pool,
+    bucket: TokenBucket,
+}
+
+impl Client {
+    /// A client with its own connector, token bucket and pool.
+    pub fn new(config: Config) -> Result<Client, Error> {
+        let connector = Connector::new(&config)?;
+        let bucket = TokenBucket::new(config.qps, config.burst);
+        Ok(Client {
+            inner: Arc::new(Inner {
+                pool: Pool::new(connector, MAX_IDLE),
+                bucket,
+                config,
+            }),
+            deadline: None,
+            guard: None,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The same client whose requests (rate-limit wait included) must finish by `deadline`.
+    pub fn with_deadline(&self, deadline: Instant) -> Client {
+        Client {
+            deadline: Some(deadline),
+            ..self.clone()
+        }
+    }
+
+    /// The same client asking `guard` before every POST, PUT, PATCH and DELETE.
+    pub fn with_write_guard(&self, guard: Arc<dyn WriteGuard>) -> Client {
+        Client {
+            guard: Some(guard),
+            ..self.clone()
+        }
+    }
+
+    /// Idle pooled connections; for tests and diagnostics.
+    pub fn idle_connections(&self) -> usize {
+        self.inner.pool.idle_count()
+    }
+
+    pub async fn get<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<K, Error> {
+        let spec = RequestSpec::new(Method::Get, K::url_path(namespace, Some(name)), "get");
+        decode(&self.execute(&spec).await?)
+    }
+
+    /// One page of a LIST.
+    pub async fn list<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> Result<ObjectList<K>, Error> {
+        let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "list");
+        spec.query = list_query(params);
+        decode(&self.execute(&spec).await?)
+    }
+
+    /// Every page of a LIST, with the first page's resourceVersion.
+    pub async fn list_all<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> Result<ObjectList<K>, Error> {
+        let mut page_params = params.clone();
+        page_params.limit = Some(params.limit.unwrap_or(DEFAULT_PAGE_SIZE));
+        let mut all: ObjectList<K> = self.list(namespace, &page_params).await?;
+        let mut next = all.metadata.continue_token.take();
+        while let Some(token) = next.filter(|t| !t.is_empty()) {
+            page_params.continue_token = Some(token);
+            // A continued list must not also pin a resourceVersion.
+            page_params.resource_version = None;
+            let page: ObjectList<K> = self.list(namespace, &page_params).await?;
+            all.items.extend(page.items);
+            next = page.metadata.continue_token;
+        }
+        Ok(all)
+    }
+
+    /// Creates `obj` in `obj.metadata().namespace`.
+    pub async fn create<K: Resource>(&self, obj: &K) -> Result<K, Error> {
+        let namespace = obj.metadata().namespace.as_deref();
+        let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
+        spec.body = Some((encode(obj)?, JSON));
+        decode(&self.execute(&spec).await?)
+    }
+
+    /// PUT with the resourceVersion in `obj` (a stale one gets 409 Conflict).
+    pub async fn replace<K: Resource>(&self, obj: &K) -> Result<K, Error> {
+        let path = object_path(obj)?;
+        self.put(path, obj).await
+    }
+
+    /// PUT of the status subresource.
+    pub async fn replace_status<K: Resource>(&self, obj: &K) -> Result<K, Error> {
+        let path = object_path(obj)? + "/status";
+        self.put(path, obj).await
+    }
+
+    pub async fn patch_merge<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<K, Error> {
+        self.patch(K::url_path(namespace, Some(name)), patch).await
+    }
+
+    pub async fn patch_status<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<K, Error> {
+        self.patch(K::url_path(namespace, Some(name)) + "/status", patch)
+            .await
+    }
+
+    /// Deletes, optionally only if the object is still at `precondition_resource_version`.
+    pub async fn delete<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        precondition_resource_version: Option<&str>,
+    ) -> Result<(), Error> {
+        let path = K::url_path(namespace, Some(name));
+        let mut spec = RequestSpec::new(Method::Delete, path, "delete");
+        if let Some(rv) = precondition_resource_version {
+            let options = serde_json::json!({
+                "kind": "DeleteOptions",
+                "apiVersion": "v1",
+                "preconditions": {"resourceVersion": rv},
+            });
+            spec.body = Some((encode(&options)?, JSON));
+        }
+        self.execute(&spec).await.map(drop)
+    }
+
+    /// Starts a watch on a connection of its own; the timeout covers the response head only.
+    pub async fn watch<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        params: &WatchParams,
+    ) -> Result<WatchStream<K>, Error> {
+        let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "watch");
+        spec.query = watch_query(params);
+        self.rate_limit().await?;
+        let timeout = self.timeout()?;
+        let started = Instant::now();
+        let result =
+            super::request::start_watch(&self.inner.pool, &self.inner.config, &spec, timeout).await;
+        let code = match &result {
+            Ok(_) => Some(200),
+            Err(Error::Api { code, .. }) => Some(*code),
+            Err(Error::Expired(_)) => Some(410),
+            Err(_) => None,
+        };
+        self.record(&spec, code, started);
+        result.map(WatchStream::from_reader)
+    }
+
+    async fn put<K: Resource>(&self, path: String, obj: &K) -> Result<K, Error> {
+        let mut spec = RequestSpec::new(Method::Put, path, "update");
+        spec.body = Some((encode(obj)?, JSON));
+        decode(&self.execute(&spec).await?)
+    }
+
+    async fn patch<K: Resource>(
+        &self,
+        path: String,
+        patch: &serde_json::Value,
+    ) -> Result<K, Error> {
+        let mut spec = RequestSpec::new(Method::Patch, path, "patch");
+        spec.body = Some((encode(patch)?, MERGE_PATCH));
+        decode(&self.execute(&spec).await?)
+    }
+
+    /// Guard, rate limit, send, and retry 429s; the body of a 2xx reply.
+    async fn execute(&self, spec: &RequestSpec) -> Result<Vec<u8>, Error> {
+        let mut retries_left = self.inner.config.retries_on_429;
+        loop {
+            self.check_guard(spec)?;
+            self.rate_limit().await?;
+            // The fence may have closed while this request waited for a token.
+            self.check_guard(spec)?;
+            match self.send(spec).await {
+                Ok(reply) if (200..300).contains(&reply.code) => return Ok(reply.body),
+                Ok(reply) => {
+                    let error = reply_error(&reply);
+                    if reply.code != 429 || retries_left == 0 {
+                        return Err(error);
+                    }
+                    let wait = reply
+                        .retry_after
+                        .unwrap_or(DEFAULT_RETRY_AFTER)
+                        .min(MAX_RETRY_AFTER);
+                    if self.deadline.is_some_and(|d| Instant::now() + wait > d) {
+                        return Err(error);
+                    }
+                    retries_left -= 1;
+                    log::debug!("{} {}: 429, retrying in {wait:?}", spec.method, spec.path);
+                    smol::Timer::after(wait).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One attempt within the request timeout; a timed-out attempt drops its connection.
+    async fn send(&self, spec: &RequestSpec) -> Result<Reply, Error> {
+        let timeout = self.timeout()?;
+        let started = Instant::now();
+        let attempt = send_pooled(&self.inner.pool, &self.inner.config, spec);
+        let expire = async {
+            smol::Timer::after(timeout).await;
+            Err(Error::Timeout(format!(
+                "{} {} got no complete reply within {timeout:?}",
+                spec.method, spec.path
+            )))
+        };
+        let result = smol::future::or(attempt, expire).await;
+        self.record(spec, result.as_ref().ok().map(|r| r.code), started);
+        result
+    }
+
+    fn check_guard(&self, spec: &RequestSpec) -> Result<(), Error> {
+        match &self.guard {
+            Some(guard) if spec.is_mutating() => guard.check(spec.method.as_ref(), &spec.path),
+            _ => Ok(()),
+        }
+    }
+
+    async fn rate_limit(&self) -> Result<(), Error> {
+        let started = Instant::now();
+        let result = match self.deadline {
+            Some(deadline) => self.inner.bucket.acquire_before(deadline).await,
+            None => {
+                self.inner.bucket.acquire().await;
+                Ok(())
+            }
+        };
+        crate::metrics::histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Time requests waited for the client-side rate limiter.",
+            &[("client", self.name())],
+        )
+        .observe(started.elapsed().as_secs_f64());
+        result
+    }
+
+    /// `min(request_timeout, deadline - now)`; a passed deadline is a timeout at once.
+    fn timeout(&self) -> Result<Duration, Error> {
+        let timeout = self.inner.config.request_timeout;
+        let Some(deadline) = self.deadline else {
+            return Ok(timeout);
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Timeout("the request deadline has passed".into()));
+        }
+        Ok(timeout.min(left))
+    }
+
+    fn record(&self, spec: &RequestSpec, code: Option<u16>, started: Instant) {
+        let elapsed = started.elapsed();
+        let code = code.map_or_else(|| "<error>".to_owned(), |c| c.to_string());
+        log::debug!(
+            "{} {} {code} {:.1}ms",
+            spec.method,
+            spec.path,
+            elapsed.as_secs_f64() * 1000.0
+        );
+        crate::metrics::counter(
+            "rest_client_requests_total",
+            "API server requests by client, status code and method.",
+            &[
+                ("client", self.name()),
+                ("code", &code),
+                ("method", spec.method.as_ref()),
+            ],
+        )
+        .inc();
+        crate::metrics::histogram(
+            "rest_client_request_duration_seconds",
+            "API server request latency by client and verb.",
+            &[("client", self.name()), ("verb", spec.verb)],
+        )
+        .observe(elapsed.as_secs_f64());
+    }
+}
+
+fn object_path<K: Resource>(obj: &K) -> Result<String, Error> {
+    let meta = obj.metadata();
+    match meta.name.as_deref() {
+        Some(name) if !name.is_empty() => Ok(K::url_path(meta.namespace.as_deref(), Some(name))),
+        _ => Err(Error::Refused(format!(
+            "cannot write a {} without metadata.name",
+            K::KIND
+        ))),
+    }
+}
+
+fn list_query(params: &ListParams) -> Vec<(&'static str, String)> {
+    let mut query = Vec::new();
+    push(&mut query, "labelSelector", params.label_selector.clone());
+    push(&mut query, "fieldSelector", params.field_selector.clone());
+    push(&mut query, "limit", params.limit.map(|l| l.to_string()));
+    push(&mut query, "continue", params.continue_token.clone());
+    push(
+        &mut query,
+        "resourceVersion",
+        params.resource_version.clone(),
+    );
+    query
+}
+
+fn watch_query(params: &WatchParams) -> Vec<(&'static str, String)> {
+    let mut query = vec![("watch", "true".to_owned())];
+    push(&mut query, "labelSelector", params.label_selector.clone());
+    push(&mut query, "fieldSelector", params.field_selector.clone());
+    push(
+        &mut query,
+        "resourceVersion",
+        params.resource_version.clone(),
+    );
+    push(
+        &mut query,
+        "timeoutSeconds",
+        params.timeout_seconds.map(|t| t.to_string()),
+    );
+    if params.allow_bookmarks {
+        query.push(("allowWatchBookmarks", "true".to_owned()));
+    }
+    query
+}
+
+fn push(query: &mut Vec<(&'static str, String)>, key: &'static str, value: Option<String>) {
+    if let Some(value) = value.filter(|v| !v.is_empty()) {
+        query.push((key, value));
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec(value).map_err(|e| Error::Refused(format!("cannot encode the request: {e}")))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body).map_err(|e| {
+        Error::Decode(format!(
+            "{e}; the body began {:?}",
+            super::request::preview(body)
+        ))
+    })
+}

@@ -1,0 +1,354 @@
+//! Config: where the API server is and how to authenticate, and the order it is loaded in.
+//!
+//! The lease client's config is a copy made by [`Config::for_leader_election`]; a config holds
+//! no connection, bucket or pool, so two clients built from two configs share nothing.
+
+use http_types::Url;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub use super::incluster::SERVICE_ACCOUNT_DIR;
+pub use super::tokenfile::{TOKEN_FILE_REFRESH, TokenFile};
+
+/// Main client QPS: the kubebuilder `--kube-api-qps` default (client-go's own is 5).
+pub const DEFAULT_QPS: f32 = 20.0;
+/// Main client burst: the kubebuilder `--kube-api-burst` default (client-go's own is 10).
+pub const DEFAULT_BURST: u32 = 30;
+/// Per-request timeout (for a watch: until the response head arrives).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// TCP (+TLS) connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the main client retries a 429 (client-go retries up to 10; skiff keeps it short).
+pub const DEFAULT_RETRIES_ON_429: u32 = 3;
+
+/// Everything a [`Client`](super::Client) needs to reach and authenticate to the API server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub server: Url,
+    pub tls: TlsOptions,
+    pub auth: Auth,
+    /// The in-cluster namespace, or the kubeconfig context's namespace.
+    pub namespace: Option<String>,
+    pub qps: f32,
+    pub burst: u32,
+    pub user_agent: String,
+    /// The `client` metric label: `main` or `leader-election`.
+    pub name: String,
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub retries_on_429: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// PEM CA bundle; when set, only it is trusted (not the system roots).
+    pub ca_pem: Option<Vec<u8>>,
+    pub insecure_skip_verify: bool,
+    /// Name for SNI and certificate verification instead of the URL host.
+    pub server_name: Option<String>,
+    pub identity: Option<ClientIdentity>,
+}
+
+/// A client certificate; the key is converted to PKCS#8 when the config is loaded.
+#[derive(Clone)]
+pub struct ClientIdentity {
+    pub cert_pem: Vec<u8>,
+    pub key_pkcs8_pem: Vec<u8>,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClientIdentity { .. }")
+    }
+}
+
+#[derive(Clone)]
+pub enum Auth {
+    None,
+    Token(String),
+    TokenFile(TokenFile),
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::Token(_) => f.write_str("Token(<redacted>)"),
+            Auth::TokenFile(t) => write!(f, "TokenFile({})", t.path().display()),
+        }
+    }
+}
+
+impl Auth {
+    /// The bearer token to send now, if any.
+    pub fn bearer_token(&self) -> Option<String> {
+        match self {
+            Auth::None => None,
+            Auth::Token(token) => Some(token.clone()),
+            Auth::TokenFile(file) => Some(file.token_at(Instant::now())),
+        }
+    }
+}
+
+/// Where to look for a kubeconfig (the `--kubeconfig` and `--context` flags).
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+}
+
+impl Config {
+    /// A config for `server` with no credentials and default limits (tests, local servers).
+    pub fn new(server: Url) -> Config {
+        Config {
+            server,
+            tls: TlsOptions::default(),
+            auth: Auth::None,
+            namespace: None,
+            qps: DEFAULT_QPS,
+            burst: DEFAULT_BURST,
+            user_agent: format!("skiff/{}", env!("CARGO_PKG_VERSION")),
+            name: "main".into(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            retries_on_429: DEFAULT_RETRIES_ON_429,
+        }
+    }
+
+    /// Loads from `--kubeconfig`, else `$KUBECONFIG`, else in-cluster, else `~/.kube/config`.
+    pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        load_with(opts, &env, Path::new(SERVICE_ACCOUNT_DIR))
+    }
+
+    /// Reads and merges kubeconfig files like kubectl (the first file naming an entry wins).
+    pub fn from_kubeconfig_files(
+        paths: &[PathBuf],
+        context: Option<&str>,
+    ) -> Result<Config, ConfigError> {
+        super::kubeconfig::load_files(paths, context, "the kubeconfig path list")
+    }
+
+    /// The pod's service-account config (env `KUBERNETES_SERVICE_HOST` / `_PORT`).
+    pub fn in_cluster() -> Result<Config, ConfigError> {
+        let host = std::env::var("KUBERNETES_SERVICE_HOST").ok();
+        let port = std::env::var("KUBERNETES_SERVICE_PORT").ok();
+        Config::in_cluster_from(Path::new(SERVICE_ACCOUNT_DIR), host, port)
+    }
+
+    /// In-cluster loading with the service-account directory and env values given.
+    pub fn in_cluster_from(
+        dir: &Path,
+        host: Option<String>,
+        port: Option<String>,
+    ) -> Result<Config, ConfigError> {
+        super::incluster::load(dir, host, port, Instant::now())
+    }
+
+    /// The lease client's config: a copy with its own rate limits and name; `self` is untouched.
+    pub fn for_leader_election(&self, qps: f32, burst: u32) -> Config {
+        Config {
+            qps,
+            burst,
+            user_agent: "skiff/leader-election".into(),
+            name: "leader-election".into(),
+            retries_on_429: 0,
+            ..self.clone()
+        }
+    }
+}
+
+fn load_with(
+    opts: &LoadOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+    service_account_dir: &Path,
+) -> Result<Config, ConfigError> {
+    let context = opts.context.as_deref();
+    if let Some(path) = &opts.kubeconfig {
+        return super::kubeconfig::load_files(std::slice::from_ref(path), context, "--kubeconfig");
+    }
+    let mut tried = vec!["--kubeconfig (not given)".to_owned()];
+    if let Some(list) = env("KUBECONFIG") {
+        let paths: Vec<PathBuf> = std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        return super::kubeconfig::load_files(&paths, context, "$KUBECONFIG");
+    }
+    tried.push("$KUBECONFIG (not set)".into());
+    if let (Some(host), Some(port)) = (
+        env("KUBERNETES_SERVICE_HOST"),
+        env("KUBERNETES_SERVICE_PORT"),
+    ) {
+        return super::incluster::load(service_account_dir, Some(host), Some(port), Instant::now());
+    }
+    tried.push("in-cluster (KUBERNETES_SERVICE_HOST/_PORT not set)".into());
+    if let Some(home) = env("HOME") {
+        let path = Path::new(&home).join(".kube").join("config");
+        if path.exists() {
+            return super::kubeconfig::load_files(&[path], context, "~/.kube/config");
+        }
+        tried.push(format!("{} (does not exist)", path.display()));
+    } else {
+        tried.push("~/.kube/config ($HOME not set)".into());
+    }
+    Err(ConfigError::NothingFound { tried })
+}
+
+/// Why a config could not be loaded; each message names the problem and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A kubeconfig that a flag or env var pointed to does not exist.
+    MissingFile {
+        path: PathBuf,
+        source: String,
+    },
+    Unreadable {
+        what: String,
+        path: PathBuf,
+        error: String,
+    },
+    Yaml {
+        path: PathBuf,
+        error: String,
+    },
+    UnknownContext {
+        name: String,
+        known: Vec<String>,
+    },
+    NoContext {
+        sources: String,
+    },
+    MissingCluster {
+        context: String,
+        cluster: String,
+    },
+    MissingUser {
+        context: String,
+        user: String,
+    },
+    UnsupportedAuth {
+        user: String,
+        kind: String,
+    },
+    NotInCluster {
+        missing: String,
+    },
+    NothingFound {
+        tried: Vec<String>,
+    },
+    /// Any other bad value; the message says which and what to do.
+    Invalid(String),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::MissingFile { path, source } => write!(
+                f,
+                "kubeconfig {} (from {source}) does not exist; fix the path given by {source}",
+                path.display()
+            ),
+            ConfigError::Unreadable { what, path, error } => {
+                write!(f, "cannot read {what} {}: {error}", path.display())
+            }
+            ConfigError::Yaml { path, error } => write!(
+                f,
+                "kubeconfig {} is not valid YAML: {error}; fix the file or point --kubeconfig elsewhere",
+                path.display()
+            ),
+            ConfigError::UnknownContext { name, known } => write!(
+                f,
+                "context {name:?} is not in the kubeconfig; it has: {}; pick one with --context",
+                if known.is_empty() {
+                    "no contexts".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ),
+            ConfigError::NoContext { sources } => write!(
+                f,
+                "{sources} sets no current-context; pass --context or run `kubectl config use-context`"
+            ),
+            ConfigError::MissingCluster { context, cluster } => write!(
+                f,
+                "context {context:?} names cluster {cluster:?}, which the kubeconfig does not define; add it or fix the context"
+            ),
+            ConfigError::MissingUser { context, user } => write!(
+                f,
+                "context {context:?} names user {user:?}, which the kubeconfig does not define; add it or fix the context"
+            ),
+            ConfigError::UnsupportedAuth { user, kind } => write!(
+                f,
+                "user {user:?} authenticates with {kind}, which skiff does not support yet; use a token, tokenFile or client certificate (e.g. a ServiceAccount token) instead"
+            ),
+            ConfigError::NotInCluster { missing } => write!(
+                f,
+                "not running in a cluster: {missing}; pass --kubeconfig outside a pod"
+            ),
+            ConfigError::NothingFound { tried } => write!(
+                f,
+                "no Kubernetes config found; tried {}; pass --kubeconfig or set $KUBECONFIG",
+                tried.join(", ")
+            ),
+            ConfigError::Invalid(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Config {
+        let mut c = Config::new(Url::parse("https://10.0.0.1:6443").unwrap());
+        c.auth = Auth::Token("secret".into());
+        c
+    }
+
+    #[test]
+    fn for_leader_election_leaves_the_base_untouched() {
+        let main = base();
+        let lease = main.for_leader_election(5.0, 10);
+        assert_eq!((lease.qps, lease.burst), (5.0, 10));
+        assert_eq!(lease.name, "leader-election");
+        assert_eq!(lease.user_agent, "skiff/leader-election");
+        assert_eq!(lease.retries_on_429, 0);
+        assert_eq!(lease.server, main.server);
+        assert_eq!((main.qps, main.burst), (DEFAULT_QPS, DEFAULT_BURST));
+        assert_eq!(main.name, "main");
+        assert!(main.user_agent.starts_with("skiff/0"));
+        assert_eq!(main.retries_on_429, DEFAULT_RETRIES_ON_429);
+    }
+
+    #[test]
+    fn tokens_never_appear_in_debug_output() {
+        let text = format!("{:?}", base());
+        assert!(!text.contains("secret"), "{text}");
+    }
+
+    #[test]
+    fn load_order_prefers_flag_then_env_then_in_cluster_then_home() {
+        let empty = |_: &str| None;
+        let err =
+            load_with(&LoadOptions::default(), &empty, Path::new("/nonexistent")).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("$KUBECONFIG") && text.contains("in-cluster"),
+            "{text}"
+        );
+
+        let env = |name: &str| (name == "KUBECONFIG").then(|| "/nonexistent/kc".to_owned());
+        let err = load_with(&LoadOptions::default(), &env, Path::new("/x")).unwrap_err();
+        assert!(err.to_string().contains("$KUBECONFIG"), "{err}");
+
+        let opts = LoadOptions {
+            kubeconfig: Some("/nonexistent/flag".into()),
+            context: None,
+        };
+        let err = load_with(&opts, &env, Path::new("/x")).unwrap_err();
+        assert!(err.to_string().contains("--kubeconfig"), "{err}");
+    }
+}

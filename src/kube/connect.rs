@@ -1,0 +1,338 @@
+//! Connector: dials the API server over TCP (+TLS) with a timeout; one per client, never shared.
+//!
+//! Each [`Client`](super::Client) builds its own connector from its own config, so the lease
+//! client's connections are never the main client's, and a stuck main connection cannot hold
+//! up a lease renewal.
+
+use super::Error;
+use super::config::{Config, TlsOptions};
+use smol::io::{AsyncRead, AsyncWrite};
+use smol::net::TcpStream;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// Dials new connections to one server.
+pub struct Connector {
+    host: String,
+    port: u16,
+    tls: Option<TlsSetup>,
+    connect_timeout: Duration,
+}
+
+/// TLS settings parsed once; native-tls builders are not `Clone`, so one is made per dial.
+struct TlsSetup {
+    /// When set, the only trust anchors (the system roots are disabled).
+    roots: Vec<native_tls::Certificate>,
+    identity: Option<native_tls::Identity>,
+    insecure_skip_verify: bool,
+    /// SNI and the name the certificate must carry.
+    server_name: String,
+}
+
+impl TlsSetup {
+    fn connector(&self) -> async_native_tls::TlsConnector {
+        let mut builder = native_tls::TlsConnector::builder();
+        for cert in &self.roots {
+            builder.add_root_certificate(cert.clone());
+        }
+        // The given CA is the cluster's trust anchor; the system roots must not also vouch.
+        builder.disable_built_in_roots(!self.roots.is_empty());
+        if let Some(identity) = &self.identity {
+            builder.identity(identity.clone());
+        }
+        builder.danger_accept_invalid_certs(self.insecure_skip_verify);
+        builder.danger_accept_invalid_hostnames(self.insecure_skip_verify);
+        async_native_tls::TlsConnector::from(builder)
+    }
+}
+
+impl Connector {
+    pub fn new(config: &Config) -> Result<Connector, Error> {
+        let url = &config.server;
+        let host = url
+            .host_str()
+            .ok_or_else(|| Error::Refused(format!("server URL {url} has no host")))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = url.port_or_known_default().ok_or_else(|| {
+            Error::Refused(format!("server URL {url} has no port and no known default"))
+        })?;
+        let tls = match url.scheme() {
+            "https" => Some(tls_setup(&config.tls, &host)?),
+            "http" => None,
+            other => {
+                return Err(Error::Refused(format!(
+                    "server URL scheme {other:?} is not supported; use https:// or http://"
+                )));
+            }
+        };
+        Ok(Connector {
+            host,
+            port,
+            tls,
+            connect_timeout: config.connect_timeout,
+        })
+    }
+
+    /// Opens a new connection (TCP, then the TLS handshake), all within the connect timeout.
+    pub async fn connect(&self) -> Result<Connection, Error> {
+        let dial = async {
+            let tcp = TcpStream::connect((self.host.as_str(), self.port))
+                .await
+                .map_err(|e| {
+                    Error::Transport(format!("connect to {}:{}: {e}", self.host, self.port))
+                })?;
+            // Requests are small and latency matters more than packet count.
+            if let Err(e) = tcp.set_nodelay(true) {
+                log::debug!("TCP_NODELAY not set: {e}");
+            }
+            let stream = match &self.tls {
+                None => Stream::Plain(tcp),
+                Some(tls) => Stream::Tls(Box::new(self.handshake(tls, tcp).await?)),
+            };
+            Ok(Connection::new(stream))
+        };
+        let timeout = async {
+            smol::Timer::after(self.connect_timeout).await;
+            Err(Error::Timeout(format!(
+                "connecting to {}:{} took longer than {:?}",
+                self.host, self.port, self.connect_timeout
+            )))
+        };
+        smol::future::or(dial, timeout).await
+    }
+
+    async fn handshake(
+        &self,
+        tls: &TlsSetup,
+        tcp: TcpStream,
+    ) -> Result<async_native_tls::TlsStream<TcpStream>, Error> {
+        let connector = tls.connector();
+        connector
+            .connect(tls.server_name.as_str(), tcp)
+            .await
+            .map_err(|e| {
+                Error::Transport(format!(
+                    "TLS handshake with {}:{} (as {:?}) failed: {e}; check the cluster's certificate-authority and tls-server-name",
+                    self.host, self.port, tls.server_name
+                ))
+            })
+    }
+}
+
+fn tls_setup(options: &TlsOptions, host: &str) -> Result<TlsSetup, Error> {
+    let roots = match &options.ca_pem {
+        Some(ca) => parse_roots(ca)?,
+        None => Vec::new(),
+    };
+    let identity = match &options.identity {
+        Some(identity) => Some(
+            native_tls::Identity::from_pkcs8(&identity.cert_pem, &identity.key_pkcs8_pem).map_err(
+                |e| {
+                    Error::Refused(format!(
+                        "the client certificate and key do not form a usable identity: {e}"
+                    ))
+                },
+            )?,
+        ),
+        None => None,
+    };
+    let server_name = options
+        .server_name
+        .clone()
+        .unwrap_or_else(|| host.to_owned());
+    Ok(TlsSetup {
+        roots,
+        identity,
+        insecure_skip_verify: options.insecure_skip_verify,
+        server_name,
+    })
+}
+
+/// Every certificate of a PEM bundle (native-tls's `from_pem` reads only the first).
+fn parse_roots(ca_pem: &[u8]) -> Result<Vec<native_tls::Certificate>, Error> {
+    let certs = openssl::x509::X509::stack_from_pem(ca_pem)
+        .map_err(|e| Error::Refused(format!("the cluster CA is not valid PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(Error::Refused("the cluster CA holds no certificate".into()));
+    }
+    certs
+        .iter()
+        .map(|cert| {
+            let der = cert
+                .to_der()
+                .map_err(|e| Error::Refused(format!("the cluster CA cannot be encoded: {e}")))?;
+            native_tls::Certificate::from_der(&der)
+                .map_err(|e| Error::Refused(format!("the cluster CA is not usable: {e}")))
+        })
+        .collect()
+}
+
+/// A plain TCP or TLS byte stream.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<async_native_tls::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_close(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
+        }
+    }
+}
+
+/// A cloneable handle on one connection, as `async_h1::connect` takes its stream by value.
+///
+/// Clones are the same connection: the pool keeps one clone while async-h1 reads the response
+/// body through another, which is why a body must be read to the end before reuse.
+#[derive(Clone)]
+pub struct Connection {
+    stream: async_dup::Arc<async_dup::Mutex<Stream>>,
+    id: u64,
+}
+
+impl Connection {
+    fn new(stream: Stream) -> Connection {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Connection {
+            stream: async_dup::Arc::new(async_dup::Mutex::new(stream)),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// A process-unique number, for logs.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether an idle connection still looks usable: not closed by the server and with no
+    /// unexpected bytes waiting. Checked without blocking before a pooled connection is reused.
+    pub fn is_idle_and_open(&self) -> bool {
+        let mut probe = [0u8; 1];
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut handle = self.stream.clone();
+        matches!(
+            Pin::new(&mut handle).poll_read(&mut cx, &mut probe),
+            Poll::Pending
+        )
+    }
+}
+
+impl AsyncRead for Connection {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Connection {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_close(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_types::Url;
+    use smol::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn plain_connection_round_trips_and_notices_the_peer_closing() {
+        smol::block_on(async {
+            let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+            let connector = Connector::new(&Config::new(url)).unwrap();
+            let (conn, accepted) = smol::future::zip(connector.connect(), listener.accept()).await;
+            let mut conn = conn.unwrap();
+            let (mut server, _) = accepted.unwrap();
+            assert!(conn.is_idle_and_open());
+            conn.write_all(b"ping").await.unwrap();
+            let mut buf = [0u8; 4];
+            server.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"ping");
+            drop(server);
+            smol::Timer::after(Duration::from_millis(50)).await;
+            assert!(!conn.is_idle_and_open());
+        });
+    }
+
+    #[test]
+    fn refused_dial_is_a_transport_error_naming_the_address() {
+        // Bind then drop to find a port nobody listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let connector = Connector::new(&Config::new(url)).unwrap();
+        let err = smol::block_on(connector.connect()).err().unwrap();
+        assert!(
+            matches!(&err, Error::Transport(m) if m.contains(&port.to_string())),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unsupported_scheme_and_bad_ca_are_refused_up_front() {
+        let config = Config::new(Url::parse("ftp://example").unwrap());
+        assert!(matches!(Connector::new(&config), Err(Error::Refused(_))));
+        let mut config = Config::new(Url::parse("https://example").unwrap());
+        config.tls.ca_pem = Some(b"not a certificate".to_vec());
+        assert!(matches!(Connector::new(&config), Err(Error::Refused(_))));
+    }
+}

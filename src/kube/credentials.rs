@@ -1,0 +1,253 @@
+//! kubeconfig credentials: the cluster CA and the user's token or client certificate.
+//!
+//! Client keys come as PKCS#8, PKCS#1 RSA (kind, minikube) or SEC1 EC PEM; native-tls only takes
+//! PKCS#8, so every key is converted here, when the config is loaded.
+
+use super::config::{Auth, ClientIdentity, ConfigError, TlsOptions, TokenFile};
+use super::kubeconfig::{ClusterEntry, Located, UserEntry};
+use base64::Engine;
+use std::path::Path;
+
+pub(super) fn cluster_tls(cluster: &Located<ClusterEntry>) -> Result<TlsOptions, ConfigError> {
+    let entry = &cluster.entry;
+    let what = format!("certificate-authority of cluster {:?}", cluster.name);
+    let ca_pem = pem_from(
+        &what,
+        entry.certificate_authority_data.as_deref(),
+        entry.certificate_authority.as_deref(),
+        &cluster.dir,
+    )?;
+    if let Some(pem) = &ca_pem {
+        openssl::x509::X509::stack_from_pem(pem)
+            .ok()
+            .filter(|certs| !certs.is_empty())
+            .ok_or_else(|| {
+                ConfigError::Invalid(format!("{what} holds no PEM certificate; fix the CA data"))
+            })?;
+    }
+    Ok(TlsOptions {
+        ca_pem,
+        insecure_skip_verify: entry.insecure_skip_tls_verify.unwrap_or(false),
+        server_name: entry.tls_server_name.clone().filter(|s| !s.is_empty()),
+        identity: None,
+    })
+}
+
+pub(super) fn user_auth(user: &Located<UserEntry>) -> Result<Auth, ConfigError> {
+    let entry = &user.entry;
+    let unsupported = |kind: &str| ConfigError::UnsupportedAuth {
+        user: user.name.clone(),
+        kind: kind.to_owned(),
+    };
+    if entry.exec.is_some() {
+        return Err(unsupported("an exec credential plugin"));
+    }
+    if entry.auth_provider.is_some() {
+        return Err(unsupported("an auth-provider"));
+    }
+    if let Some(token) = entry.token.as_deref().filter(|t| !t.is_empty()) {
+        return Ok(Auth::Token(token.to_owned()));
+    }
+    if let Some(file) = entry.token_file.as_deref().filter(|t| !t.is_empty()) {
+        return Ok(Auth::TokenFile(TokenFile::load(&user.dir.join(file))?));
+    }
+    let has_cert = entry.client_certificate.is_some() || entry.client_certificate_data.is_some();
+    if entry.username.is_some() && !has_cert {
+        return Err(unsupported("basic auth (username/password)"));
+    }
+    Ok(Auth::None)
+}
+
+pub(super) fn user_identity(
+    user: &Located<UserEntry>,
+) -> Result<Option<ClientIdentity>, ConfigError> {
+    let entry = &user.entry;
+    let cert_what = format!("client-certificate of user {:?}", user.name);
+    let key_what = format!("client-key of user {:?}", user.name);
+    let cert = pem_from(
+        &cert_what,
+        entry.client_certificate_data.as_deref(),
+        entry.client_certificate.as_deref(),
+        &user.dir,
+    )?;
+    let key = pem_from(
+        &key_what,
+        entry.client_key_data.as_deref(),
+        entry.client_key.as_deref(),
+        &user.dir,
+    )?;
+    match (cert, key) {
+        (None, None) => Ok(None),
+        (Some(cert_pem), Some(key)) => {
+            if openssl::x509::X509::from_pem(&cert_pem).is_err() {
+                return Err(ConfigError::Invalid(format!(
+                    "{cert_what} is not a PEM certificate; fix the certificate data"
+                )));
+            }
+            Ok(Some(ClientIdentity {
+                cert_pem,
+                key_pkcs8_pem: to_pkcs8(&key, &key_what)?,
+            }))
+        }
+        _ => Err(ConfigError::Invalid(format!(
+            "user {:?} has a client certificate or key but not both; set client-certificate and client-key together",
+            user.name
+        ))),
+    }
+}
+
+/// Converts a PKCS#8, PKCS#1 RSA or SEC1 EC PEM key to PKCS#8 PEM (what native-tls accepts).
+pub(crate) fn to_pkcs8(key_pem: &[u8], what: &str) -> Result<Vec<u8>, ConfigError> {
+    let invalid = |e: openssl::error::ErrorStack| {
+        ConfigError::Invalid(format!(
+            "{what} is not a PEM private key (PKCS#8, RSA or EC) ({e}); fix the key data"
+        ))
+    };
+    let key = openssl::pkey::PKey::private_key_from_pem(key_pem).map_err(invalid)?;
+    key.private_key_to_pem_pkcs8().map_err(invalid)
+}
+
+/// The PEM bytes from inline base64 `data` (preferred, as kubectl does) or from a `file`.
+fn pem_from(
+    what: &str,
+    data: Option<&str>,
+    file: Option<&str>,
+    dir: &Path,
+) -> Result<Option<Vec<u8>>, ConfigError> {
+    if let Some(data) = data.filter(|d| !d.is_empty()) {
+        let compact: String = data.split_whitespace().collect();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(compact)
+            .map_err(|e| {
+                ConfigError::Invalid(format!(
+                    "{what} data is not valid base64 ({e}); encode the PEM with `base64 -w0`"
+                ))
+            })?;
+        return Ok(Some(bytes));
+    }
+    let Some(file) = file.filter(|f| !f.is_empty()) else {
+        return Ok(None);
+    };
+    let path = dir.join(file);
+    std::fs::read(&path)
+        .map(Some)
+        .map_err(|e| ConfigError::Unreadable {
+            what: what.to_owned(),
+            path,
+            error: e.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::config::Config;
+    use openssl::ec::{EcGroup, EcKey};
+    use openssl::nid::Nid;
+    use openssl::pkey::{PKey, Private};
+    use openssl::rsa::Rsa;
+    use std::path::PathBuf;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!("skiff-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn self_signed(key: &PKey<Private>) -> Vec<u8> {
+        let mut name = openssl::x509::X509NameBuilder::new().unwrap();
+        name.append_entry_by_text("CN", "skiff-test").unwrap();
+        let name = name.build();
+        let mut cert = openssl::x509::X509Builder::new().unwrap();
+        cert.set_version(2).unwrap();
+        cert.set_subject_name(&name).unwrap();
+        cert.set_issuer_name(&name).unwrap();
+        cert.set_pubkey(key).unwrap();
+        let not_before = openssl::asn1::Asn1Time::days_from_now(0).unwrap();
+        let not_after = openssl::asn1::Asn1Time::days_from_now(1).unwrap();
+        cert.set_not_before(&not_before).unwrap();
+        cert.set_not_after(&not_after).unwrap();
+        cert.sign(key, openssl::hash::MessageDigest::sha256())
+            .unwrap();
+        cert.build().to_pem().unwrap()
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Writes a kubeconfig whose user has the given cert (inline) and key (as a relative file).
+    fn config_with_key(tag: &str, cert: &[u8], key_pem: &[u8]) -> Result<Config, ConfigError> {
+        let dir = temp_dir(tag);
+        std::fs::create_dir_all(dir.join("pki")).unwrap();
+        std::fs::write(dir.join("pki/client.key"), key_pem).unwrap();
+        let text = format!(
+            "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://127.0.0.1:6443\n    certificate-authority-data: {ca}\nusers:\n- name: u\n  user:\n    client-certificate-data: {cert}\n    client-key: pki/client.key\ncontexts:\n- name: c\n  context: {{cluster: k, user: u}}\n",
+            ca = b64(cert),
+            cert = b64(cert),
+        );
+        let path = dir.join("config");
+        std::fs::write(&path, text).unwrap();
+        Config::from_kubeconfig_files(&[path], None)
+    }
+
+    fn assert_converted(config: Config, key: &PKey<Private>) {
+        let identity = config.tls.identity.expect("client identity");
+        let pem = String::from_utf8(identity.key_pkcs8_pem.clone()).unwrap();
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"), "{pem}");
+        let back = PKey::private_key_from_pem(&identity.key_pkcs8_pem).unwrap();
+        assert!(back.public_eq(key));
+        assert!(config.tls.ca_pem.is_some());
+    }
+
+    #[test]
+    fn rsa_pkcs1_key_is_converted_to_pkcs8() {
+        let rsa = Rsa::generate(2048).unwrap();
+        let pkcs1 = rsa.private_key_to_pem().unwrap();
+        assert!(String::from_utf8_lossy(&pkcs1).contains("BEGIN RSA PRIVATE KEY"));
+        let key = PKey::from_rsa(rsa).unwrap();
+        let config = config_with_key("creds-rsa", &self_signed(&key), &pkcs1).unwrap();
+        assert_converted(config, &key);
+    }
+
+    #[test]
+    fn ec_sec1_key_is_converted_to_pkcs8() {
+        let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+        let ec = EcKey::generate(&group).unwrap();
+        let sec1 = ec.private_key_to_pem().unwrap();
+        assert!(String::from_utf8_lossy(&sec1).contains("BEGIN EC PRIVATE KEY"));
+        let key = PKey::from_ec_key(ec).unwrap();
+        let config = config_with_key("creds-ec", &self_signed(&key), &sec1).unwrap();
+        assert_converted(config, &key);
+    }
+
+    #[test]
+    fn pkcs8_key_is_kept_as_pkcs8() {
+        let key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
+        let pkcs8 = key.private_key_to_pem_pkcs8().unwrap();
+        let config = config_with_key("creds-pkcs8", &self_signed(&key), &pkcs8).unwrap();
+        assert_converted(config, &key);
+    }
+
+    #[test]
+    fn garbage_key_and_bad_base64_are_named() {
+        let key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
+        let err = config_with_key("creds-garbage", &self_signed(&key), b"not a key").unwrap_err();
+        assert!(
+            err.to_string().contains("client-key of user \"u\""),
+            "{err}"
+        );
+        let err = pem_from(
+            "certificate-authority",
+            Some("@@not base64@@"),
+            None,
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("base64"), "{err}");
+    }
+}

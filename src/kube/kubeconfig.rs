@@ -1,0 +1,376 @@
+//! kubeconfig loading: YAML files merged like kubectl, one context resolved into a [`Config`].
+//!
+//! Merging: the first file that defines a cluster, user or context name wins, and
+//! `current-context` comes from the first file that sets it. Relative file paths resolve
+//! against the directory of the file that named them.
+
+use super::config::{Config, ConfigError};
+use super::credentials::{cluster_tls, user_auth, user_identity};
+use http_types::Url;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct KubeconfigFile {
+    clusters: Option<Vec<Named<ClusterEntry>>>,
+    users: Option<Vec<Named<UserEntry>>>,
+    contexts: Option<Vec<Named<ContextEntry>>>,
+    #[serde(rename = "current-context")]
+    current_context: Option<String>,
+}
+
+/// `{name, cluster|user|context}`: the entry field's name varies, so accept all three.
+#[derive(Debug, Deserialize)]
+struct Named<T> {
+    name: String,
+    #[serde(alias = "cluster", alias = "user", alias = "context")]
+    entry: Option<T>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
+pub(super) struct ClusterEntry {
+    pub(super) server: Option<String>,
+    pub(super) certificate_authority: Option<String>,
+    pub(super) certificate_authority_data: Option<String>,
+    pub(super) insecure_skip_tls_verify: Option<bool>,
+    pub(super) tls_server_name: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
+pub(super) struct UserEntry {
+    pub(super) token: Option<String>,
+    #[serde(rename = "tokenFile")]
+    pub(super) token_file: Option<String>,
+    pub(super) client_certificate: Option<String>,
+    pub(super) client_certificate_data: Option<String>,
+    pub(super) client_key: Option<String>,
+    pub(super) client_key_data: Option<String>,
+    pub(super) exec: Option<IgnoredAny>,
+    pub(super) auth_provider: Option<IgnoredAny>,
+    pub(super) username: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub(super) struct ContextEntry {
+    cluster: Option<String>,
+    user: Option<String>,
+    namespace: Option<String>,
+}
+
+/// An entry and the directory its relative paths resolve against.
+#[derive(Debug, Clone)]
+pub(super) struct Located<T> {
+    pub(super) name: String,
+    pub(super) entry: T,
+    pub(super) dir: PathBuf,
+}
+
+#[derive(Debug, Default)]
+struct Merged {
+    clusters: Vec<Located<ClusterEntry>>,
+    users: Vec<Located<UserEntry>>,
+    contexts: Vec<Located<ContextEntry>>,
+    current_context: Option<String>,
+}
+
+impl Merged {
+    fn add(&mut self, file: KubeconfigFile, dir: &Path) {
+        merge(&mut self.clusters, file.clusters, dir);
+        merge(&mut self.users, file.users, dir);
+        merge(&mut self.contexts, file.contexts, dir);
+        if self.current_context.is_none() {
+            self.current_context = file.current_context.filter(|c| !c.is_empty());
+        }
+    }
+}
+
+fn merge<T: Default>(into: &mut Vec<Located<T>>, entries: Option<Vec<Named<T>>>, dir: &Path) {
+    for named in entries.unwrap_or_default() {
+        if into.iter().all(|known| known.name != named.name) {
+            into.push(Located {
+                name: named.name,
+                entry: named.entry.unwrap_or_default(),
+                dir: dir.to_owned(),
+            });
+        }
+    }
+}
+
+fn find<'a, T>(entries: &'a [Located<T>], name: &str) -> Option<&'a Located<T>> {
+    entries.iter().find(|e| e.name == name)
+}
+
+/// Reads `paths` (named by `source` in errors), merges them and resolves `context`.
+///
+/// For `$KUBECONFIG` missing files are skipped, as kubectl does, unless none exists.
+pub(crate) fn load_files(
+    paths: &[PathBuf],
+    context: Option<&str>,
+    source: &str,
+) -> Result<Config, ConfigError> {
+    let skip_missing = source == "$KUBECONFIG";
+    let mut merged = Merged::default();
+    let mut found = 0;
+    for path in paths {
+        if skip_missing && !path.exists() {
+            continue;
+        }
+        let file = read_file(path, source)?;
+        let dir = path.parent().map(Path::to_owned).unwrap_or_default();
+        merged.add(file, &dir);
+        found += 1;
+    }
+    if found == 0 {
+        let path = paths.first().cloned().unwrap_or_default();
+        return Err(ConfigError::MissingFile {
+            path,
+            source: source.to_owned(),
+        });
+    }
+    resolve(&merged, context, source)
+}
+
+fn read_file(path: &Path, source: &str) -> Result<KubeconfigFile, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ConfigError::MissingFile {
+            path: path.to_owned(),
+            source: source.to_owned(),
+        },
+        _ => ConfigError::Unreadable {
+            what: "kubeconfig".into(),
+            path: path.to_owned(),
+            error: e.to_string(),
+        },
+    })?;
+    if text.trim().is_empty() {
+        return Ok(KubeconfigFile::default());
+    }
+    serde_saphyr::from_str(&text).map_err(|e| ConfigError::Yaml {
+        path: path.to_owned(),
+        error: e.to_string(),
+    })
+}
+
+fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Config, ConfigError> {
+    let context_name = context
+        .map(str::to_owned)
+        .or_else(|| merged.current_context.clone())
+        .ok_or_else(|| ConfigError::NoContext {
+            sources: source.to_owned(),
+        })?;
+    let context =
+        find(&merged.contexts, &context_name).ok_or_else(|| ConfigError::UnknownContext {
+            name: context_name.clone(),
+            known: merged.contexts.iter().map(|c| c.name.clone()).collect(),
+        })?;
+    let cluster_name = context.entry.cluster.clone().unwrap_or_default();
+    let cluster =
+        find(&merged.clusters, &cluster_name).ok_or_else(|| ConfigError::MissingCluster {
+            context: context_name.clone(),
+            cluster: cluster_name.clone(),
+        })?;
+    let mut config = Config::new(server_url(&cluster_name, &cluster.entry)?);
+    config.tls = cluster_tls(cluster)?;
+    if let Some(user_name) = context.entry.user.as_deref().filter(|u| !u.is_empty()) {
+        let user = find(&merged.users, user_name).ok_or_else(|| ConfigError::MissingUser {
+            context: context_name.clone(),
+            user: user_name.to_owned(),
+        })?;
+        config.auth = user_auth(user)?;
+        config.tls.identity = user_identity(user)?;
+    }
+    config.namespace = context.entry.namespace.clone().filter(|n| !n.is_empty());
+    Ok(config)
+}
+
+fn server_url(cluster_name: &str, cluster: &ClusterEntry) -> Result<Url, ConfigError> {
+    let server = cluster.server.as_deref().unwrap_or_default();
+    let url = Url::parse(server).map_err(|e| {
+        ConfigError::Invalid(format!(
+            "cluster {cluster_name:?} has server {server:?}, which is not a URL ({e}); set it to e.g. https://host:6443"
+        ))
+    })?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(ConfigError::Invalid(format!(
+            "cluster {cluster_name:?} has server scheme {other:?}; use https:// (or http:// for a local server)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::config::Auth;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!("skiff-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    const FIRST: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev-cluster
+  cluster:
+    server: https://dev.example:6443
+    tls-server-name: api.dev
+    insecure-skip-tls-verify: true
+users:
+- name: dev-user
+  user:
+    token: dev-token
+contexts:
+- name: dev
+  context: {cluster: dev-cluster, user: dev-user, namespace: apps}
+- name: shared
+  context: {cluster: dev-cluster, user: dev-user}
+"#;
+
+    const SECOND: &str = r#"
+current-context: prod
+clusters:
+- name: prod-cluster
+  cluster:
+    server: https://prod.example
+users:
+- name: prod-user
+  user:
+    tokenFile: tokens/prod
+contexts:
+- name: prod
+  context: {cluster: prod-cluster, user: prod-user, namespace: ops}
+- name: shared
+  context: {cluster: prod-cluster, user: prod-user}
+"#;
+
+    fn two_files(tag: &str) -> (PathBuf, Vec<PathBuf>) {
+        let dir = temp_dir(tag);
+        std::fs::create_dir_all(dir.join("b/tokens")).unwrap();
+        std::fs::write(dir.join("b/tokens/prod"), "prod-token\n").unwrap();
+        std::fs::write(dir.join("a.yaml"), FIRST).unwrap();
+        std::fs::write(dir.join("b/config"), SECOND).unwrap();
+        let paths = vec![dir.join("a.yaml"), dir.join("b/config")];
+        (dir, paths)
+    }
+
+    #[test]
+    fn current_context_comes_from_the_first_file_that_sets_it() {
+        let (_dir, paths) = two_files("kc-current");
+        let config = Config::from_kubeconfig_files(&paths, None).unwrap();
+        assert_eq!(config.server.as_str(), "https://dev.example:6443/");
+        assert_eq!(config.namespace.as_deref(), Some("apps"));
+        assert_eq!(config.tls.server_name.as_deref(), Some("api.dev"));
+        assert!(config.tls.insecure_skip_verify);
+        assert!(matches!(&config.auth, Auth::Token(t) if t == "dev-token"));
+    }
+
+    #[test]
+    fn first_file_defining_a_name_wins_when_merging() {
+        let (_dir, paths) = two_files("kc-merge");
+        let config = Config::from_kubeconfig_files(&paths, Some("shared")).unwrap();
+        assert_eq!(config.server.as_str(), "https://dev.example:6443/");
+        let reversed: Vec<PathBuf> = paths.iter().rev().cloned().collect();
+        let config = Config::from_kubeconfig_files(&reversed, Some("shared")).unwrap();
+        assert_eq!(config.server.as_str(), "https://prod.example/");
+    }
+
+    #[test]
+    fn context_flag_selects_across_files_and_token_file_is_relative_to_its_kubeconfig() {
+        let (_dir, paths) = two_files("kc-context");
+        let config = Config::from_kubeconfig_files(&paths, Some("prod")).unwrap();
+        assert_eq!(config.namespace.as_deref(), Some("ops"));
+        let Auth::TokenFile(file) = &config.auth else {
+            panic!("expected a token file, got {:?}", config.auth);
+        };
+        assert!(file.path().ends_with("b/tokens/prod"), "{:?}", file.path());
+        assert_eq!(file.token_at(std::time::Instant::now()), "prod-token");
+    }
+
+    #[test]
+    fn unknown_context_lists_the_contexts_that_exist() {
+        let (_dir, paths) = two_files("kc-unknown");
+        let err = Config::from_kubeconfig_files(&paths, Some("staging")).unwrap_err();
+        let text = err.to_string();
+        for name in ["staging", "dev", "shared", "prod"] {
+            assert!(text.contains(name), "{text}");
+        }
+    }
+
+    #[test]
+    fn kubeconfig_list_skips_missing_files_but_not_when_none_exists() {
+        let (dir, mut paths) = two_files("kc-missing");
+        paths.insert(0, dir.join("absent"));
+        assert!(load_files(&paths, None, "$KUBECONFIG").is_ok());
+        let err = load_files(&[dir.join("absent")], None, "$KUBECONFIG").unwrap_err();
+        assert!(matches!(err, ConfigError::MissingFile { .. }), "{err}");
+        let err = load_files(&[dir.join("absent")], None, "--kubeconfig").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("absent") && text.contains("--kubeconfig"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn exec_user_is_refused_with_what_to_use_instead() {
+        let dir = temp_dir("kc-exec");
+        let path = dir.join("config");
+        let text = FIRST.replace(
+            "    token: dev-token",
+            "    exec:\n      command: aws\n      args: [eks, get-token]",
+        );
+        std::fs::write(&path, text).unwrap();
+        let err = Config::from_kubeconfig_files(&[path], None).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("exec") && text.contains("tokenFile"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn malformed_yaml_names_the_file() {
+        let dir = temp_dir("kc-yaml");
+        let path = dir.join("broken");
+        std::fs::write(&path, "clusters: [\n  - name: x\n   oops: {").unwrap();
+        let err = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        assert!(matches!(err, ConfigError::Yaml { .. }), "{err}");
+        assert!(err.to_string().contains("broken"), "{err}");
+    }
+
+    #[test]
+    fn missing_cluster_and_unreadable_ca_are_named() {
+        let dir = temp_dir("kc-refs");
+        let path = dir.join("config");
+        std::fs::write(
+            &path,
+            FIRST.replace(
+                "cluster: dev-cluster, user: dev-user, namespace",
+                "cluster: gone, user: dev-user, namespace",
+            ),
+        )
+        .unwrap();
+        let err = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        assert!(err.to_string().contains("gone"), "{err}");
+        let text = FIRST.replace(
+            "    insecure-skip-tls-verify: true",
+            "    certificate-authority: certs/ca.pem",
+        );
+        std::fs::write(&path, text).unwrap();
+        let err = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        assert!(err.to_string().contains("certs/ca.pem"), "{err}");
+    }
+}

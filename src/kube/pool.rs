@@ -1,0 +1,127 @@
+//! Pool: one client's idle keep-alive connections, reused one request at a time.
+//!
+//! A connection is either carrying exactly one request or sitting idle here; a request that
+//! finds nothing idle dials a new one, so requests never queue behind each other on a socket.
+//! A connection goes back only after its response body was read to the end; a failed or timed
+//! out request simply drops its connection.
+
+use super::Error;
+use super::connect::{Connection, Connector};
+use std::sync::Mutex;
+
+/// Idle connections kept per client; more are closed when returned (client-go's
+/// `MaxIdleConnsPerHost` is 25 for API clients; skiff rounds up a little).
+pub const MAX_IDLE: usize = 32;
+
+/// A connection taken from the pool, and whether it had carried a request before.
+pub struct Checkout {
+    pub conn: Connection,
+    pub reused: bool,
+}
+
+pub struct Pool {
+    connector: Connector,
+    idle: Mutex<Vec<Connection>>,
+    max_idle: usize,
+}
+
+impl Pool {
+    pub fn new(connector: Connector, max_idle: usize) -> Pool {
+        Pool {
+            connector,
+            idle: Mutex::new(Vec::new()),
+            max_idle,
+        }
+    }
+
+    /// The most recently used idle connection that is still open, or a new one.
+    pub async fn checkout(&self) -> Result<Checkout, Error> {
+        while let Some(conn) = self.pop_idle() {
+            if conn.is_idle_and_open() {
+                return Ok(Checkout { conn, reused: true });
+            }
+            log::debug!("dropping closed idle connection {}", conn.id());
+        }
+        Ok(Checkout {
+            conn: self.dial().await?,
+            reused: false,
+        })
+    }
+
+    /// A new connection that bypasses the idle list (watches, redials).
+    pub async fn dial(&self) -> Result<Connection, Error> {
+        self.connector.connect().await
+    }
+
+    /// Returns a connection whose last response was read to the end.
+    pub fn checkin(&self, conn: Connection) {
+        let mut idle = self.lock();
+        if idle.len() < self.max_idle {
+            idle.push(conn);
+        }
+    }
+
+    /// Idle connections right now; for tests and diagnostics.
+    pub fn idle_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn pop_idle(&self) -> Option<Connection> {
+        self.lock().pop()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
+        // A list of handles stays valid even if a holder panicked.
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::config::Config;
+    use http_types::Url;
+
+    fn pool_with_listener(max_idle: usize) -> (Pool, smol::net::TcpListener) {
+        let listener = smol::block_on(smol::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let connector = Connector::new(&Config::new(url)).unwrap();
+        (Pool::new(connector, max_idle), listener)
+    }
+
+    #[test]
+    fn returned_connection_is_reused_and_closed_ones_are_skipped() {
+        let (pool, listener) = pool_with_listener(4);
+        smol::block_on(async {
+            let (first, accepted) = smol::future::zip(pool.checkout(), listener.accept()).await;
+            let first = first.unwrap();
+            let (server_side, _) = accepted.unwrap();
+            assert!(!first.reused);
+            let id = first.conn.id();
+            pool.checkin(first.conn);
+            let again = pool.checkout().await.unwrap();
+            assert!(again.reused);
+            assert_eq!(again.conn.id(), id);
+            pool.checkin(again.conn);
+            drop(server_side);
+            smol::Timer::after(std::time::Duration::from_millis(50)).await;
+            let (fresh, _) = smol::future::zip(pool.checkout(), listener.accept()).await;
+            let fresh = fresh.unwrap();
+            assert!(!fresh.reused);
+            assert_ne!(fresh.conn.id(), id);
+        });
+    }
+
+    #[test]
+    fn idle_list_is_capped() {
+        let (pool, listener) = pool_with_listener(1);
+        smol::block_on(async {
+            let (a, _) = smol::future::zip(pool.dial(), listener.accept()).await;
+            let (b, _) = smol::future::zip(pool.dial(), listener.accept()).await;
+            pool.checkin(a.unwrap());
+            pool.checkin(b.unwrap());
+            assert_eq!(pool.idle_count(), 1);
+        });
+    }
+}

@@ -1,0 +1,324 @@
+//! One HTTP exchange with the API server: build the request, send it on a pooled connection,
+//! read the whole reply, and turn a non-2xx reply into an [`Error`].
+
+use super::Error;
+use super::api::Status;
+use super::config::Config;
+use super::connect::Connection;
+use super::pool::Pool;
+use http_types::{Body, Method, Request, Response, Url};
+use std::time::Duration;
+
+/// What to send; rebuilt into a fresh `http_types::Request` for every attempt.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    pub method: Method,
+    /// Path below the server URL, e.g. `/api/v1/namespaces/a/configmaps`.
+    pub path: String,
+    pub query: Vec<(&'static str, String)>,
+    /// The JSON body and its content type.
+    pub body: Option<(Vec<u8>, &'static str)>,
+    /// The `verb` label of the latency metric (get, list, watch, create, update, patch, delete).
+    pub verb: &'static str,
+}
+
+impl RequestSpec {
+    pub fn new(method: Method, path: String, verb: &'static str) -> RequestSpec {
+        RequestSpec {
+            method,
+            path,
+            query: Vec::new(),
+            body: None,
+            verb,
+        }
+    }
+
+    pub fn is_mutating(&self) -> bool {
+        matches!(
+            self.method,
+            Method::Post | Method::Put | Method::Patch | Method::Delete
+        )
+    }
+
+    /// The full URL: the server URL (keeping any path prefix) + path + query.
+    pub fn url(&self, server: &Url) -> Url {
+        let mut url = server.clone();
+        let prefix = server.path().trim_end_matches('/');
+        url.set_path(&format!("{prefix}{}", self.path));
+        url.set_query(None);
+        if !self.query.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            for (key, value) in &self.query {
+                pairs.append_pair(key, value);
+            }
+        }
+        url
+    }
+
+    /// The request with skiff's headers; the token is read here (a token file may rotate).
+    pub fn build(&self, config: &Config) -> Request {
+        let mut req = Request::new(self.method, self.url(&config.server));
+        if let Some((body, content_type)) = &self.body {
+            req.set_body(Body::from_bytes(body.clone()));
+            req.insert_header("Content-Type", *content_type);
+        }
+        req.insert_header("Accept", "application/json");
+        req.insert_header("User-Agent", config.user_agent.as_str());
+        if let Some(token) = config.auth.bearer_token() {
+            req.insert_header("Authorization", format!("Bearer {token}"));
+        }
+        req
+    }
+}
+
+/// A complete reply: status, `Retry-After`, and the whole body.
+#[derive(Debug)]
+pub struct Reply {
+    pub code: u16,
+    pub retry_after: Option<Duration>,
+    pub body: Vec<u8>,
+}
+
+/// Where an exchange failed: before a response head arrived (safe to retry an idempotent
+/// request on a new connection) or after.
+enum Failure {
+    BeforeResponse(Error),
+    AfterResponse(Error),
+}
+
+/// Sends `spec` on a pooled connection and reads the whole reply. A reused connection that
+/// turns out dead before answering is replaced by a new one, once, for GET requests.
+pub async fn send_pooled(pool: &Pool, config: &Config, spec: &RequestSpec) -> Result<Reply, Error> {
+    let checkout = pool.checkout().await?;
+    match exchange(pool, checkout.conn, spec.build(config)).await {
+        Ok(reply) => Ok(reply),
+        Err(Failure::BeforeResponse(e)) if checkout.reused && spec.method == Method::Get => {
+            log::debug!("reused connection failed ({e}); redialing once");
+            let conn = pool.dial().await?;
+            exchange(pool, conn, spec.build(config))
+                .await
+                .map_err(Failure::into_error)
+        }
+        Err(failure) => Err(failure.into_error()),
+    }
+}
+
+impl Failure {
+    fn into_error(self) -> Error {
+        match self {
+            Failure::BeforeResponse(e) | Failure::AfterResponse(e) => e,
+        }
+    }
+}
+
+async fn exchange(pool: &Pool, conn: Connection, req: Request) -> Result<Reply, Failure> {
+    let mut res = async_h1::client::connect(conn.clone(), req)
+        .await
+        .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
+    let body = res.body_bytes().await.map_err(|e| {
+        Failure::AfterResponse(Error::Transport(format!("reading the response body: {e}")))
+    })?;
+    let reply = Reply {
+        code: res.status() as u16,
+        retry_after: retry_after(&res),
+        body,
+    };
+    if can_reuse(&res) {
+        pool.checkin(conn);
+    }
+    Ok(reply)
+}
+
+/// Sends a watch on a new connection of its own and returns the body once a 2xx head arrives
+/// within `timeout`; the body then streams for as long as the server keeps it open.
+pub async fn start_watch(
+    pool: &Pool,
+    config: &Config,
+    spec: &RequestSpec,
+    timeout: Duration,
+) -> Result<Body, Error> {
+    let head = async {
+        let conn = pool.dial().await?;
+        let mut res = async_h1::client::connect(conn, spec.build(config))
+            .await
+            .map_err(|e| Error::Transport(format!("no response to the watch request: {e}")))?;
+        if res.status().is_success() {
+            return Ok(res.take_body());
+        }
+        let body = res
+            .body_bytes()
+            .await
+            .map_err(|e| Error::Transport(format!("reading the watch error reply: {e}")))?;
+        Err(reply_error(&Reply {
+            code: res.status() as u16,
+            retry_after: retry_after(&res),
+            body,
+        }))
+    };
+    let expire = async {
+        smol::Timer::after(timeout).await;
+        Err(Error::Timeout(format!(
+            "watch {} got no response head within {timeout:?}",
+            spec.path
+        )))
+    };
+    smol::future::or(head, expire).await
+}
+
+/// Whether the connection may carry another request after this (fully read) response.
+pub fn can_reuse(res: &Response) -> bool {
+    let close = res
+        .header("Connection")
+        .is_some_and(|v| v.as_str().eq_ignore_ascii_case("close"));
+    let delimited = res.header("Content-Length").is_some()
+        || res.header("Transfer-Encoding").is_some()
+        || matches!(res.status() as u16, 204 | 304);
+    !close && delimited
+}
+
+pub fn retry_after(res: &Response) -> Option<Duration> {
+    let value = res.header("Retry-After")?;
+    value
+        .last()
+        .as_str()
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+/// The error for a non-2xx reply: the server's `Status` if it sent one, else what came back.
+pub fn reply_error(reply: &Reply) -> Error {
+    let code = reply.code;
+    let http_reason = http_types::StatusCode::try_from(code)
+        .map(|s| s.canonical_reason().replace(' ', ""))
+        .unwrap_or_else(|_| format!("HTTP{code}"));
+    let status: Option<Status> = serde_json::from_slice::<Status>(&reply.body)
+        .ok()
+        .filter(|s| s.message.is_some() || s.reason.is_some());
+    let (reason, message) = match status {
+        Some(status) => (
+            status
+                .reason
+                .filter(|r| !r.is_empty())
+                .unwrap_or(http_reason),
+            status.message.unwrap_or_default(),
+        ),
+        None => (
+            http_reason,
+            format!(
+                "the server answered {code} without a Kubernetes Status: {:?}",
+                preview(&reply.body)
+            ),
+        ),
+    };
+    match code {
+        401 => Error::Api {
+            code,
+            reason,
+            message: format!(
+                "the server rejected the credentials: the bearer token or client certificate is wrong or expired; check the kubeconfig user or the service-account token ({message})"
+            ),
+            retry_after: None,
+        },
+        410 => Error::Expired(message),
+        _ => Error::Api {
+            code,
+            reason,
+            message,
+            retry_after: reply.retry_after,
+        },
+    }
+}
+
+pub fn preview(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::config::Auth;
+
+    fn reply(code: u16, body: &str) -> Reply {
+        Reply {
+            code,
+            retry_after: None,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn status_body_becomes_api_error() {
+        let body = r#"{"kind":"Status","status":"Failure","reason":"Conflict","message":"the object has been modified","code":409}"#;
+        let err = reply_error(&reply(409, body));
+        assert_eq!(
+            err,
+            Error::Api {
+                code: 409,
+                reason: "Conflict".into(),
+                message: "the object has been modified".into(),
+                retry_after: None
+            }
+        );
+    }
+
+    #[test]
+    fn non_status_body_names_what_came_back() {
+        let err = reply_error(&reply(502, "<html>bad gateway</html>"));
+        let Error::Api {
+            reason, message, ..
+        } = &err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!(reason, "BadGateway");
+        assert!(
+            message.contains("502") && message.contains("<html>"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn unauthorized_says_the_token_is_wrong_or_expired() {
+        let err = reply_error(&reply(
+            401,
+            r#"{"kind":"Status","reason":"Unauthorized","message":"Unauthorized"}"#,
+        ));
+        assert!(err.to_string().contains("wrong or expired"), "{err}");
+    }
+
+    #[test]
+    fn gone_is_expired() {
+        let err = reply_error(&reply(
+            410,
+            r#"{"reason":"Expired","message":"continue token too old"}"#,
+        ));
+        assert_eq!(err, Error::Expired("continue token too old".into()));
+    }
+
+    #[test]
+    fn url_keeps_the_server_path_prefix_and_encodes_the_query() {
+        let server = Url::parse("https://rancher.example/k8s/clusters/c1/").unwrap();
+        let mut spec = RequestSpec::new(Method::Get, "/api/v1/configmaps".into(), "list");
+        spec.query.push(("labelSelector", "app in (a,b)".into()));
+        let url = spec.url(&server);
+        assert_eq!(
+            url.as_str(),
+            "https://rancher.example/k8s/clusters/c1/api/v1/configmaps?labelSelector=app+in+%28a%2Cb%29"
+        );
+    }
+
+    #[test]
+    fn bearer_token_and_headers_are_set() {
+        let mut config = Config::new(Url::parse("http://127.0.0.1:1").unwrap());
+        config.auth = Auth::Token("t0k".into());
+        let mut spec = RequestSpec::new(Method::Patch, "/api/v1/x".into(), "patch");
+        spec.body = Some((b"{}".to_vec(), "application/merge-patch+json"));
+        let req = spec.build(&config);
+        assert_eq!(req["Authorization"].as_str(), "Bearer t0k");
+        assert_eq!(req["Content-Type"].as_str(), "application/merge-patch+json");
+        assert_eq!(req["Accept"].as_str(), "application/json");
+        assert!(spec.is_mutating());
+    }
+}

@@ -1,0 +1,292 @@
+//! WatchStream: decodes a watch response body, one JSON event per line, as chunks arrive.
+//!
+//! The stream ends (returns `None`) after a clean end of the body and after any error: an
+//! `ERROR` event (410 → [`Error::Expired`]), a line that is not an event ([`Error::Decode`]),
+//! or a body cut short ([`Error::Transport`]). The caller then re-lists or re-watches.
+
+use super::Error;
+use super::api::{ObjectMeta, Resource, Status, WatchEvent};
+use super::watch::Event;
+use smol::io::{AsyncRead, AsyncReadExt};
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+/// Longest event line accepted (the API server's default request size limit is 3 MiB per
+/// object; this leaves room for the envelope and JSON escaping).
+const MAX_LINE: usize = 16 * 1024 * 1024;
+/// How much is read from the body at a time.
+const READ_SIZE: usize = 16 * 1024;
+
+/// The events of one watch request.
+pub struct WatchStream<K> {
+    body: Pin<Box<dyn AsyncRead + Send + Sync>>,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already searched for a newline.
+    scanned: usize,
+    done: bool,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: Resource> WatchStream<K> {
+    /// Decodes events from `body` (the response body of a watch request).
+    pub fn from_reader(body: impl AsyncRead + Send + Sync + 'static) -> WatchStream<K> {
+        WatchStream {
+            body: Box::pin(body),
+            buf: Vec::new(),
+            scanned: 0,
+            done: false,
+            kind: PhantomData,
+        }
+    }
+
+    /// The next event; `None` once the stream has ended (cleanly or after an error).
+    pub async fn next(&mut self) -> Option<Result<Event<K>, Error>> {
+        while !self.done {
+            if let Some(line) = self.take_line() {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let event = decode_line::<K>(&line);
+                self.done = event.is_err();
+                return Some(event);
+            }
+            if let Err(e) = self.fill().await {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+        None
+    }
+
+    /// Removes and returns the next complete line, if the buffer holds one.
+    fn take_line(&mut self) -> Option<Vec<u8>> {
+        let found = self.buf[self.scanned..].iter().position(|&b| b == b'\n');
+        match found {
+            Some(offset) => {
+                let end = self.scanned + offset;
+                let line = self.buf[..end].to_vec();
+                self.buf.drain(..=end);
+                self.scanned = 0;
+                Some(line)
+            }
+            None => {
+                self.scanned = self.buf.len();
+                None
+            }
+        }
+    }
+
+    /// Reads more of the body; at its end marks the stream done (an error if mid-line).
+    async fn fill(&mut self) -> Result<(), Error> {
+        let mut chunk = [0u8; READ_SIZE];
+        let read = self
+            .body
+            .read(&mut chunk)
+            .await
+            .map_err(|e| Error::Transport(format!("watch stream broke off: {e}")))?;
+        if read == 0 {
+            self.done = true;
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                return Ok(());
+            }
+            return Err(Error::Transport(
+                "watch stream ended in the middle of an event".into(),
+            ));
+        }
+        self.buf.extend_from_slice(&chunk[..read]);
+        if self.buf.len() > MAX_LINE {
+            return Err(Error::Decode(format!(
+                "watch event longer than {MAX_LINE} bytes"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Decodes one line of a watch stream.
+fn decode_line<K: Resource>(line: &[u8]) -> Result<Event<K>, Error> {
+    let event: WatchEvent = serde_json::from_slice(line).map_err(|e| {
+        Error::Decode(format!(
+            "watch line is not an event ({e}): {}",
+            preview(line)
+        ))
+    })?;
+    let WatchEvent { kind, object } = event;
+    match kind.as_str() {
+        "ADDED" => Ok(Event::Added(decode_object(&kind, object)?)),
+        "MODIFIED" => Ok(Event::Modified(decode_object(&kind, object)?)),
+        "DELETED" => Ok(Event::Deleted(decode_object(&kind, object)?)),
+        "BOOKMARK" => {
+            let meta: ObjectMeta =
+                serde_json::from_value(object["metadata"].clone()).unwrap_or_default();
+            match meta.resource_version() {
+                "" => Err(Error::Decode(
+                    "BOOKMARK event without a resourceVersion".into(),
+                )),
+                rv => Ok(Event::Bookmark {
+                    resource_version: rv.to_owned(),
+                }),
+            }
+        }
+        "ERROR" => Err(status_error(object)),
+        other => Err(Error::Decode(format!("unknown watch event type {other:?}"))),
+    }
+}
+
+fn decode_object<K: Resource>(kind: &str, object: serde_json::Value) -> Result<K, Error> {
+    serde_json::from_value(object)
+        .map_err(|e| Error::Decode(format!("watch {kind} object is not a {}: {e}", K::KIND)))
+}
+
+/// The error an `ERROR` event carries: 410 Gone becomes [`Error::Expired`].
+fn status_error(object: serde_json::Value) -> Error {
+    let status: Status = serde_json::from_value(object).unwrap_or_default();
+    let message = status.message.unwrap_or_default();
+    match status.code {
+        Some(410) => Error::Expired(message),
+        code => Error::Api {
+            code: code.unwrap_or(500),
+            reason: status.reason.unwrap_or_else(|| "WatchError".into()),
+            message,
+            retry_after: None,
+        },
+    }
+}
+
+fn preview(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    text.chars().take(120).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::api::ConfigMap;
+    use std::collections::VecDeque;
+    use std::io;
+    use std::task::{Context, Poll};
+
+    /// A body delivered in the given pieces, then an optional error.
+    struct Pieces(VecDeque<io::Result<Vec<u8>>>);
+
+    impl AsyncRead for Pieces {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut [u8],
+        ) -> Poll<io::Result<usize>> {
+            match self.0.pop_front() {
+                None => Poll::Ready(Ok(0)),
+                Some(Err(e)) => Poll::Ready(Err(e)),
+                Some(Ok(piece)) => {
+                    buf[..piece.len()].copy_from_slice(&piece);
+                    Poll::Ready(Ok(piece.len()))
+                }
+            }
+        }
+    }
+
+    fn stream(pieces: Vec<io::Result<&str>>) -> WatchStream<ConfigMap> {
+        let pieces = pieces
+            .into_iter()
+            .map(|p| p.map(|s| s.as_bytes().to_vec()))
+            .collect();
+        WatchStream::from_reader(Pieces(pieces))
+    }
+
+    fn all(mut s: WatchStream<ConfigMap>) -> Vec<Result<Event<ConfigMap>, Error>> {
+        smol::block_on(async {
+            let mut out = Vec::new();
+            while let Some(item) = s.next().await {
+                out.push(item);
+            }
+            out
+        })
+    }
+
+    const ADDED: &str = r#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"},"data":{"k":"v"}}}"#;
+
+    #[test]
+    fn events_split_across_chunks_are_reassembled() {
+        let (head, tail) = ADDED.split_at(30);
+        let second = ADDED.replace("ADDED", "MODIFIED");
+        let events = all(stream(vec![
+            Ok(head),
+            Ok(tail),
+            Ok("\n"),
+            Ok(&second),
+            Ok("\n"),
+        ]));
+        assert_eq!(events.len(), 2, "{events:?}");
+        let Ok(Event::Added(cm)) = &events[0] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(cm.metadata.resource_version(), "5");
+        assert_eq!(cm.data["k"], "v");
+        assert!(matches!(&events[1], Ok(Event::Modified(_))));
+    }
+
+    #[test]
+    fn bookmark_carries_the_resource_version() {
+        let body = format!(
+            "{}\n",
+            r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"42"}}}"#
+        );
+        let cursor = smol::io::Cursor::new(body.into_bytes());
+        let events = all(WatchStream::from_reader(cursor));
+        assert_eq!(
+            events,
+            vec![Ok(Event::Bookmark {
+                resource_version: "42".into()
+            })]
+        );
+    }
+
+    #[test]
+    fn error_event_410_is_expired_and_ends_the_stream() {
+        let gone = r#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old resource version: 1 (50)"}}"#;
+        let events = all(stream(vec![Ok(gone), Ok("\n"), Ok(ADDED), Ok("\n")]));
+        assert_eq!(
+            events,
+            vec![Err(Error::Expired(
+                "too old resource version: 1 (50)".into()
+            ))]
+        );
+        let forbidden =
+            r#"{"type":"ERROR","object":{"code":403,"reason":"Forbidden","message":"no"}}"#;
+        let events = all(stream(vec![Ok(forbidden), Ok("\n")]));
+        assert!(
+            matches!(&events[..], [Err(Error::Api { code: 403, .. })]),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn garbage_is_a_decode_error() {
+        let events = all(stream(vec![Ok("<html>oops</html>\n")]));
+        assert!(matches!(&events[..], [Err(Error::Decode(_))]), "{events:?}");
+    }
+
+    #[test]
+    fn truncated_or_reset_body_is_a_transport_error_then_the_end() {
+        let (head, _) = ADDED.split_at(40);
+        let events = all(stream(vec![Ok(ADDED), Ok("\n"), Ok(head)]));
+        assert!(
+            matches!(&events[..], [Ok(Event::Added(_)), Err(Error::Transport(_))]),
+            "{events:?}"
+        );
+        let reset = io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer");
+        let events = all(stream(vec![Ok(head), Err(reset)]));
+        assert!(
+            matches!(&events[..], [Err(Error::Transport(_))]),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn clean_end_is_none_without_error() {
+        let events = all(stream(vec![Ok(ADDED), Ok("\n\n")]));
+        assert_eq!(events.len(), 1);
+        assert!(events[0].is_ok());
+    }
+}
