@@ -41,7 +41,10 @@ impl Recorder {
 
     fn event(&self, regarding: ObjectReference, type_: &str, reason: &str, message: &str) -> Event {
         let now = SystemTime::now();
-        let nanos = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let nanos = now
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
         let name = format!("{}.{nanos:x}", regarding.name.as_deref().unwrap_or("skiff"));
         let stamp = crate::time::rfc3339_seconds(now);
         Event {

@@ -11,6 +11,7 @@
 //! - [`api`]: the typed objects skiff reads and writes.
 //! - [`params`]: LIST and WATCH query parameters; [`watch`]: decoded watch events.
 //! - [`guard`]: the hook that lets the leader-election fence refuse writes.
+//! - [`events`]: best-effort Kubernetes Events (leader changes, conflicts).
 pub mod api;
 pub mod client;
 pub mod config;

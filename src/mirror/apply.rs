@@ -36,7 +36,13 @@ enum Done {
 }
 
 impl Reconciler {
-    pub(super) async fn apply(self: &Arc<Self>, mirror: &Mirror, payload: &Payload, hash: &str, plan: &Plan) -> Outcome {
+    pub(super) async fn apply(
+        self: &Arc<Self>,
+        mirror: &Mirror,
+        payload: &Payload,
+        hash: &str,
+        plan: &Plan,
+    ) -> Outcome {
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
         let mut tasks = Vec::with_capacity(plan.writes());
         for ns in &plan.create {
@@ -67,7 +73,13 @@ impl Reconciler {
         outcome
     }
 
-    fn spawn_write(self: &Arc<Self>, limit: &Arc<Semaphore>, meta: ObjectMeta, payload: Payload, replaced: Option<String>) -> smol::Task<Done> {
+    fn spawn_write(
+        self: &Arc<Self>,
+        limit: &Arc<Semaphore>,
+        meta: ObjectMeta,
+        payload: Payload,
+        replaced: Option<String>,
+    ) -> smol::Task<Done> {
         let (this, limit) = (Arc::clone(self), Arc::clone(limit));
         smol::spawn(async move {
             let _permit = limit.acquire().await;
@@ -77,8 +89,17 @@ impl Reconciler {
 
     /// Creates (`replaced` = None) or updates a copy; a create that meets an existing object
     /// looks at it before anything else is written.
-    async fn write_copy(&self, meta: ObjectMeta, payload: &Payload, replaced: Option<String>) -> Done {
-        let (kind, ns, name) = (payload.kind(), meta.namespace().to_owned(), meta.name().to_owned());
+    async fn write_copy(
+        &self,
+        meta: ObjectMeta,
+        payload: &Payload,
+        replaced: Option<String>,
+    ) -> Done {
+        let (kind, ns, name) = (
+            payload.kind(),
+            meta.namespace().to_owned(),
+            meta.name().to_owned(),
+        );
         let result = match replaced {
             None => self.send(meta.clone(), payload, false).await,
             Some(_) => self.send(meta.clone(), payload, true).await,
@@ -98,8 +119,16 @@ impl Reconciler {
     async fn adopt_or_refuse(&self, meta: ObjectMeta, payload: &Payload) -> Done {
         let (ns, name) = (meta.namespace().to_owned(), meta.name().to_owned());
         let found = match payload.kind() {
-            SourceKind::ConfigMap => self.client.get::<ConfigMap>(Some(&ns), &name).await.map(|c| CopyInfo::of_configmap(&c)),
-            SourceKind::Secret => self.client.get::<Secret>(Some(&ns), &name).await.map(|s| CopyInfo::of_secret(&s)),
+            SourceKind::ConfigMap => self
+                .client
+                .get::<ConfigMap>(Some(&ns), &name)
+                .await
+                .map(|c| CopyInfo::of_configmap(&c)),
+            SourceKind::Secret => self
+                .client
+                .get::<Secret>(Some(&ns), &name)
+                .await
+                .map(|s| CopyInfo::of_secret(&s)),
         };
         let found = match found {
             Ok(found) => found,
@@ -111,38 +140,64 @@ impl Reconciler {
             return Done::Conflict(ns);
         }
         if found.content_hash == payload.hash() {
-            self.written.record(payload.kind(), &ns, &name, None, Some(found));
+            self.written
+                .record(payload.kind(), &ns, &name, None, Some(found));
             return Done::Written;
         }
         let mut meta = meta;
         meta.resource_version = Some(found.resource_version.clone());
         match self.send(meta, payload, true).await {
             Ok(info) => {
-                self.written.record(payload.kind(), &ns, &name, Some(found.resource_version), Some(info));
+                self.written.record(
+                    payload.kind(),
+                    &ns,
+                    &name,
+                    Some(found.resource_version),
+                    Some(info),
+                );
                 Done::Written
             }
             Err(e) => Done::Failed(e),
         }
     }
 
-    async fn send(&self, meta: ObjectMeta, payload: &Payload, update: bool) -> Result<CopyInfo, Error> {
+    async fn send(
+        &self,
+        meta: ObjectMeta,
+        payload: &Payload,
+        update: bool,
+    ) -> Result<CopyInfo, Error> {
         if let Some(cm) = configmap_copy(meta.clone(), payload) {
-            let written = if update { self.client.replace(&cm).await? } else { self.client.create(&cm).await? };
+            let written = if update {
+                self.client.replace(&cm).await?
+            } else {
+                self.client.create(&cm).await?
+            };
             return Ok(CopyInfo::of_configmap(&written));
         }
-        let secret = secret_copy(meta, payload).ok_or_else(|| Error::Refused("payload has no kind".into()))?;
-        let written = if update { self.client.replace(&secret).await? } else { self.client.create(&secret).await? };
+        let secret = secret_copy(meta, payload)
+            .ok_or_else(|| Error::Refused("payload has no kind".into()))?;
+        let written = if update {
+            self.client.replace(&secret).await?
+        } else {
+            self.client.create(&secret).await?
+        };
         Ok(CopyInfo::of_secret(&written))
     }
 
     async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {
         let result = match kind {
-            SourceKind::ConfigMap => self.client.delete::<ConfigMap>(Some(ns), name, Some(rv)).await,
+            SourceKind::ConfigMap => {
+                self.client
+                    .delete::<ConfigMap>(Some(ns), name, Some(rv))
+                    .await
+            }
             SourceKind::Secret => self.client.delete::<Secret>(Some(ns), name, Some(rv)).await,
         };
         match result {
             Ok(()) => {
-                self.written.record(kind, ns, name, Some(rv.to_owned()), None);
+                self.written
+                    .record(kind, ns, name, Some(rv.to_owned()), None);
                 Done::Deleted
             }
             Err(e) if e.is_not_found() => Done::Deleted,
@@ -155,10 +210,15 @@ impl Reconciler {
         let copies = self.caches.copies_of(owner);
         let mut first_error = None;
         for copy in copies {
-            if let Some(current) = self.written.resolve(copy.kind, &copy.namespace, &copy.name, Some(copy.clone())) {
-                if let Done::Failed(e) = self.delete_copy(current.kind, &current.namespace, &current.name, &current.resource_version).await {
-                    first_error.get_or_insert(e);
-                }
+            let current =
+                self.written
+                    .resolve(copy.kind, &copy.namespace, &copy.name, Some(copy.clone()));
+            let Some(c) = current else { continue };
+            if let Done::Failed(e) = self
+                .delete_copy(c.kind, &c.namespace, &c.name, &c.resource_version)
+                .await
+            {
+                first_error.get_or_insert(e);
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -167,7 +227,9 @@ impl Reconciler {
     fn remember_unmanaged(&self, meta: &ObjectMeta, ns: &str) {
         if let Some(owner) = owner_of(meta) {
             let mut all = self.unmanaged.lock().unwrap_or_else(|e| e.into_inner());
-            all.entry(owner).or_default().insert(ns.to_owned(), Instant::now());
+            all.entry(owner)
+                .or_default()
+                .insert(ns.to_owned(), Instant::now());
         }
     }
 }

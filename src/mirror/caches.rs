@@ -10,7 +10,9 @@ use super::selector::NamespaceInfo;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
 use crate::kube::api::{ConfigMap, Namespace, Resource, Secret};
-use crate::runtime::{ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed, object_keys};
+use crate::runtime::{
+    ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed, object_keys,
+};
 use std::collections::{BTreeSet, HashMap};
 
 /// Where Mirror sources may be read from (`--source-namespaces`, resolved).
@@ -52,12 +54,19 @@ pub struct SourceStores<K: Resource> {
 
 impl<K: Resource> SourceStores<K> {
     fn new(scope: &SourceScope, project: fn(&K) -> Payload) -> SourceStores<K> {
-        let stores = scope.watch_namespaces().into_iter().map(|ns| (ns, Store::new(project))).collect();
+        let stores = scope
+            .watch_namespaces()
+            .into_iter()
+            .map(|ns| (ns, Store::new(project)))
+            .collect();
         SourceStores { stores }
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<Payload> {
-        let store = self.stores.get(&Some(namespace.to_owned())).or_else(|| self.stores.get(&None))?;
+        let store = self
+            .stores
+            .get(&Some(namespace.to_owned()))
+            .or_else(|| self.stores.get(&None))?;
         store.get(namespace, name)
     }
 }
@@ -130,24 +139,70 @@ impl Caches {
 
     /// Starts one task per watch, feeding the stores and enqueueing the Mirrors each event
     /// concerns. Dropping the tasks stops the watches.
-    pub fn spawn_watches(&self, client: &Client, queue: &WorkQueue<ObjectKey>) -> Vec<smol::Task<()>> {
+    pub fn spawn_watches(
+        &self,
+        client: &Client,
+        queue: &WorkQueue<ObjectKey>,
+    ) -> Vec<smol::Task<()>> {
         let copies = WatcherConfig::default().labels(&managed_selector());
         let mut tasks = vec![
-            spawn(client, None, WatcherConfig::default(), self.mirrors.clone(), queue, object_keys),
-            spawn(client, None, WatcherConfig::default(), self.namespaces.clone(), queue, {
-                let mirrors = self.mirrors.clone();
-                move |_: &WatcherEvent<Namespace>| mirrors.keys()
-            }),
-            spawn(client, None, copies.clone(), self.configmap_copies.clone(), queue, owners),
-            spawn(client, None, copies, self.secret_copies.clone(), queue, owners),
+            spawn(
+                client,
+                None,
+                WatcherConfig::default(),
+                self.mirrors.clone(),
+                queue,
+                object_keys,
+            ),
+            spawn(
+                client,
+                None,
+                WatcherConfig::default(),
+                self.namespaces.clone(),
+                queue,
+                {
+                    let mirrors = self.mirrors.clone();
+                    move |_: &WatcherEvent<Namespace>| mirrors.keys()
+                },
+            ),
+            spawn(
+                client,
+                None,
+                copies.clone(),
+                self.configmap_copies.clone(),
+                queue,
+                owners,
+            ),
+            spawn(
+                client,
+                None,
+                copies,
+                self.secret_copies.clone(),
+                queue,
+                owners,
+            ),
         ];
         for (ns, store) in &self.configmap_sources.stores {
             let map = mirrors_of_source(self.mirrors.clone(), SourceKind::ConfigMap);
-            tasks.push(spawn(client, ns.as_deref(), WatcherConfig::default(), store.clone(), queue, map));
+            tasks.push(spawn(
+                client,
+                ns.as_deref(),
+                WatcherConfig::default(),
+                store.clone(),
+                queue,
+                map,
+            ));
         }
         for (ns, store) in &self.secret_sources.stores {
             let map = mirrors_of_source(self.mirrors.clone(), SourceKind::Secret);
-            tasks.push(spawn(client, ns.as_deref(), WatcherConfig::default(), store.clone(), queue, map));
+            tasks.push(spawn(
+                client,
+                ns.as_deref(),
+                WatcherConfig::default(),
+                store.clone(),
+                queue,
+                map,
+            ));
         }
         tasks
     }
@@ -185,7 +240,11 @@ fn mirrors_of_source<K: Resource>(
         WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
             let (ns, name) = (o.metadata().namespace(), o.metadata().name());
             mirrors
-                .filter(|m| m.spec.source.kind == kind && m.spec.source.name == name && m.metadata.namespace() == ns)
+                .filter(|m| {
+                    m.spec.source.kind == kind
+                        && m.spec.source.name == name
+                        && m.metadata.namespace() == ns
+                })
                 .iter()
                 .filter_map(ObjectKey::of)
                 .collect()
@@ -203,19 +262,31 @@ mod tests {
         assert!(only.allows("skiff-system"));
         assert!(!only.allows("kube-system"));
         assert!(SourceScope::All.allows("anything"));
-        assert_eq!(only.watch_namespaces(), vec![Some("skiff-system".to_string())]);
+        assert_eq!(
+            only.watch_namespaces(),
+            vec![Some("skiff-system".to_string())]
+        );
         assert_eq!(SourceScope::All.watch_namespaces(), vec![None]);
     }
 
     #[test]
     fn copy_events_enqueue_their_owning_mirror_once() {
-        let mut cm = ConfigMap::default();
-        cm.metadata = super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None);
+        let cm = ConfigMap {
+            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
+            ..ConfigMap::default()
+        };
         let mut other = cm.clone();
         other.metadata.namespace = Some("b".into());
-        let keys = owners(&WatcherEvent::Restarted(vec![cm.clone(), other, ConfigMap::default()]));
+        let keys = owners(&WatcherEvent::Restarted(vec![
+            cm.clone(),
+            other,
+            ConfigMap::default(),
+        ]));
         assert_eq!(keys, vec![ObjectKey::new("src", "m")]);
-        assert_eq!(owners(&WatcherEvent::Deleted(cm)), vec![ObjectKey::new("src", "m")]);
+        assert_eq!(
+            owners(&WatcherEvent::Deleted(cm)),
+            vec![ObjectKey::new("src", "m")]
+        );
     }
 
     #[test]
@@ -223,16 +294,27 @@ mod tests {
         let mirrors: Store<Mirror, Mirror> = Store::whole();
         let mut secret_mirror = mirror("src", "s");
         secret_mirror.spec.source.kind = SourceKind::Secret;
-        mirrors.apply(&WatcherEvent::Restarted(vec![mirror("src", "m"), mirror("other", "m2"), secret_mirror]));
+        mirrors.apply(&WatcherEvent::Restarted(vec![
+            mirror("src", "m"),
+            mirror("other", "m2"),
+            secret_mirror,
+        ]));
         let map = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::ConfigMap);
-        let mut source = ConfigMap::default();
-        source.metadata = crate::kube::api::ObjectMeta::named(Some("src"), "app-ca");
-        assert_eq!(map(&WatcherEvent::Applied(source)), vec![ObjectKey::new("src", "m")]);
+        let source = ConfigMap {
+            metadata: crate::kube::api::ObjectMeta::named(Some("src"), "app-ca"),
+            ..ConfigMap::default()
+        };
+        assert_eq!(
+            map(&WatcherEvent::Applied(source)),
+            vec![ObjectKey::new("src", "m")]
+        );
     }
 
     fn mirror(ns: &str, name: &str) -> Mirror {
-        let mut m = Mirror::default();
-        m.metadata = crate::kube::api::ObjectMeta::named(Some(ns), name);
+        let mut m = Mirror {
+            metadata: crate::kube::api::ObjectMeta::named(Some(ns), name),
+            ..Mirror::default()
+        };
         m.spec.source.name = "app-ca".into();
         m
     }

@@ -20,7 +20,9 @@ pub const WORKERS: usize = 4;
 /// The Mirror controller, writing through `client` (the fenced main client).
 pub fn runnable(client: Client, scope: SourceScope, identity: &str) -> Runnable {
     let recorder = Recorder::new(&client, "skiff", identity);
-    Runnable::new("mirror controller", move |stop| run(client, scope, recorder, stop))
+    Runnable::new("mirror controller", move |stop| {
+        run(client, scope, recorder, stop)
+    })
 }
 
 async fn run(client: Client, scope: SourceScope, recorder: Recorder, stop: Stop) {
@@ -31,11 +33,19 @@ async fn run(client: Client, scope: SourceScope, recorder: Recorder, stop: Stop)
         caches.wait_until_ready().await;
         true
     };
-    if !filled.or(async { stop.wait().await; false }).await {
+    if !filled
+        .or(async {
+            stop.wait().await;
+            false
+        })
+        .await
+    {
         return;
     }
     log::info!("mirror caches filled; reconciling");
     let reconciler = Arc::new(Reconciler::new(client, caches, scope, recorder));
     let reconcile = move |key| Arc::clone(&reconciler).reconcile(key);
-    controller.run(reconcile, async move { stop.wait().await }).await;
+    controller
+        .run(reconcile, async move { stop.wait().await })
+        .await;
 }

@@ -40,7 +40,12 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
-    pub fn new(client: Client, caches: Caches, scope: SourceScope, recorder: Recorder) -> Reconciler {
+    pub fn new(
+        client: Client,
+        caches: Caches,
+        scope: SourceScope,
+        recorder: Recorder,
+    ) -> Reconciler {
         Reconciler {
             client,
             caches,
@@ -54,7 +59,10 @@ impl Reconciler {
 
     pub async fn reconcile(self: Arc<Self>, key: ObjectKey) -> Result<Action, Error> {
         let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
-            let owner = Owner { namespace: key.namespace, name: key.name };
+            let owner = Owner {
+                namespace: key.namespace,
+                name: key.name,
+            };
             self.delete_all_copies(&owner).await?;
             return Ok(Action::Done);
         };
@@ -69,25 +77,43 @@ impl Reconciler {
                 self.scope.describe(),
                 mirror.metadata.namespace()
             );
-            self.write_status(&mirror, &Observed::default(), Reason::SourceNamespaceNotAllowed, &message).await?;
+            self.write_status(
+                &mirror,
+                &Observed::default(),
+                Reason::SourceNamespaceNotAllowed,
+                &message,
+            )
+            .await?;
             return Ok(Action::Done);
         }
         let source = &mirror.spec.source;
-        let Some(payload) = self.caches.source(source.kind, mirror.metadata.namespace(), &source.name) else {
+        let Some(payload) =
+            self.caches
+                .source(source.kind, mirror.metadata.namespace(), &source.name)
+        else {
             let message = format!(
                 "{} {}/{} not found; existing copies are left as they are until it exists again",
                 source.kind.as_str(),
                 mirror.metadata.namespace(),
                 source.name
             );
-            let observed = Observed { selected: self.selected(&mirror).len() as u32, ..Observed::default() };
-            self.write_status(&mirror, &observed, Reason::SourceNotFound, &message).await?;
+            let observed = Observed {
+                selected: self.selected(&mirror).len() as u32,
+                ..Observed::default()
+            };
+            self.write_status(&mirror, &observed, Reason::SourceNotFound, &message)
+                .await?;
             return Ok(Action::Done);
         };
         self.sync(&mirror, &owner, &payload).await
     }
 
-    async fn sync(self: &Arc<Self>, mirror: &Mirror, owner: &Owner, payload: &Payload) -> Result<Action, Error> {
+    async fn sync(
+        self: &Arc<Self>,
+        mirror: &Mirror,
+        owner: &Owner,
+        payload: &Payload,
+    ) -> Result<Action, Error> {
         let hash = payload.hash();
         let selected = self.selected(mirror);
         let unmanaged = self.unmanaged_of(owner);
@@ -103,22 +129,56 @@ impl Reconciler {
             synced: plan.in_sync + outcome.written,
             conflicts,
         };
-        let reason = if outcome.errors.is_empty() { Reason::Synced } else { Reason::Error };
-        let message = outcome.errors.first().map(Error::to_string).unwrap_or_default();
-        self.write_status(mirror, &observed, reason, &message).await?;
+        let reason = if outcome.errors.is_empty() {
+            Reason::Synced
+        } else {
+            Reason::Error
+        };
+        let message = outcome
+            .errors
+            .first()
+            .map(Error::to_string)
+            .unwrap_or_default();
+        self.write_status(mirror, &observed, reason, &message)
+            .await?;
         if let Some(e) = outcome.errors.into_iter().next() {
             return Err(e);
         }
         let blocked = !self.unmanaged_of(owner).is_empty();
-        Ok(if blocked { Action::RequeueAfter(UNMANAGED_RECHECK) } else { Action::Done })
+        Ok(if blocked {
+            Action::RequeueAfter(UNMANAGED_RECHECK)
+        } else {
+            Action::Done
+        })
     }
 
-    fn plan(&self, mirror: &Mirror, owner: &Owner, hash: &str, selected: &BTreeSet<String>, unmanaged: &BTreeSet<String>) -> Plan {
+    fn plan(
+        &self,
+        mirror: &Mirror,
+        owner: &Owner,
+        hash: &str,
+        selected: &BTreeSet<String>,
+        unmanaged: &BTreeSet<String>,
+    ) -> Plan {
         let kind = mirror.spec.source.kind;
         let name = mirror.spec.target_name();
-        let desired = Desired { owner, kind, name, hash };
-        let existing = |ns: &str| self.written.resolve(kind, ns, name, self.caches.copy(kind, ns, name));
-        plan(&desired, selected, existing, self.owned(owner).iter(), unmanaged)
+        let desired = Desired {
+            owner,
+            kind,
+            name,
+            hash,
+        };
+        let existing = |ns: &str| {
+            self.written
+                .resolve(kind, ns, name, self.caches.copy(kind, ns, name))
+        };
+        plan(
+            &desired,
+            selected,
+            existing,
+            self.owned(owner).iter(),
+            unmanaged,
+        )
     }
 
     /// This Mirror's copies as they are after this replica's own writes.
@@ -127,16 +187,26 @@ impl Reconciler {
             .caches
             .copies_of(owner)
             .into_iter()
-            .filter_map(|c| self.written.resolve(c.kind, &c.namespace.clone(), &c.name.clone(), Some(c)))
+            .filter_map(|c| {
+                self.written
+                    .resolve(c.kind, &c.namespace.clone(), &c.name.clone(), Some(c))
+            })
             .collect();
-        owned.extend(self.written.created_unseen(owner, |kind, ns, name| self.caches.copy(kind, ns, name).is_some()));
+        owned.extend(self.written.created_unseen(owner, |kind, ns, name| {
+            self.caches.copy(kind, ns, name).is_some()
+        }));
         owned
     }
 
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
         let selector = mirror.spec.namespace_selector.as_ref();
         let ns = mirror.metadata.namespace();
-        self.caches.namespaces.filter(|info| selects(selector, ns, info)).into_iter().map(|info| info.name).collect()
+        self.caches
+            .namespaces
+            .filter(|info| selects(selector, ns, info))
+            .into_iter()
+            .map(|info| info.name)
+            .collect()
     }
 
     fn unmanaged_of(&self, owner: &Owner) -> BTreeSet<String> {
@@ -152,7 +222,11 @@ impl Reconciler {
         let new: Vec<String> = {
             let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
             let known = reported.entry(owner.clone()).or_default();
-            let new = conflicts.iter().filter(|ns| !known.contains(*ns)).cloned().collect();
+            let new = conflicts
+                .iter()
+                .filter(|ns| !known.contains(*ns))
+                .cloned()
+                .collect();
             *known = conflicts.iter().cloned().collect();
             new
         };
@@ -165,11 +239,25 @@ impl Reconciler {
             mirror.spec.target_name(),
             new.join(", ")
         );
-        self.recorder.warning(reference_to(mirror), "Conflict", &message).await;
+        self.recorder
+            .warning(reference_to(mirror), "Conflict", &message)
+            .await;
     }
 
-    async fn write_status(&self, mirror: &Mirror, observed: &Observed, reason: Reason, message: &str) -> Result<(), Error> {
-        let status = status::build(mirror, observed, reason, message, &crate::time::now_seconds());
+    async fn write_status(
+        &self,
+        mirror: &Mirror,
+        observed: &Observed,
+        reason: Reason,
+        message: &str,
+    ) -> Result<(), Error> {
+        let status = status::build(
+            mirror,
+            observed,
+            reason,
+            message,
+            &crate::time::now_seconds(),
+        );
         if mirror.status.as_ref() == Some(&status) {
             return Ok(());
         }
@@ -187,24 +275,44 @@ impl Reconciler {
         self.patch_finalizers(&mirror, finalizers).await
     }
 
-    async fn finalize(&self, mirror: &Mirror, owner: &Owner) -> Result<Action, Error> {
+    async fn finalize(self: &Arc<Self>, mirror: &Mirror, owner: &Owner) -> Result<Action, Error> {
         if !mirror.metadata.finalizers.iter().any(|f| f == FINALIZER) {
             return Ok(Action::Done);
         }
         self.delete_all_copies(owner).await?;
-        let rest = mirror.metadata.finalizers.iter().filter(|f| *f != FINALIZER).cloned().collect();
+        let rest = mirror
+            .metadata
+            .finalizers
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
         self.patch_finalizers(mirror, rest).await?;
-        log::info!("Mirror {}/{}: copies deleted, finalizer removed", owner.namespace, owner.name);
+        log::info!(
+            "Mirror {}/{}: copies deleted, finalizer removed",
+            owner.namespace,
+            owner.name
+        );
         Ok(Action::Done)
     }
 
     /// Sets the finalizers, conditional on the version the cache saw (a concurrent change
     /// gets a 409 and the reconcile is retried).
-    async fn patch_finalizers(&self, mirror: &Mirror, finalizers: Vec<String>) -> Result<Mirror, Error> {
+    async fn patch_finalizers(
+        &self,
+        mirror: &Mirror,
+        finalizers: Vec<String>,
+    ) -> Result<Mirror, Error> {
         let patch = json!({"metadata": {
             "finalizers": finalizers,
             "resourceVersion": mirror.metadata.resource_version(),
         }});
-        self.client.patch_merge(Some(mirror.metadata.namespace()), mirror.metadata.name(), &patch).await
+        self.client
+            .patch_merge(
+                Some(mirror.metadata.namespace()),
+                mirror.metadata.name(),
+                &patch,
+            )
+            .await
     }
 }
