@@ -3,9 +3,11 @@
 //! - [`timing`]: lease duration, renew deadline, retry period, validated together.
 //! - [`identity`]: this replica's holder name; [`random`]: the randomness behind it and jitter.
 //! - [`record`]: the observed lease and its expiry by *local* monotonic observation.
-//! - [`lock`]: [`LeaseApi`] (implemented for the lease client) and the [`LeaseLock`] over it.
+//! - [`lock`]: [`LeaseApi`] and the [`LeaseLock`] over it; [`api`]: `LeaseApi` for the
+//!   dedicated lease client.
 //! - [`elector`]: acquire, keep renewing, release; [`standby`]: the wait between attempts.
 //! - [`fence`]: refuses the main client's writes once leadership may be lost; `/healthz` check.
+pub mod api;
 pub mod elector;
 pub mod fence;
 pub mod identity;
@@ -18,6 +20,7 @@ pub mod timing;
 #[cfg(test)]
 pub(crate) mod fake;
 
+pub use api::ClientLeaseApi;
 pub use elector::{Elector, LeaderLost};
 pub use fence::Fence;
 pub use identity::identity;

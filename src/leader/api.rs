@@ -1,0 +1,89 @@
+//! [`LeaseApi`] over the dedicated lease client: the one Lease, by name, in one namespace.
+//!
+//! The client given here must be the one built from `Config::for_leader_election()`: its own
+//! connections and token bucket are what keep renewals flowing while controller traffic is
+//! throttled.
+
+use super::lock::LeaseApi;
+use crate::kube::api::{Lease, ObjectReference};
+use crate::kube::events::Recorder;
+use crate::kube::{Client, Error, Event, WatchParams};
+use smol::stream::Stream;
+use std::pin::Pin;
+use std::time::Instant;
+
+pub type LeaseEvents = Pin<Box<dyn Stream<Item = Result<Event<Lease>, Error>> + Send>>;
+
+pub struct ClientLeaseApi {
+    client: Client,
+    namespace: String,
+    name: String,
+    recorder: Recorder,
+}
+
+impl ClientLeaseApi {
+    /// `client` must be the dedicated lease client; `identity` names this replica in Events.
+    pub fn new(client: Client, namespace: &str, name: &str, identity: &str) -> ClientLeaseApi {
+        let recorder = Recorder::new(&client, "skiff", identity);
+        ClientLeaseApi {
+            client,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            recorder,
+        }
+    }
+
+    fn with_namespace(&self, lease: &Lease) -> Lease {
+        let mut lease = lease.clone();
+        lease.metadata.namespace = Some(self.namespace.clone());
+        lease
+    }
+}
+
+impl LeaseApi for ClientLeaseApi {
+    type Events = LeaseEvents;
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn get(&self, deadline: Instant) -> Result<Lease, Error> {
+        let client = self.client.with_deadline(deadline);
+        client.get(Some(&self.namespace), &self.name).await
+    }
+
+    async fn create(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
+        let client = self.client.with_deadline(deadline);
+        client.create(&self.with_namespace(lease)).await
+    }
+
+    async fn replace(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
+        let client = self.client.with_deadline(deadline);
+        client.replace(&self.with_namespace(lease)).await
+    }
+
+    async fn watch(&self) -> Result<LeaseEvents, Error> {
+        let params = WatchParams {
+            field_selector: Some(format!("metadata.name={}", self.name)),
+            ..WatchParams::default()
+        };
+        let stream = self
+            .client
+            .watch::<Lease>(Some(&self.namespace), &params)
+            .await?;
+        Ok(Box::pin(smol::stream::unfold(stream, |mut s| async move {
+            s.next().await.map(|item| (item, s))
+        })))
+    }
+
+    async fn record_event(&self, reason: &str, message: &str) {
+        let regarding = ObjectReference {
+            api_version: Some("coordination.k8s.io/v1".into()),
+            kind: Some("Lease".into()),
+            namespace: Some(self.namespace.clone()),
+            name: Some(self.name.clone()),
+            ..ObjectReference::default()
+        };
+        self.recorder.normal(regarding, reason, message).await;
+    }
+}
