@@ -36,6 +36,9 @@ pub struct Reconciler {
     pub(super) unmanaged: Mutex<HashMap<Owner, BTreeMap<String, Instant>>>,
     /// Per Mirror: the conflicts already reported with an Event.
     reported: Mutex<HashMap<Owner, BTreeSet<String>>>,
+    /// Per Mirror: the version this replica last replaced and the object it wrote, until the
+    /// cache moves past that version (so a status or finalizer is not written twice).
+    mirrors_written: Mutex<HashMap<Owner, (String, Mirror)>>,
     pub(super) recorder: Recorder,
 }
 
@@ -53,6 +56,7 @@ impl Reconciler {
             written: Written::default(),
             unmanaged: Mutex::default(),
             reported: Mutex::default(),
+            mirrors_written: Mutex::default(),
             recorder,
         }
     }
@@ -67,6 +71,7 @@ impl Reconciler {
             return Ok(Action::Done);
         };
         let owner = Owner::of(&mirror);
+        let mirror = self.latest(&owner, mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
             return self.finalize(&mirror, &owner).await;
         }
@@ -263,7 +268,36 @@ impl Reconciler {
         }
         let mut updated = mirror.clone();
         updated.status = Some(status);
-        self.client.replace_status(&updated).await.map(drop)
+        let written = self.client.replace_status(&updated).await?;
+        self.remember(mirror, written);
+        Ok(())
+    }
+
+    /// The cached Mirror, or what this replica last wrote if the cache hasn't caught up.
+    fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
+        let mut written = self
+            .mirrors_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match written.get(owner) {
+            Some((replaced, ours)) if *replaced == cached.metadata.resource_version() => {
+                ours.clone()
+            }
+            Some(_) => {
+                written.remove(owner);
+                cached
+            }
+            None => cached,
+        }
+    }
+
+    fn remember(&self, replaced: &Mirror, written: Mirror) {
+        let replaced_version = replaced.metadata.resource_version().to_owned();
+        let mut all = self
+            .mirrors_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        all.insert(Owner::of(&written), (replaced_version, written));
     }
 
     async fn ensure_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {

@@ -1,4 +1,6 @@
-//! Test support shared by the integration tests: the in-repo fake Kubernetes API server.
+//! Test support shared by the integration tests: the in-repo fake Kubernetes API server, and
+//! running the built binary against it.
 #![allow(dead_code)]
 
 pub mod fake;
+pub mod skiff;
