@@ -5,6 +5,7 @@
 //! within a second once the test process is gone; `Drop` kills the whole process group at once.
 
 use std::fs::File;
+use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -72,10 +73,19 @@ impl Supervised {
     }
 
     pub fn kill(&mut self) {
+        // The wrapper leads the group, so this takes the process and its watchdog at once.
         let group = format!("-{}", self.wrapper.id());
-        let _ = Command::new("sh")
-            .args(["-c", "kill -KILL -- \"$0\" 2>/dev/null", &group])
+        let killed = Command::new("sh")
+            .args(["-c", "kill -s KILL -- \"$0\"", &group])
             .status();
+        if !killed.as_ref().is_ok_and(|status| status.success()) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "control plane: could not kill process group {group} ({killed:?}); {} may live on",
+                self.name
+            );
+            let _ = self.wrapper.kill();
+        }
         let _ = self.wrapper.wait();
     }
 }
