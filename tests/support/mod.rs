@@ -1,6 +1,10 @@
-//! Test support shared by the integration tests: the in-repo fake Kubernetes API server, and
-//! running the built binary against it.
+//! Test support shared by the integration and e2e tests: the in-repo fake Kubernetes API
+//! server, a real control plane (etcd + kube-apiserver built from Go modules), kubectl, and
+//! running the built binary against either.
 #![allow(dead_code)]
 
+pub mod control_plane;
 pub mod fake;
+pub mod kubectl;
 pub mod skiff;
+pub mod watchdog;

@@ -1,0 +1,221 @@
+//! e2e: the shipped manifests install on a real API server, and the CRD schema guards Mirrors.
+//!
+//! Why: a manifest that a fake server accepts can still be refused by Kubernetes (schema
+//! structure, CEL cost, kustomize). These tests apply `manifests/` to kube-apiserver itself.
+
+mod support;
+
+use support::control_plane::{ControlPlane, e2e_enabled, manifests_dir};
+use support::kubectl::succeeded;
+
+fn control_plane() -> &'static ControlPlane {
+    ControlPlane::shared().install_manifests()
+}
+
+/// `KIND/NAME=RESOURCEVERSION` of every object in `manifests/`, sorted.
+fn manifest_versions(cp: &ControlPlane) -> Vec<String> {
+    let manifests = manifests_dir().display().to_string();
+    let template = r#"jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}"#;
+    let out = cp.kubectl_ok(&["get", "-k", &manifests, "-o", template]);
+    let mut versions: Vec<String> = out.lines().map(str::to_owned).collect();
+    versions.sort();
+    versions
+}
+
+#[test]
+fn manifests_apply_and_reapplying_changes_nothing() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane(); // the first `apply -k` succeeded
+    let before = manifest_versions(cp);
+    for kind in [
+        "Namespace/skiff-system",
+        "CustomResourceDefinition/mirrors.skiff.dev",
+        "ServiceAccount/skiff",
+        "ClusterRole/skiff",
+        "ClusterRoleBinding/skiff",
+        "Role/skiff-leader-election",
+        "RoleBinding/skiff-leader-election",
+        "Deployment/skiff",
+        "PodDisruptionBudget/skiff",
+        "FlowSchema/skiff-leader-election",
+    ] {
+        let prefix = format!("{kind}=");
+        assert!(
+            before.iter().any(|v| v.starts_with(&prefix)),
+            "{kind} not installed: {before:?}"
+        );
+    }
+    let manifests = manifests_dir().display().to_string();
+    cp.kubectl_ok(&["apply", "-k", &manifests]);
+    assert_eq!(
+        manifest_versions(cp),
+        before,
+        "a second apply changed objects"
+    );
+}
+
+#[test]
+fn mirror_crd_is_established_with_its_short_name() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let conditions = cp.kubectl_ok(&[
+        "get",
+        "crd",
+        "mirrors.skiff.dev",
+        "-o",
+        r#"jsonpath={range .status.conditions[*]}{.type}={.status}{"\n"}{end}"#,
+    ]);
+    for condition in ["Established=True", "NamesAccepted=True"] {
+        assert!(
+            conditions.lines().any(|l| l == condition),
+            "{condition} missing: {conditions}"
+        );
+    }
+    cp.kubectl_ok(&["get", "mir", "--all-namespaces"]);
+}
+
+#[test]
+fn samples_pass_server_side_dry_run_and_create_nothing() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let samples = manifests_dir().join("samples");
+    let file = |name: &str| samples.join(name).display().to_string();
+    let (configmap, secret) = (file("configmap-mirror.yaml"), file("secret-mirror.yaml"));
+    let out = cp.kubectl_ok(&["apply", "--dry-run=server", "-f", &configmap, "-f", &secret]);
+    for line in [
+        "configmap/app-ca created (server dry run)",
+        "mirror.skiff.dev/app-ca created (server dry run)",
+        "secret/registry-credentials created (server dry run)",
+        "mirror.skiff.dev/registry-pull created (server dry run)",
+    ] {
+        assert!(
+            out.lines().any(|l| l == line),
+            "expected {line:?} in:\n{out}"
+        );
+    }
+    let kustomized = samples.display().to_string();
+    cp.kubectl_ok(&["apply", "--dry-run=server", "-k", &kustomized]);
+    let get = cp.kubectl(&["get", "mirror", "app-ca", "-n", "skiff-system"]);
+    assert!(!get.status.success(), "dry run created the sample Mirror");
+}
+
+fn mirror(namespace: &str, name: &str, spec: serde_json::Value) -> String {
+    serde_json::json!({
+        "apiVersion": "skiff.dev/v1alpha1",
+        "kind": "Mirror",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    })
+    .to_string()
+}
+
+#[test]
+fn schema_rejects_invalid_mirrors_naming_the_field() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let ns = cp.create_namespace("e2e-schema", &[]);
+    let selector = |expression: serde_json::Value| {
+        serde_json::json!({"source": {"kind": "ConfigMap", "name": "app-ca"},
+                           "namespaceSelector": {"matchExpressions": [expression]}})
+    };
+    let cases = [
+        (
+            serde_json::json!({"source": {"kind": "ConfigMap"}}),
+            "spec.source.name: Required value",
+        ),
+        (
+            serde_json::json!({"source": {"kind": "Pod", "name": "app-ca"}}),
+            r#"spec.source.kind: Unsupported value: "Pod""#,
+        ),
+        (
+            selector(serde_json::json!({"key": "team", "operator": "Has"})),
+            r#"spec.namespaceSelector.matchExpressions[0].operator: Unsupported value: "Has""#,
+        ),
+        (
+            selector(serde_json::json!({"key": "team", "operator": "In"})),
+            "spec.namespaceSelector.matchExpressions[0]: Invalid value: values must be non-empty",
+        ),
+        (
+            serde_json::json!({"source": {"kind": "Secret", "name": "app-ca"}, "targetName": "Bad_Name"}),
+            r#"spec.targetName: Invalid value: "Bad_Name""#,
+        ),
+        (
+            serde_json::json!({"targetName": "app-ca"}),
+            "spec.source: Required value",
+        ),
+    ];
+    for (i, (spec, expected)) in cases.into_iter().enumerate() {
+        let output = cp.kubectl_stdin(
+            &["create", "-f", "-"],
+            &mirror(&ns, &format!("bad-{i}"), spec),
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success(),
+            "case {i} was accepted; expected {expected:?}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "case {i}: expected {expected:?} in:\n{stderr}"
+        );
+    }
+    // The same shapes, made valid, are accepted: the rejections are about those fields.
+    let valid = selector(serde_json::json!({"key": "team", "operator": "In", "values": ["a"]}));
+    let args = ["create", "-f", "-"];
+    succeeded(&args, cp.kubectl_stdin(&args, &mirror(&ns, "good", valid)));
+}
+
+#[test]
+fn get_mirrors_shows_source_selected_synced_ready_and_age() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let ns = cp.create_namespace("e2e-columns", &[]);
+    let spec = serde_json::json!({"source": {"kind": "ConfigMap", "name": "app-ca"}});
+    cp.apply(&mirror(&ns, "columns", spec));
+    let status = serde_json::json!({"status": {"selected": 3, "synced": 2, "conflicts": 1,
+        "conditions": [{"type": "Ready", "status": "False", "reason": "Conflict",
+                        "message": "team-a/app-ca is not managed by skiff",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    let status = status.to_string();
+    let patch = [
+        "patch",
+        "mirror",
+        "columns",
+        "-n",
+        &ns,
+        "--subresource=status",
+    ];
+    cp.kubectl_ok(&[&patch[..], &["--type=merge", "-p", &status]].concat());
+
+    let table = cp.kubectl_ok(&["get", "mirrors", "-n", &ns]);
+    let mut lines = table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>());
+    let header = lines.next().unwrap_or_default();
+    assert_eq!(
+        header,
+        ["NAME", "SOURCE", "SELECTED", "SYNCED", "READY", "AGE"],
+        "{table}"
+    );
+    let row = lines.next().unwrap_or_default();
+    assert_eq!(
+        row[..5],
+        ["columns", "app-ca", "3", "2", "False"],
+        "{table}"
+    );
+    assert_eq!(
+        cp.kubectl_ok(&["get", "mir", "-n", &ns, "-o", "name"])
+            .trim(),
+        "mirror.skiff.dev/columns"
+    );
+}

@@ -1,0 +1,245 @@
+//! e2e: the shipped RBAC gives skiff's ServiceAccount what the controller needs and no more.
+//!
+//! Why: RBAC mistakes only show on a real authorizer, and too much is as wrong as too little.
+//! Every check runs twice: as the admin impersonating the ServiceAccount (`--as`), and with the
+//! ServiceAccount's own token, so the token file and the bindings are both exercised.
+
+mod support;
+
+use support::control_plane::{ControlPlane, OPERATOR_USER, e2e_enabled};
+
+fn control_plane() -> &'static ControlPlane {
+    ControlPlane::shared().install_manifests()
+}
+
+/// `kubectl auth can-i VERB RESOURCE [-n NS | --all-namespaces]`
+struct Check {
+    verb: &'static str,
+    resource: &'static str,
+    /// None: all namespaces (cluster-wide).
+    namespace: Option<&'static str>,
+}
+
+const fn check(verb: &'static str, resource: &'static str, ns: Option<&'static str>) -> Check {
+    Check {
+        verb,
+        resource,
+        namespace: ns,
+    }
+}
+
+const SKIFF: Option<&str> = Some("skiff-system");
+const OTHER: Option<&str> = Some("team-a");
+const ALL: Option<&str> = None;
+
+/// What the controller, the elector and the event recorder do.
+const MUST_ALLOW: &[Check] = &[
+    check("watch", "mirrors.skiff.dev", ALL),
+    check("list", "mirrors.skiff.dev", ALL),
+    check("update", "mirrors.skiff.dev", OTHER), // finalizer
+    check("update", "mirrors.skiff.dev/status", OTHER),
+    check("patch", "mirrors.skiff.dev/status", OTHER),
+    check("list", "namespaces", ALL),
+    check("watch", "namespaces", ALL),
+    check("create", "configmaps", OTHER),
+    check("update", "configmaps", OTHER),
+    check("delete", "configmaps", OTHER),
+    check("create", "secrets", OTHER),
+    check("delete", "secrets", OTHER),
+    check("watch", "configmaps", SKIFF),
+    check("get", "leases.coordination.k8s.io/skiff-leader", SKIFF),
+    check("update", "leases.coordination.k8s.io/skiff-leader", SKIFF),
+    check("watch", "leases.coordination.k8s.io/skiff-leader", SKIFF),
+    check("create", "leases.coordination.k8s.io", SKIFF),
+    check("create", "events", SKIFF),
+    check("create", "events", OTHER),
+    check("patch", "events.events.k8s.io", OTHER),
+];
+
+/// Everything a compromised or buggy skiff must still be refused.
+const MUST_DENY: &[Check] = &[
+    check("*", "*", ALL),
+    check("delete", "namespaces", ALL),
+    check("update", "namespaces", ALL),
+    check("create", "mirrors.skiff.dev", OTHER),
+    check("delete", "mirrors.skiff.dev", OTHER),
+    check("deletecollection", "secrets", OTHER),
+    check("create", "leases.coordination.k8s.io", OTHER),
+    check("update", "leases.coordination.k8s.io/skiff-leader", OTHER),
+    check("get", "leases.coordination.k8s.io/other-controller", SKIFF),
+    check(
+        "update",
+        "leases.coordination.k8s.io/other-controller",
+        SKIFF,
+    ),
+    check("list", "leases.coordination.k8s.io", SKIFF), // only by name: see the next test
+    check("delete", "leases.coordination.k8s.io/skiff-leader", SKIFF),
+    check("create", "clusterroles.rbac.authorization.k8s.io", ALL),
+    check("escalate", "clusterroles.rbac.authorization.k8s.io", ALL),
+    check("bind", "clusterroles.rbac.authorization.k8s.io", ALL),
+    check("bind", "roles.rbac.authorization.k8s.io", SKIFF),
+    check("impersonate", "users", ALL),
+    check("impersonate", "serviceaccounts", SKIFF),
+    check("create", "serviceaccounts/token", SKIFF),
+    check("get", "nodes", ALL),
+    check("create", "pods", OTHER),
+    check(
+        "update",
+        "customresourcedefinitions.apiextensions.k8s.io",
+        ALL,
+    ),
+    check("update", "flowschemas.flowcontrol.apiserver.k8s.io", ALL),
+];
+
+#[derive(Clone, Copy, Debug)]
+enum Identity {
+    /// The admin with `--as=system:serviceaccount:skiff-system:skiff`.
+    Impersonated,
+    /// The ServiceAccount's token (operator.kubeconfig).
+    OwnToken,
+}
+
+fn can_i(cp: &ControlPlane, identity: Identity, check: &Check) -> bool {
+    let as_operator = format!("--as={OPERATOR_USER}");
+    let mut args = vec!["auth", "can-i", check.verb, check.resource];
+    match check.namespace {
+        Some(ns) => args.extend(["-n", ns]),
+        None => args.push("--all-namespaces"),
+    }
+    let output = match identity {
+        Identity::Impersonated => cp.kubectl(&[&args[..], &[as_operator.as_str()]].concat()),
+        Identity::OwnToken => cp.kubectl_as_operator(&args),
+    };
+    match String::from_utf8_lossy(&output.stdout).trim() {
+        "yes" => true,
+        "no" => false,
+        other => panic!(
+            "can-i {args:?} as {identity:?}: unexpected {other:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+/// kubectl processes run at once: enough to overlap their waits, few enough for a shared machine.
+const PARALLEL_CHECKS: usize = 8;
+
+/// Each check that disagrees with `expected`, as `identity VERB RESOURCE NS`.
+fn disagreements(cp: &ControlPlane, checks: &[Check], expected: bool) -> Vec<String> {
+    let runs: Vec<(Identity, &Check)> = [Identity::Impersonated, Identity::OwnToken]
+        .into_iter()
+        .flat_map(|identity| checks.iter().map(move |check| (identity, check)))
+        .collect();
+    let disagrees = |(identity, check): &(Identity, &Check)| {
+        (can_i(cp, *identity, check) != expected).then(|| {
+            let ns = check.namespace.unwrap_or("(all namespaces)");
+            format!("{identity:?} {} {} {ns}", check.verb, check.resource)
+        })
+    };
+    runs.chunks(PARALLEL_CHECKS)
+        .flat_map(|batch| {
+            std::thread::scope(|scope| {
+                let threads: Vec<_> = batch
+                    .iter()
+                    .map(|run| scope.spawn(move || disagrees(run)))
+                    .collect();
+                let answers: Vec<_> = threads
+                    .into_iter()
+                    .map(|t| t.join().expect("can-i thread"))
+                    .collect();
+                answers
+            })
+        })
+        .flatten()
+        .collect()
+}
+
+#[test]
+fn operator_may_do_what_the_controller_needs() {
+    if !e2e_enabled() {
+        return;
+    }
+    let wrong = disagreements(control_plane(), MUST_ALLOW, true);
+    assert!(
+        wrong.is_empty(),
+        "refused but needed:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn operator_is_refused_everything_else() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    // The same question as the admin is yes: a "no" below comes from RBAC, not a broken setup.
+    assert_eq!(
+        cp.kubectl_ok(&["auth", "can-i", "*", "*", "--all-namespaces"])
+            .trim(),
+        "yes"
+    );
+    let wrong = disagreements(cp, MUST_DENY, false);
+    assert!(
+        wrong.is_empty(),
+        "allowed but not needed:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn lease_may_be_listed_and_watched_only_by_its_name() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let lease = r#"{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "skiff-leader", "namespace": "skiff-system"}, "spec": {}}"#;
+    cp.apply(lease);
+    let leases = ["get", "leases", "-n", "skiff-system", "-o", "name"];
+    let by_name = cp.kubectl_as_operator(
+        &[
+            &leases[..],
+            &["--field-selector=metadata.name=skiff-leader"],
+        ]
+        .concat(),
+    );
+    let stdout = String::from_utf8_lossy(&by_name.stdout);
+    assert!(
+        by_name.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_name.stderr)
+    );
+    assert_eq!(stdout.trim(), "lease.coordination.k8s.io/skiff-leader");
+    let all = cp.kubectl_as_operator(&leases);
+    let stderr = String::from_utf8_lossy(&all.stderr);
+    assert!(
+        !all.status.success() && stderr.contains("Forbidden"),
+        "listing every lease: {stderr}"
+    );
+}
+
+#[test]
+fn operator_token_is_the_service_account_and_cannot_grant_itself_more() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let who = cp.kubectl_as_operator(&[
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&who.stdout), OPERATOR_USER);
+    let bind = cp.kubectl_as_operator(&[
+        "create",
+        "clusterrolebinding",
+        "grab",
+        "--clusterrole=cluster-admin",
+        &format!("--user={OPERATOR_USER}"),
+    ]);
+    assert!(
+        !bind.status.success(),
+        "the operator bound itself cluster-admin"
+    );
+}
