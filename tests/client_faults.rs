@@ -7,6 +7,9 @@ mod support;
 use serde_json::json;
 use skiff::kube::api::{ConfigMap, Lease};
 use skiff::kube::{Auth, Client, Config, Error, WatchParams};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, Fault, RequestClass};
 
@@ -253,4 +256,117 @@ fn stalled_watch_head_times_out() {
     let result =
         smol::block_on(client.watch::<ConfigMap>(Some("a"), &WatchParams::default())).map(drop);
     assert!(matches!(result, Err(Error::Timeout(_))), "{result:?}");
+}
+
+/// p50 and max of `samples`.
+fn p50_and_max(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort_unstable();
+    (samples[samples.len() / 2], samples[samples.len() - 1])
+}
+
+#[test]
+fn lease_client_renews_on_its_own_connections_while_thousands_wait_on_the_main_bucket() {
+    const WAITERS: usize = 2_000;
+    const RENEWALS: usize = 15;
+    /// Below the lease client's 5 QPS, so its own bucket never makes a renewal wait.
+    const RENEW_EVERY: Duration = Duration::from_millis(200);
+    /// Far below the ~2,000 s a request queued behind the main bucket (1 QPS) would take.
+    const MAX_RENEW_LATENCY: Duration = Duration::from_secs(1);
+
+    let server = FakeServer::start();
+    insert_config_map(&server);
+    insert_lease(&server);
+    let mut main_config = config_for(&server);
+    main_config.qps = 1.0;
+    main_config.burst = 1;
+    let lease_client =
+        Client::new(main_config.for_leader_election(LEASE_QPS, LEASE_BURST)).unwrap();
+    let main = Client::new(main_config).unwrap();
+    // The main client's one token is spent and it holds a pooled connection.
+    get_config_map(&main).unwrap();
+
+    let started = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let waiters: Vec<smol::Task<()>> = (0..WAITERS)
+        .map(|_| {
+            let (main, started, finished) = (main.clone(), started.clone(), finished.clone());
+            smol::spawn(async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                let _ = main.get::<ConfigMap>(Some("a"), "app").await;
+                finished.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    let all_waiting = support::skiff::eventually(Duration::from_secs(10), || {
+        started.load(Ordering::SeqCst) == WAITERS
+    });
+    assert!(
+        all_waiting,
+        "only {} waiters started",
+        started.load(Ordering::SeqCst)
+    );
+
+    let began = Instant::now();
+    let latencies = smol::block_on(async {
+        let mut lease: Lease = lease_client.get(Some("a"), "skiff-leader").await.unwrap();
+        let mut latencies = Vec::new();
+        for i in 0..RENEWALS {
+            lease.spec.renew_time = Some(format!("2026-01-01T00:00:{i:02}.000000Z"));
+            let sent = Instant::now();
+            // With a deadline, as the elector renews: a renewal stuck behind the main
+            // client's queue fails here instead of hanging the test.
+            let renewing = lease_client.with_deadline(sent + MAX_RENEW_LATENCY);
+            lease = renewing.replace(&lease).await.unwrap();
+            latencies.push(sent.elapsed());
+            smol::Timer::after(RENEW_EVERY).await;
+        }
+        latencies
+    });
+    let elapsed = began.elapsed();
+    let done = finished.load(Ordering::SeqCst);
+    drop(waiters);
+
+    let (p50, max) = p50_and_max(latencies);
+    println!(
+        "lease renewals with {WAITERS} requests queued on the main bucket: p50 {:.2} ms, max {:.2} ms; main requests finished meanwhile: {done}",
+        p50.as_secs_f64() * 1000.0,
+        max.as_secs_f64() * 1000.0
+    );
+    assert!(max < MAX_RENEW_LATENCY, "a renewal took {max:?}");
+    let main_allowance = elapsed.as_secs() as usize + 2;
+    assert!(
+        done <= main_allowance,
+        "{done} main requests finished in {elapsed:?}: its bucket was not drained"
+    );
+
+    let requests = server.requests();
+    let lease_agent = Some("skiff/leader-election");
+    let lease_conns: BTreeSet<u64> = requests
+        .iter()
+        .filter(|r| r.user_agent.as_deref() == lease_agent)
+        .map(|r| r.conn_id)
+        .collect();
+    let main_conns: BTreeSet<u64> = requests
+        .iter()
+        .filter(|r| r.user_agent.as_deref() != lease_agent)
+        .map(|r| r.conn_id)
+        .collect();
+    assert!(!main_conns.is_empty() && !lease_conns.is_empty());
+    assert!(
+        lease_conns.is_disjoint(&main_conns),
+        "shared connections: {:?}",
+        lease_conns.intersection(&main_conns).collect::<Vec<_>>()
+    );
+    let renewals = requests
+        .iter()
+        .filter(|r| r.class == RequestClass::Lease && r.method == "PUT" && r.status == 200)
+        .count();
+    assert_eq!(renewals, RENEWALS);
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.class == RequestClass::Lease)
+            .all(|r| r.user_agent.as_deref() == lease_agent),
+        "every Lease request came from the lease client"
+    );
 }
