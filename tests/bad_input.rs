@@ -188,3 +188,44 @@ fn ca_data_that_is_not_base64_exits_1_saying_so() {
     assert!(stderr.contains("certificate-authority"), "{stderr}");
     assert!(stderr.contains("base64"), "{stderr}");
 }
+
+/// Starts the binary against `server` and waits until its log holds `needle`; the log.
+fn log_until(dir: &TempDir, kubeconfig: &Path, needle: &str) -> String {
+    let skiff = Skiff::start(&kubeconfig.to_path_buf(), dir.0.join("stderr.log"), &[]);
+    let found = support::skiff::eventually(EXIT_WITHIN, || skiff.logs().contains(needle));
+    let logs = skiff.logs();
+    assert!(found, "the log never said {needle:?}:\n{logs}");
+    assert!(!logs.contains("panicked"), "skiff panicked:\n{logs}");
+    logs
+}
+
+#[test]
+fn wrong_token_is_logged_as_wrong_or_expired_without_the_token() {
+    let server = support::fake::FakeServer::start();
+    server.require_token("the-right-token");
+    let dir = TempDir::new("bad-token");
+    let path = write_kubeconfig(&dir, &server.url(), None, Some("a-revoked-token"), "a");
+    let logs = log_until(&dir, &path, "wrong or expired");
+    assert!(
+        !logs.contains("a-revoked-token"),
+        "the token leaked:\n{logs}"
+    );
+}
+
+#[test]
+fn server_certificate_from_another_ca_is_logged_as_a_certificate_error() {
+    let server = support::fake::FakeServer::start_tls();
+    let stranger = support::fake::FakeServer::start_tls();
+    let dir = TempDir::new("bad-ca-signer");
+    let ca = stranger.ca_pem().expect("CA");
+    let path = write_kubeconfig(&dir, &server.url(), Some(&ca), None, "a");
+    let logs = log_until(&dir, &path, "TLS handshake");
+    assert!(
+        logs.contains("certificate-authority"),
+        "the fix is named:\n{logs}"
+    );
+    assert!(
+        server.requests().is_empty(),
+        "nothing was sent to an untrusted server"
+    );
+}
