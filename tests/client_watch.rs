@@ -69,7 +69,17 @@ fn describe(event: &Event<ConfigMap>) -> (String, String) {
 
 #[test]
 fn watch_resumes_after_a_reset_without_losing_or_repeating_events() {
-    let server = FakeServer::start();
+    resumes_after_a_reset(FakeServer::start());
+}
+
+#[test]
+fn watch_over_tls_resumes_after_a_reset_without_losing_or_repeating_events() {
+    resumes_after_a_reset(FakeServer::start_tls());
+}
+
+/// Two events, a dropped connection, three changes while no watch is open, a watch from the
+/// last resourceVersion seen: exactly those five events, in order.
+fn resumes_after_a_reset(server: FakeServer) {
     let client = client_for(&server);
     smol::block_on(async {
         client.create(&config_map("before")).await.unwrap();
