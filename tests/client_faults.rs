@@ -370,3 +370,71 @@ fn lease_client_renews_on_its_own_connections_while_thousands_wait_on_the_main_b
         "every Lease request came from the lease client"
     );
 }
+
+#[test]
+fn lease_client_renews_while_every_main_connection_is_stalled() {
+    const STALLED: usize = 50;
+    const RENEWALS: usize = 5;
+    const MAX_RENEW_LATENCY: Duration = Duration::from_secs(1);
+
+    let server = FakeServer::start();
+    insert_config_map(&server);
+    insert_lease(&server);
+    server.set_fault(RequestClass::Other, Fault::Stall);
+    let config = config_for(&server);
+    let lease_client = Client::new(config.for_leader_election(LEASE_QPS, LEASE_BURST)).unwrap();
+    let main = Client::new(config).unwrap();
+    let stalled: Vec<smol::Task<()>> = (0..STALLED)
+        .map(|_| {
+            let main = main.clone();
+            smol::spawn(async move {
+                let _ = main.get::<ConfigMap>(Some("a"), "app").await;
+            })
+        })
+        .collect();
+    let all_sent = support::skiff::eventually(Duration::from_secs(10), || {
+        server.requests().len() >= STALLED
+    });
+    assert!(
+        all_sent,
+        "only {} main requests arrived",
+        server.requests().len()
+    );
+
+    let latencies = smol::block_on(async {
+        let mut lease: Lease = lease_client.get(Some("a"), "skiff-leader").await.unwrap();
+        let mut latencies = Vec::new();
+        for i in 0..RENEWALS {
+            lease.spec.renew_time = Some(format!("2026-01-01T00:01:{i:02}.000000Z"));
+            let sent = Instant::now();
+            let renewing = lease_client.with_deadline(sent + MAX_RENEW_LATENCY);
+            lease = renewing.replace(&lease).await.unwrap();
+            latencies.push(sent.elapsed());
+        }
+        latencies
+    });
+    drop(stalled);
+    let (p50, max) = p50_and_max(latencies);
+    println!(
+        "lease renewals with {STALLED} main requests stalled: p50 {:.2} ms, max {:.2} ms",
+        p50.as_secs_f64() * 1000.0,
+        max.as_secs_f64() * 1000.0
+    );
+    let requests = server.requests();
+    let stalled_conns: BTreeSet<u64> = requests
+        .iter()
+        .filter(|r| r.class == RequestClass::Other)
+        .map(|r| r.conn_id)
+        .collect();
+    assert_eq!(
+        stalled_conns.len(),
+        STALLED,
+        "one connection per request in flight"
+    );
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.class == RequestClass::Lease)
+            .all(|r| r.status == 200 && !stalled_conns.contains(&r.conn_id))
+    );
+}
