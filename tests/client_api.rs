@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::json;
-use skiff::kube::api::{ConfigMap, ObjectMeta};
+use skiff::kube::api::{ConfigMap, Namespace, ObjectMeta};
 use skiff::kube::{Client, Config, ListParams};
 use skiff::mirror::{Mirror, MirrorStatus};
 use support::fake::FakeServer;
@@ -238,4 +238,51 @@ fn delete_with_a_finalizer_sets_deletion_timestamp_until_it_is_removed() {
             .unwrap_err();
         assert!(gone.is_not_found(), "{gone}");
     });
+}
+
+#[test]
+fn label_and_field_selectors_reach_the_server_intact() {
+    let server = FakeServer::start();
+    for (name, team) in [("one", "a"), ("two", "b"), ("three", "c")] {
+        server.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "s", "labels": {"team": team}}}));
+    }
+    let client = client_for(&server);
+    let names = |params: ListParams| {
+        let list = smol::block_on(client.list::<ConfigMap>(Some("s"), &params)).unwrap();
+        let mut names: Vec<String> = list
+            .items
+            .iter()
+            .map(|cm| cm.metadata.name().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let by_label = names(ListParams {
+        label_selector: Some("team in (a,b),team!=b".into()),
+        ..ListParams::default()
+    });
+    assert_eq!(by_label, ["one"]);
+    let by_field = names(ListParams {
+        field_selector: Some("metadata.name=three".into()),
+        ..ListParams::default()
+    });
+    assert_eq!(by_field, ["three"]);
+}
+
+#[test]
+fn cluster_scoped_objects_ignore_the_namespace() {
+    let server = FakeServer::start();
+    let client = client_for(&server);
+    smol::block_on(async {
+        let mut ns = Namespace {
+            metadata: ObjectMeta::named(None, "team-a"),
+            ..Namespace::default()
+        };
+        ns.metadata.labels.insert("team".into(), "yes".into());
+        client.create(&ns).await.unwrap();
+        let read: Namespace = client.get(Some("ignored"), "team-a").await.unwrap();
+        assert_eq!(read.metadata.labels["team"], "yes");
+    });
+    assert!(server.get("/api/v1/namespaces/team-a").is_some());
 }
