@@ -15,7 +15,12 @@ const NOWHERE: &str = "http://127.0.0.1:1";
 
 /// Runs the binary with `kubeconfig` and `args`; its exit code and stderr.
 fn run(dir: &TempDir, kubeconfig: &Path, args: &[&str]) -> (i32, String) {
-    let mut skiff = Skiff::start(&kubeconfig.to_path_buf(), dir.0.join("stderr.log"), args);
+    let skiff = Skiff::start(&kubeconfig.to_path_buf(), dir.0.join("stderr.log"), args);
+    finish(skiff)
+}
+
+/// Waits for `skiff` to exit; its exit code and stderr, which must not tell of a panic.
+fn finish(mut skiff: Skiff) -> (i32, String) {
     let code = skiff.wait_exit(EXIT_WITHIN);
     let stderr = skiff.logs();
     let Some(code) = code else {
@@ -228,4 +233,51 @@ fn server_certificate_from_another_ca_is_logged_as_a_certificate_error() {
         server.requests().is_empty(),
         "nothing was sent to an untrusted server"
     );
+}
+
+/// Runs the binary without `--kubeconfig`, with `$HOME` at `dir` and the given `$KUBECONFIG`.
+fn run_without_flag(dir: &TempDir, kubeconfig_env: Option<&str>) -> (i32, String) {
+    let log = dir.0.join("stderr.log");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_skiff"));
+    cmd.args([
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=127.0.0.1:0",
+    ])
+    .env("HOME", &dir.0)
+    .env_remove("KUBERNETES_SERVICE_HOST")
+    .env_remove("KUBERNETES_SERVICE_PORT")
+    .env_remove("KUBECONFIG")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::fs::File::create(&log).expect("create log file"));
+    if let Some(value) = kubeconfig_env {
+        cmd.env("KUBECONFIG", value);
+    }
+    let child = cmd.spawn().expect("start skiff");
+    finish(Skiff { child, log })
+}
+
+#[test]
+fn kubeconfig_env_naming_only_missing_files_exits_1_naming_it() {
+    let dir = TempDir::new("bad-env");
+    let missing = dir.0.join("missing-a");
+    let list = format!(
+        "{}:{}",
+        missing.display(),
+        dir.0.join("missing-b").display()
+    );
+    let (code, stderr) = run_without_flag(&dir, Some(&list));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("$KUBECONFIG"), "{stderr}");
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+}
+
+#[test]
+fn no_config_anywhere_exits_1_listing_what_was_tried() {
+    let dir = TempDir::new("bad-nothing");
+    let (code, stderr) = run_without_flag(&dir, None);
+    assert_eq!(code, 1, "{stderr}");
+    for tried in ["--kubeconfig", "$KUBECONFIG", "in-cluster", ".kube/config"] {
+        assert!(stderr.contains(tried), "{tried} not named: {stderr}");
+    }
 }
