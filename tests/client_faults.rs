@@ -191,25 +191,6 @@ fn connection_reset_before_an_answer_is_a_transport_error() {
 }
 
 #[test]
-fn truncated_watch_chunk_is_an_error_then_the_stream_ends() {
-    let server = FakeServer::start();
-    server.set_fault_times(RequestClass::Other, Fault::TruncatedChunk, 1);
-    let client = client_for(&server);
-    smol::block_on(async {
-        let mut stream = client
-            .watch::<ConfigMap>(Some("a"), &WatchParams::default())
-            .await
-            .unwrap();
-        let first = stream.next().await;
-        assert!(
-            matches!(first, Some(Err(Error::Transport(_) | Error::Decode(_)))),
-            "{first:?}"
-        );
-        assert!(stream.next().await.is_none(), "the stream has ended");
-    });
-}
-
-#[test]
 fn stalled_server_times_out_at_the_request_timeout() {
     let server = FakeServer::start();
     insert_config_map(&server);

@@ -6,7 +6,7 @@ mod support;
 use skiff::kube::api::{ConfigMap, ObjectMeta};
 use skiff::kube::{Client, Config, Error, Event, ListParams, WatchParams, WatchStream};
 use std::time::Duration;
-use support::fake::FakeServer;
+use support::fake::{FakeServer, Fault, RequestClass};
 
 /// How long a test waits for an event that should come.
 const EVENT_WAIT: Duration = Duration::from_secs(5);
@@ -225,4 +225,45 @@ fn watch_without_bookmarks_asked_gets_none() {
         let next = next_within(&mut stream, QUIET_WAIT).await;
         assert!(next.is_err(), "nothing should arrive: {next:?}");
     });
+}
+
+/// A watch whose reply `fault` spoils ends with an error at once, then for good.
+fn spoiled_watch_ends_with_an_error(fault: Fault) -> Error {
+    let server = FakeServer::start();
+    server.set_fault_times(RequestClass::Other, fault, 1);
+    let client = client_for(&server);
+    smol::block_on(async {
+        let mut stream = client
+            .watch::<ConfigMap>(Some("w"), &WatchParams::default())
+            .await
+            .unwrap();
+        let first = next_within(&mut stream, EVENT_WAIT).await;
+        let Ok(Some(Err(error))) = first else {
+            panic!("expected an error, got {first:?}");
+        };
+        let after = next_within(&mut stream, EVENT_WAIT).await;
+        assert!(matches!(after, Ok(None)), "the stream ends: {after:?}");
+        error
+    })
+}
+
+#[test]
+fn watch_reset_mid_body_is_a_transport_error() {
+    let error = spoiled_watch_ends_with_an_error(Fault::ResetMidBody);
+    assert!(matches!(error, Error::Transport(_)), "{error:?}");
+}
+
+#[test]
+fn watch_truncated_chunk_is_a_transport_error() {
+    let error = spoiled_watch_ends_with_an_error(Fault::TruncatedChunk);
+    assert!(matches!(error, Error::Transport(_)), "{error:?}");
+}
+
+#[test]
+fn watch_answered_with_garbage_is_an_error() {
+    let error = spoiled_watch_ends_with_an_error(Fault::Garbage);
+    assert!(
+        matches!(error, Error::Decode(_) | Error::Transport(_)),
+        "{error:?}"
+    );
 }
