@@ -1,6 +1,7 @@
 //! The API client against a misbehaving fake API server: 429s and Retry-After, a wrong token,
-//! an untrusted CA, garbage, truncated and reset replies, a stalled server. Each ends in an
-//! error that names the problem, quickly, and nothing panics.
+//! an untrusted CA, garbage and reset replies, a stalled server: each ends in an error that
+//! names the problem, quickly. And the lease client keeps renewing, on connections of its own,
+//! while the main client is throttled or stalled.
 
 mod support;
 

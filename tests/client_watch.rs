@@ -1,5 +1,6 @@
 //! Watching through the API client against the fake API server: resuming after a dropped
-//! connection from the last resourceVersion, 410 as `Error::Expired`, bookmarks.
+//! connection from the last resourceVersion, 410 as `Error::Expired`, bookmarks, and spoiled
+//! replies that end the stream with an error.
 
 mod support;
 
