@@ -115,9 +115,17 @@ async fn exchange(pool: &Pool, conn: Connection, req: Request) -> Result<Reply, 
     let mut res = async_h1::client::connect(conn.clone(), req)
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
+    let expected_len = content_length(&res);
     let body = res.body_bytes().await.map_err(|e| {
         Failure::AfterResponse(Error::Transport(format!("reading the response body: {e}")))
     })?;
+    // async-h1 ends a Content-Length body quietly at EOF: a reset mid-body must not pass.
+    if let Some(expected) = expected_len.filter(|&n| n != body.len()) {
+        return Err(Failure::AfterResponse(Error::Transport(format!(
+            "the connection closed after {} of {expected} body bytes",
+            body.len()
+        ))));
+    }
     let reply = Reply {
         code: res.status() as u16,
         retry_after: retry_after(&res),
@@ -174,6 +182,11 @@ pub fn can_reuse(res: &Response) -> bool {
         || res.header("Transfer-Encoding").is_some()
         || matches!(res.status() as u16, 204 | 304);
     !close && delimited
+}
+
+fn content_length(res: &Response) -> Option<usize> {
+    let value = res.header("Content-Length")?;
+    value.last().as_str().trim().parse().ok()
 }
 
 pub fn retry_after(res: &Response) -> Option<Duration> {
