@@ -56,8 +56,9 @@ image: ## container image from Containerfile (needs `make static` first)
 deploy: ## apply manifests/ to the cluster of the current kubeconfig
 	$(KUBECTL) apply -k manifests/
 
-demo: ## local control plane, two skiff replicas, a Mirror at work
-	scripts/demo.sh
+demo: testbin ## local control plane, two skiff replicas, a Mirror at work, a handover; Ctrl-C stops it
+	$(CARGO) build --quiet --bin skiff --example demo
+	target/debug/examples/demo target/debug/skiff
 
 clean: ## remove build output and the control-plane binaries
 	$(CARGO) clean

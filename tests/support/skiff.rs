@@ -49,6 +49,14 @@ pub fn write_kubeconfig(
     path
 }
 
+/// The built `skiff` binary (cargo names it for tests and benches; examples get its path).
+pub fn binary() -> PathBuf {
+    match option_env!("CARGO_BIN_EXE_skiff") {
+        Some(path) => PathBuf::from(path),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/debug/skiff"),
+    }
+}
+
 /// A running `skiff` process; killed on drop. Its stderr goes to a log file.
 pub struct Skiff {
     pub child: Child,
@@ -59,7 +67,7 @@ impl Skiff {
     /// Starts the binary with `args` (probes and metrics on free ports unless given).
     pub fn start(kubeconfig: &PathBuf, log: PathBuf, args: &[&str]) -> Skiff {
         let stderr = std::fs::File::create(&log).expect("create log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skiff"));
+        let mut cmd = Command::new(binary());
         cmd.arg("--kubeconfig").arg(kubeconfig);
         if !args
             .iter()

@@ -41,6 +41,18 @@ impl Supervised {
         args: &[String],
         cleanup: Option<&Path>,
     ) -> Result<Supervised, String> {
+        Self::spawn_program(name, &bin_dir().join(name), dir, args, &[], cleanup)
+    }
+
+    /// As [`Supervised::spawn`], for any program, with extra environment variables.
+    pub fn spawn_program(
+        name: &'static str,
+        program: &Path,
+        dir: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        cleanup: Option<&Path>,
+    ) -> Result<Supervised, String> {
         let log_path = dir.join(format!("{name}.log"));
         let log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
         let log_err = log
@@ -49,7 +61,8 @@ impl Supervised {
         let mut command = Command::new("sh");
         command
             .args(["-c", WATCHDOG, "skiff-cp-watchdog"])
-            .arg(bin_dir().join(name))
+            .arg(program)
+            .envs(env.iter().copied())
             .args(args)
             .env("SKIFF_CP_PARENT", std::process::id().to_string())
             .stdin(Stdio::null())
@@ -70,6 +83,11 @@ impl Supervised {
             Ok(Some(status)) => Err(format!("{} exited ({status})", self.name)),
             Err(e) => Err(format!("{}: {e}", self.name)),
         }
+    }
+
+    /// The watchdog shell's pid (the supervised program is its only child).
+    pub fn id(&self) -> u32 {
+        self.wrapper.id()
     }
 
     pub fn kill(&mut self) {
