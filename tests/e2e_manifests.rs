@@ -167,6 +167,20 @@ fn schema_rejects_invalid_mirrors_naming_the_field() {
             "case {i}: expected {expected:?} in:\n{stderr}"
         );
     }
+    let long_name = "m".repeat(64);
+    let output = cp.kubectl_stdin(
+        &["create", "-f", "-"],
+        &mirror(
+            &ns,
+            &long_name,
+            serde_json::json!({"source": {"kind": "ConfigMap", "name": "app-ca"}}),
+        ),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("at most 63 characters"),
+        "a 64-character Mirror name was not refused:\n{stderr}"
+    );
     // The same shapes, made valid, are accepted: the rejections are about those fields.
     let valid = selector(serde_json::json!({"key": "team", "operator": "In", "values": ["a"]}));
     let args = ["create", "-f", "-"];
