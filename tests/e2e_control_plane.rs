@@ -33,6 +33,22 @@ fn kubeconfigs_authenticate_as_admin_and_as_the_operator() {
 }
 
 #[test]
+fn the_api_server_reports_the_pinned_kubernetes_version() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = ControlPlane::shared();
+    let reply = cp.raw_get("/version", cp.admin_token());
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let version: serde_json::Value = serde_json::from_str(&reply.body).expect("version JSON");
+    assert_eq!(version["gitVersion"], "v1.36.3", "{}", reply.body);
+    assert_eq!(
+        (version["major"].as_str(), version["minor"].as_str()),
+        (Some("1"), Some("36"))
+    );
+}
+
+#[test]
 fn raw_requests_trust_only_the_serving_ca_and_check_the_token() {
     if !e2e_enabled() {
         return;
