@@ -2,5 +2,6 @@
 //! running the built binary against it.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod fake;
 pub mod skiff;
