@@ -1,0 +1,141 @@
+//! A Mirror's life: the finalizer goes on, deleting the Mirror deletes its copies before the
+//! finalizer comes off, a missing source leaves copies alone, and a restart with nothing
+//! changed writes nothing.
+
+mod support;
+
+use serde_json::json;
+use std::time::Duration;
+use support::cluster::{
+    Cluster, FINALIZER, HOME, describe, free_port, metric, scrape_metrics,
+};
+
+const MIRROR_PATH: &str = "/apis/skiff.dev/v1alpha1/namespaces/skiff-system/mirrors/ca";
+
+fn team_mirror(cluster: &Cluster, namespaces: usize) -> Vec<String> {
+    let selected = cluster.namespaces("team", namespaces, json!({"team": "yes"}));
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
+    cluster.mirror(HOME, "ca", "ConfigMap", "app-ca", json!({"matchLabels": {"team": "yes"}}));
+    selected
+}
+
+#[test]
+fn deleting_a_mirror_deletes_its_copies_before_the_finalizer_goes() {
+    let mut cluster = Cluster::new("finalize");
+    let selected = team_mirror(&cluster, 5);
+    let skiff = cluster.start(&[]);
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+    let mirror = cluster.mirror_object(HOME, "ca").expect("mirror");
+    assert_eq!(mirror["metadata"]["finalizers"], json!([FINALIZER]), "{mirror}");
+
+    let mark = cluster.server.requests().len();
+    cluster.server.remove(MIRROR_PATH);
+    cluster.wait_for(&skiff, "the Mirror gone", || {
+        cluster.mirror_object(HOME, "ca").is_none()
+    });
+    for ns in &selected {
+        assert!(cluster.configmap_at(ns, "app-ca").is_none(), "copy left in {ns}");
+    }
+    assert!(
+        cluster.configmap_at(HOME, "app-ca").is_some(),
+        "the source was deleted"
+    );
+    let writes = cluster.writes_since(mark);
+    let finalizer_removed = writes
+        .iter()
+        .position(|r| r.path == MIRROR_PATH && r.method != "DELETE")
+        .unwrap_or_else(|| panic!("no finalizer write:\n{}", describe(&writes)));
+    let copy_deletes: Vec<usize> = writes
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.method == "DELETE" && r.path.contains("/configmaps/app-ca"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(copy_deletes.len(), selected.len(), "{}", describe(&writes));
+    assert!(
+        copy_deletes.iter().all(|i| *i < finalizer_removed),
+        "the finalizer went before the copies:\n{}",
+        describe(&writes)
+    );
+}
+
+#[test]
+fn a_deleted_source_leaves_the_copies_and_reports_source_not_found() {
+    let mut cluster = Cluster::new("no-source");
+    let selected = team_mirror(&cluster, 3);
+    let skiff = cluster.start(&[]);
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+
+    let mark = cluster.server.requests().len();
+    cluster
+        .server
+        .remove("/api/v1/namespaces/skiff-system/configmaps/app-ca");
+    cluster.wait_ready(&skiff, HOME, "ca", "False", "SourceNotFound");
+    std::thread::sleep(Duration::from_millis(500));
+    for ns in &selected {
+        let copy = cluster.configmap_at(ns, "app-ca").expect("copy kept");
+        assert_eq!(copy["data"]["ca.crt"], "PEM");
+    }
+    let copy_writes: Vec<_> = cluster
+        .writes_since(mark)
+        .into_iter()
+        .filter(|r| r.path.contains("/configmaps"))
+        .collect();
+    assert!(copy_writes.is_empty(), "{}", describe(&copy_writes));
+
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "BACK"}));
+    cluster.wait_for(&skiff, "copies following the recreated source", || {
+        selected.iter().all(|ns| {
+            cluster
+                .configmap_at(ns, "app-ca")
+                .is_some_and(|c| c["data"]["ca.crt"] == "BACK")
+        })
+    });
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+}
+
+#[test]
+fn a_restart_with_nothing_changed_writes_nothing() {
+    let mut cluster = Cluster::new("restart");
+    team_mirror(&cluster, 20);
+    cluster.namespaces("other", 5, json!({}));
+    cluster.server.insert(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "tls", "namespace": HOME}, "type": "kubernetes.io/tls",
+        "data": {"tls.crt": "Q0VSVA==", "tls.key": "S0VZ"}}));
+    cluster.mirror(HOME, "tls", "Secret", "tls", json!({"matchLabels": {"team": "yes"}}));
+    let mut first = cluster.start(&[]);
+    cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
+    cluster.wait_ready(&first, HOME, "tls", "True", "Synced");
+    cluster.wait_for(&first, "both Mirrors fully synced", || {
+        ["ca", "tls"].iter().all(|m| {
+            cluster.mirror_object(HOME, m).expect("mirror")["status"]["synced"] == 20
+        })
+    });
+    first.signal("TERM");
+    assert_eq!(first.wait_exit(Duration::from_secs(5)), Some(0), "{}", first.logs());
+
+    let mark = cluster.server.requests().len();
+    let port = free_port();
+    let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{port}");
+    let second = cluster.start(&[&metrics_flag]);
+    cluster.wait_caches_filled(&second);
+    let success = r#"controller_runtime_reconcile_total{controller="mirror",result="success"}"#;
+    cluster.wait_for(&second, "both Mirrors reconciled by the second run", || {
+        metric(&scrape_metrics(port), success) >= 2.0
+    });
+    std::thread::sleep(Duration::from_secs(1));
+
+    let lists = cluster
+        .requests_since(mark)
+        .into_iter()
+        .filter(|r| r.method == "GET" && !r.watch)
+        .count();
+    assert!(lists >= 6, "the second run did not list its caches");
+    let writes = cluster.writes_since(mark);
+    assert!(
+        writes.is_empty(),
+        "the second run wrote:\n{}\nlog:\n{}",
+        describe(&writes),
+        second.logs()
+    );
+}
