@@ -34,7 +34,8 @@ pub struct Reconciler {
     pub(super) written: Written,
     /// Per Mirror: namespaces where a create met an object that is not skiff's, and when.
     pub(super) unmanaged: Mutex<HashMap<Owner, BTreeMap<String, Instant>>>,
-    /// Per Mirror: the conflicts already reported with an Event.
+    /// Per Mirror: the conflicts already reported with an Event (by this process, or by an
+    /// earlier one whose status still shows them).
     reported: Mutex<HashMap<Owner, BTreeSet<String>>>,
     /// Per Mirror: the version this replica last replaced and the object it wrote, until the
     /// cache moves past that version (so a status or finalizer is not written twice).
@@ -226,7 +227,15 @@ impl Reconciler {
     async fn report_conflicts(&self, mirror: &Mirror, owner: &Owner, conflicts: &[String]) {
         let new: Vec<String> = {
             let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
-            let known = reported.entry(owner.clone()).or_default();
+            // First sight in this process: what the status shows was announced by an
+            // earlier run, so a restart does not post the same Events again.
+            let known = reported.entry(owner.clone()).or_insert_with(|| {
+                if status::already_reports(mirror, conflicts) {
+                    conflicts.iter().cloned().collect()
+                } else {
+                    BTreeSet::new()
+                }
+            });
             let new = conflicts
                 .iter()
                 .filter(|ns| !known.contains(*ns))
