@@ -152,7 +152,7 @@ impl Caches {
                 WatcherConfig::default(),
                 self.mirrors.clone(),
                 queue,
-                object_keys,
+                mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone()),
             ),
             spawn(
                 client,
@@ -171,7 +171,7 @@ impl Caches {
                 copies.clone(),
                 self.configmap_copies.clone(),
                 queue,
-                owners,
+                copy_owners(self.mirrors.clone()),
             ),
             spawn(
                 client,
@@ -179,7 +179,7 @@ impl Caches {
                 copies,
                 self.secret_copies.clone(),
                 queue,
-                owners,
+                copy_owners(self.mirrors.clone()),
             ),
         ];
         for (ns, store) in &self.configmap_sources.stores {
@@ -218,6 +218,44 @@ fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
 ) -> smol::Task<()> {
     let watcher = Watcher::new(ApiSource::new(client, namespace), config);
     smol::spawn(feed(watcher, store, queue.clone(), map))
+}
+
+/// The Mirrors a Mirror event concerns. After a relist, also every Mirror a cached copy
+/// names: a Mirror that vanished while the watch was down is in no list, and only its
+/// leftover copies remember it.
+fn mirror_keys(
+    configmap_copies: Store<ConfigMap, CopyInfo>,
+    secret_copies: Store<Secret, CopyInfo>,
+) -> impl Fn(&WatcherEvent<Mirror>) -> Vec<ObjectKey> + Send + 'static {
+    move |event| {
+        let mut keys: BTreeSet<ObjectKey> = object_keys(event).into_iter().collect();
+        if let WatcherEvent::Restarted(_) = event {
+            let copies = configmap_copies
+                .list()
+                .into_iter()
+                .chain(secret_copies.list());
+            keys.extend(
+                copies
+                    .filter_map(|c| c.owner)
+                    .map(|o| ObjectKey::new(o.namespace, o.name)),
+            );
+        }
+        keys.into_iter().collect()
+    }
+}
+
+/// The Mirrors a copy event concerns. After a relist, every Mirror: a copy deleted while the
+/// watch was down is in no list, so the Mirror it belonged to must be asked to look.
+fn copy_owners<K: Resource>(
+    mirrors: Store<Mirror, Mirror>,
+) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
+    move |event| {
+        let mut keys: BTreeSet<ObjectKey> = owners(event).into_iter().collect();
+        if let WatcherEvent::Restarted(_) = event {
+            keys.extend(mirrors.keys());
+        }
+        keys.into_iter().collect()
+    }
 }
 
 /// The Mirrors named by the labels of the copies in an event.
@@ -306,6 +344,36 @@ mod tests {
         };
         assert_eq!(
             map(&WatcherEvent::Applied(source)),
+            vec![ObjectKey::new("src", "m")]
+        );
+    }
+
+    #[test]
+    fn a_copy_relist_enqueues_a_mirror_whose_last_copy_vanished() {
+        let mirrors: Store<Mirror, Mirror> = Store::whole();
+        mirrors.apply(&WatcherEvent::Restarted(vec![mirror("src", "m")]));
+        let map = copy_owners::<ConfigMap>(mirrors);
+        assert_eq!(
+            map(&WatcherEvent::Restarted(Vec::new())),
+            vec![ObjectKey::new("src", "m")]
+        );
+    }
+
+    #[test]
+    fn a_mirror_relist_enqueues_mirrors_only_leftover_copies_remember() {
+        let copies: Store<ConfigMap, CopyInfo> = Store::new(CopyInfo::of_configmap);
+        let orphan = ConfigMap {
+            metadata: super::super::copy::copy_meta(&mirror("src", "gone"), "a", "h", None),
+            ..ConfigMap::default()
+        };
+        copies.apply(&WatcherEvent::Restarted(vec![orphan]));
+        let map = mirror_keys(copies, Store::new(CopyInfo::of_secret));
+        assert_eq!(
+            map(&WatcherEvent::Restarted(vec![mirror("src", "m")])),
+            vec![ObjectKey::new("src", "gone"), ObjectKey::new("src", "m")]
+        );
+        assert_eq!(
+            map(&WatcherEvent::Applied(mirror("src", "m"))),
             vec![ObjectKey::new("src", "m")]
         );
     }
