@@ -244,3 +244,42 @@ fn two_mirrors_racing_for_one_name_never_overwrite_each_other() {
         describe(&updates)
     );
 }
+
+#[test]
+fn a_copy_whose_labels_are_stripped_by_hand_becomes_a_reported_conflict() {
+    let mut cluster = Cluster::new("stripped");
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.namespace("team-b", json!({"team": "yes"}));
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
+    cluster.mirror(
+        HOME,
+        "ca",
+        "ConfigMap",
+        "app-ca",
+        json!({"matchLabels": {"team": "yes"}}),
+    );
+    let skiff = cluster.start(&[]);
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+
+    let mut copy = cluster.configmap_at("team-b", "app-ca").expect("copy");
+    copy["metadata"]["labels"] = json!({"taken-over": "by-hand"});
+    copy["data"] = json!({"ca.crt": "MINE NOW"});
+    let taken = cluster.server.update(copy);
+    cluster.wait_ready(&skiff, HOME, "ca", "False", "Conflict");
+    let ready = cluster.ready(HOME, "ca");
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("team-b"),
+        "{ready}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        cluster
+            .configmap_at("team-b", "app-ca")
+            .expect("taken over"),
+        taken,
+        "the object taken over by hand was written"
+    );
+}

@@ -244,14 +244,20 @@ fn mirror_keys(
     }
 }
 
-/// The Mirrors a copy event concerns. After a relist, every Mirror: a copy deleted while the
-/// watch was down is in no list, so the Mirror it belonged to must be asked to look.
+/// The Mirrors a copy event concerns; every Mirror when the event cannot say whose copy went:
+/// - after a relist, as a copy deleted while the watch was down is in no list;
+/// - for a copy that left the label selection (its labels were removed by hand): the watch
+///   reports it deleted with its new, unlabelled state, which names no Mirror.
 fn copy_owners<K: Resource>(
     mirrors: Store<Mirror, Mirror>,
 ) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
     move |event| {
         let mut keys: BTreeSet<ObjectKey> = owners(event).into_iter().collect();
-        if let WatcherEvent::Restarted(_) = event {
+        let anonymous = match event {
+            WatcherEvent::Restarted(_) => true,
+            WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => owner_of(o.metadata()).is_none(),
+        };
+        if anonymous {
             keys.extend(mirrors.keys());
         }
         keys.into_iter().collect()
@@ -356,6 +362,34 @@ mod tests {
         assert_eq!(
             map(&WatcherEvent::Restarted(Vec::new())),
             vec![ObjectKey::new("src", "m")]
+        );
+    }
+
+    #[test]
+    fn a_copy_leaving_the_selection_unlabelled_enqueues_every_mirror() {
+        let mirrors: Store<Mirror, Mirror> = Store::whole();
+        mirrors.apply(&WatcherEvent::Restarted(vec![
+            mirror("src", "m"),
+            mirror("src", "n"),
+        ]));
+        let map = copy_owners::<ConfigMap>(mirrors);
+        let stripped = ConfigMap {
+            metadata: crate::kube::api::ObjectMeta::named(Some("a"), "app-ca"),
+            ..ConfigMap::default()
+        };
+        let mut keys = map(&WatcherEvent::Deleted(stripped));
+        keys.sort();
+        assert_eq!(
+            keys,
+            [ObjectKey::new("src", "m"), ObjectKey::new("src", "n")]
+        );
+        let labelled = ConfigMap {
+            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
+            ..ConfigMap::default()
+        };
+        assert_eq!(
+            map(&WatcherEvent::Deleted(labelled)),
+            [ObjectKey::new("src", "m")]
         );
     }
 
