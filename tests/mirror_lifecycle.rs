@@ -171,3 +171,67 @@ fn a_restart_with_nothing_changed_writes_nothing() {
         second.logs()
     );
 }
+
+#[test]
+fn a_mirror_deleted_while_skiff_was_down_is_cleaned_up_at_start() {
+    let mut cluster = Cluster::new("deleted-offline");
+    let selected = team_mirror(&cluster, 3);
+    let mut first = cluster.start(&[]);
+    cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
+    first.signal("TERM");
+    assert_eq!(first.wait_exit(Duration::from_secs(5)), Some(0), "{}", first.logs());
+
+    cluster.server.remove(MIRROR_PATH);
+    let held = cluster.mirror_object(HOME, "ca").expect("held by the finalizer");
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    let second = cluster.start(&[]);
+    cluster.wait_for(&second, "the Mirror gone", || {
+        cluster.mirror_object(HOME, "ca").is_none()
+    });
+    for ns in &selected {
+        assert!(cluster.configmap_at(ns, "app-ca").is_none(), "copy left in {ns}");
+    }
+}
+
+#[test]
+fn copies_whose_mirror_is_gone_are_deleted_at_start() {
+    let mut cluster = Cluster::new("orphans");
+    let selected = team_mirror(&cluster, 3);
+    let mut first = cluster.start(&[]);
+    cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
+    first.signal("TERM");
+    assert_eq!(first.wait_exit(Duration::from_secs(5)), Some(0), "{}", first.logs());
+
+    // Gone without its finalizer running (someone removed the finalizer by hand).
+    let mut mirror = cluster.mirror_object(HOME, "ca").expect("mirror");
+    mirror["metadata"]["finalizers"] = json!([]);
+    cluster.server.update(mirror);
+    cluster.server.remove(MIRROR_PATH);
+    assert!(cluster.mirror_object(HOME, "ca").is_none());
+    let second = cluster.start(&[]);
+    cluster.wait_for(&second, "the orphaned copies deleted", || {
+        selected
+            .iter()
+            .all(|ns| cluster.configmap_at(ns, "app-ca").is_none())
+    });
+}
+
+#[test]
+fn changing_the_source_kind_replaces_configmap_copies_with_secrets() {
+    let mut cluster = Cluster::new("kind");
+    let selected = team_mirror(&cluster, 2);
+    cluster.server.insert(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "app-ca", "namespace": HOME}, "data": {"ca.crt": "UEVN"}}));
+    let skiff = cluster.start(&[]);
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+
+    let mut mirror = cluster.mirror_object(HOME, "ca").expect("mirror");
+    mirror["spec"]["source"]["kind"] = json!("Secret");
+    cluster.server.update(mirror);
+    cluster.wait_for(&skiff, "Secret copies only", || {
+        selected.iter().all(|ns| {
+            cluster.secret_at(ns, "app-ca").is_some() && cluster.configmap_at(ns, "app-ca").is_none()
+        })
+    });
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+}
