@@ -5,7 +5,7 @@ mod support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::cluster::{Cluster, HOME};
+use support::cluster::{Cluster, FINALIZER, HOME, describe};
 use support::fake::{Fault, RequestClass};
 use support::skiff::Skiff;
 
@@ -137,5 +137,53 @@ fn expired_watches_relist_without_losing_events() {
         relists > 0 && skiff.logs().contains("relisting"),
         "no watch expired: the test lost its point; log:\n{}",
         skiff.logs()
+    );
+}
+
+/// Requests answered 500 while a Mirror's copies are created.
+const FAULTS: usize = 6;
+
+#[test]
+fn failed_writes_are_retried_until_every_copy_exists() {
+    let mut cluster = Cluster::new("write-errors");
+    let selected = cluster.namespaces("team", 10, json!({"team": "yes"}));
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
+    let skiff = cluster.start(&[]);
+    cluster.wait_caches_filled(&skiff);
+
+    let mark = cluster.server.requests().len();
+    cluster
+        .server
+        .set_fault_times(RequestClass::Other, Fault::ServerError, FAULTS);
+    // The finalizer is there already, so the faults meet the copies' creates.
+    cluster
+        .server
+        .insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+        "metadata": {"name": "ca", "namespace": HOME, "finalizers": [FINALIZER]},
+        "spec": {"source": {"kind": "ConfigMap", "name": "app-ca"},
+            "namespaceSelector": {"matchLabels": {"team": "yes"}}}}));
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+    for ns in &selected {
+        assert!(
+            cluster.configmap_at(ns, "app-ca").is_some(),
+            "no copy in {ns}"
+        );
+    }
+    let failed: Vec<_> = cluster
+        .requests_since(mark)
+        .into_iter()
+        .filter(|r| r.status == 500)
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .all(|r| r.method == "POST" && r.path.ends_with("/configmaps")),
+        "{}",
+        describe(&failed)
+    );
+    let failed = failed.len();
+    assert_eq!(
+        failed, FAULTS,
+        "the faults did not hit: the test lost its point"
     );
 }
