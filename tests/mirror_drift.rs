@@ -114,6 +114,19 @@ fn a_secret_copy_keeps_its_type_and_data() {
         cluster.configmap_at("team-a", "tls").is_none(),
         "a ConfigMap was written for a Secret source"
     );
+
+    let mut source = cluster.secret_at(HOME, "tls").expect("source");
+    source["data"]["tls.crt"] = json!("TkVX");
+    cluster.server.update(source);
+    let mut copy = cluster.secret_at("team-a", "tls").expect("copy");
+    copy["data"]["tls.key"] = json!("SEFORA==");
+    cluster.server.update(copy);
+    cluster.wait_for(&skiff, "the Secret copy following its source", || {
+        cluster.secret_at("team-a", "tls").is_some_and(|c| {
+            c["data"] == json!({"tls.crt": "TkVX", "tls.key": "S0VZ"})
+                && c["type"] == "kubernetes.io/tls"
+        })
+    });
 }
 
 #[test]

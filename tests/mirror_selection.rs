@@ -208,3 +208,40 @@ fn source_namespaces_flag_allows_the_listed_namespaces() {
     cluster.wait_ready(&skiff, "shared", "ca", "True", "Synced");
     assert!(cluster.configmap_at("team-a", "app-ca").is_some());
 }
+
+#[test]
+fn source_namespaces_star_allows_every_namespace() {
+    let mut cluster = Cluster::new("star");
+    cluster.namespace("anywhere", json!({}));
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.configmap("anywhere", "app-ca", json!({"ca.crt": "PEM"}));
+    cluster.mirror(
+        "anywhere",
+        "ca",
+        "ConfigMap",
+        "app-ca",
+        json!({"matchLabels": {"team": "yes"}}),
+    );
+    let skiff = cluster.start(&["--source-namespaces=*"]);
+
+    cluster.wait_ready(&skiff, "anywhere", "ca", "True", "Synced");
+    assert!(cluster.configmap_at("team-a", "app-ca").is_some());
+}
+
+#[test]
+fn a_mirror_without_a_selector_selects_nothing() {
+    let mut cluster = Cluster::new("no-selector");
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
+    cluster
+        .server
+        .insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+        "metadata": {"name": "ca", "namespace": HOME},
+        "spec": {"source": {"kind": "ConfigMap", "name": "app-ca"}}}));
+    let skiff = cluster.start(&[]);
+
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+    let status = &cluster.mirror_object(HOME, "ca").expect("mirror")["status"];
+    assert_eq!(status["selected"], 0, "{status}");
+    assert!(cluster.configmap_at("team-a", "app-ca").is_none());
+}
