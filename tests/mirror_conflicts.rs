@@ -283,3 +283,43 @@ fn a_copy_whose_labels_are_stripped_by_hand_becomes_a_reported_conflict() {
         "the object taken over by hand was written"
     );
 }
+
+#[test]
+fn the_losing_mirror_takes_over_once_the_winner_is_deleted() {
+    let mut cluster = Cluster::new("take-over");
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "FIRST"}));
+    cluster.configmap(HOME, "other-ca", json!({"ca.crt": "SECOND"}));
+    cluster.mirror(
+        HOME,
+        "first",
+        "ConfigMap",
+        "app-ca",
+        json!({"matchLabels": {"team": "yes"}}),
+    );
+    let skiff = cluster.start(&[]);
+    cluster.wait_ready(&skiff, HOME, "first", "True", "Synced");
+    cluster
+        .server
+        .insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+        "metadata": {"name": "second", "namespace": HOME},
+        "spec": {"source": {"kind": "ConfigMap", "name": "other-ca"}, "targetName": "app-ca",
+            "namespaceSelector": {"matchLabels": {"team": "yes"}}}}));
+    cluster.wait_ready(&skiff, HOME, "second", "False", "Conflict");
+
+    cluster
+        .server
+        .remove("/apis/skiff.dev/v1alpha1/namespaces/skiff-system/mirrors/first");
+    cluster.wait_for(
+        &skiff,
+        "the second Mirror's copy in place of the first's",
+        || {
+            cluster
+                .configmap_at("team-a", "app-ca")
+                .is_some_and(|c| c["metadata"]["labels"][MIRROR_NAME] == "second")
+        },
+    );
+    cluster.wait_ready(&skiff, HOME, "second", "True", "Synced");
+    let copy = cluster.configmap_at("team-a", "app-ca").expect("copy");
+    assert_eq!(copy["data"]["ca.crt"], "SECOND");
+}

@@ -1,17 +1,18 @@
-//! The Mirror controller's caches, and which Mirrors each watch event concerns.
+//! The Mirror controller's caches: what is watched and kept.
 //!
 //! Memory must not grow with objects skiff doesn't manage, so each watch is as narrow as the
 //! API allows: Mirrors and Namespaces (small), ConfigMaps and Secrets only in the namespaces
 //! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
 //! their content rather than the content.
 
-use super::copy::{CopyInfo, Payload, managed_selector, owner_of};
+use super::copy::{CopyInfo, Payload, managed_selector};
+use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
 use super::selector::NamespaceInfo;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
 use crate::kube::api::{ConfigMap, Namespace, Resource, Secret};
 use crate::runtime::{
-    ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed, object_keys,
+    ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed,
 };
 use std::collections::{BTreeSet, HashMap};
 
@@ -171,7 +172,7 @@ impl Caches {
                 copies.clone(),
                 self.configmap_copies.clone(),
                 queue,
-                copy_owners(self.mirrors.clone()),
+                copy_owners(self.mirrors.clone(), SourceKind::ConfigMap),
             ),
             spawn(
                 client,
@@ -179,7 +180,7 @@ impl Caches {
                 copies,
                 self.secret_copies.clone(),
                 queue,
-                copy_owners(self.mirrors.clone()),
+                copy_owners(self.mirrors.clone(), SourceKind::Secret),
             ),
         ];
         for (ns, store) in &self.configmap_sources.stores {
@@ -220,82 +221,6 @@ fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
     smol::spawn(feed(watcher, store, queue.clone(), map))
 }
 
-/// The Mirrors a Mirror event concerns. After a relist, also every Mirror a cached copy
-/// names: a Mirror that vanished while the watch was down is in no list, and only its
-/// leftover copies remember it.
-fn mirror_keys(
-    configmap_copies: Store<ConfigMap, CopyInfo>,
-    secret_copies: Store<Secret, CopyInfo>,
-) -> impl Fn(&WatcherEvent<Mirror>) -> Vec<ObjectKey> + Send + 'static {
-    move |event| {
-        let mut keys: BTreeSet<ObjectKey> = object_keys(event).into_iter().collect();
-        if let WatcherEvent::Restarted(_) = event {
-            let copies = configmap_copies
-                .list()
-                .into_iter()
-                .chain(secret_copies.list());
-            keys.extend(
-                copies
-                    .filter_map(|c| c.owner)
-                    .map(|o| ObjectKey::new(o.namespace, o.name)),
-            );
-        }
-        keys.into_iter().collect()
-    }
-}
-
-/// The Mirrors a copy event concerns; every Mirror when the event cannot say whose copy went:
-/// - after a relist, as a copy deleted while the watch was down is in no list;
-/// - for a copy that left the label selection (its labels were removed by hand): the watch
-///   reports it deleted with its new, unlabelled state, which names no Mirror.
-fn copy_owners<K: Resource>(
-    mirrors: Store<Mirror, Mirror>,
-) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
-    move |event| {
-        let mut keys: BTreeSet<ObjectKey> = owners(event).into_iter().collect();
-        let anonymous = match event {
-            WatcherEvent::Restarted(_) => true,
-            WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => owner_of(o.metadata()).is_none(),
-        };
-        if anonymous {
-            keys.extend(mirrors.keys());
-        }
-        keys.into_iter().collect()
-    }
-}
-
-/// The Mirrors named by the labels of the copies in an event.
-fn owners<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
-    let key = |o: &K| owner_of(o.metadata()).map(|o| ObjectKey::new(o.namespace, o.name));
-    let keys: BTreeSet<ObjectKey> = match event {
-        WatcherEvent::Restarted(objects) => objects.iter().filter_map(key).collect(),
-        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => key(o).into_iter().collect(),
-    };
-    keys.into_iter().collect()
-}
-
-/// The Mirrors whose source is the object in an event (every Mirror after a relist).
-fn mirrors_of_source<K: Resource>(
-    mirrors: Store<Mirror, Mirror>,
-    kind: SourceKind,
-) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
-    move |event| match event {
-        WatcherEvent::Restarted(_) => mirrors.keys(),
-        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
-            let (ns, name) = (o.metadata().namespace(), o.metadata().name());
-            mirrors
-                .filter(|m| {
-                    m.spec.source.kind == kind
-                        && m.spec.source.name == name
-                        && m.metadata.namespace() == ns
-                })
-                .iter()
-                .filter_map(ObjectKey::of)
-                .collect()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,113 +236,5 @@ mod tests {
             vec![Some("skiff-system".to_string())]
         );
         assert_eq!(SourceScope::All.watch_namespaces(), vec![None]);
-    }
-
-    #[test]
-    fn copy_events_enqueue_their_owning_mirror_once() {
-        let cm = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
-            ..ConfigMap::default()
-        };
-        let mut other = cm.clone();
-        other.metadata.namespace = Some("b".into());
-        let keys = owners(&WatcherEvent::Restarted(vec![
-            cm.clone(),
-            other,
-            ConfigMap::default(),
-        ]));
-        assert_eq!(keys, vec![ObjectKey::new("src", "m")]);
-        assert_eq!(
-            owners(&WatcherEvent::Deleted(cm)),
-            vec![ObjectKey::new("src", "m")]
-        );
-    }
-
-    #[test]
-    fn source_events_enqueue_the_mirrors_reading_that_source() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole();
-        let mut secret_mirror = mirror("src", "s");
-        secret_mirror.spec.source.kind = SourceKind::Secret;
-        mirrors.apply(&WatcherEvent::Restarted(vec![
-            mirror("src", "m"),
-            mirror("other", "m2"),
-            secret_mirror,
-        ]));
-        let map = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::ConfigMap);
-        let source = ConfigMap {
-            metadata: crate::kube::api::ObjectMeta::named(Some("src"), "app-ca"),
-            ..ConfigMap::default()
-        };
-        assert_eq!(
-            map(&WatcherEvent::Applied(source)),
-            vec![ObjectKey::new("src", "m")]
-        );
-    }
-
-    #[test]
-    fn a_copy_relist_enqueues_a_mirror_whose_last_copy_vanished() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole();
-        mirrors.apply(&WatcherEvent::Restarted(vec![mirror("src", "m")]));
-        let map = copy_owners::<ConfigMap>(mirrors);
-        assert_eq!(
-            map(&WatcherEvent::Restarted(Vec::new())),
-            vec![ObjectKey::new("src", "m")]
-        );
-    }
-
-    #[test]
-    fn a_copy_leaving_the_selection_unlabelled_enqueues_every_mirror() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole();
-        mirrors.apply(&WatcherEvent::Restarted(vec![
-            mirror("src", "m"),
-            mirror("src", "n"),
-        ]));
-        let map = copy_owners::<ConfigMap>(mirrors);
-        let stripped = ConfigMap {
-            metadata: crate::kube::api::ObjectMeta::named(Some("a"), "app-ca"),
-            ..ConfigMap::default()
-        };
-        let mut keys = map(&WatcherEvent::Deleted(stripped));
-        keys.sort();
-        assert_eq!(
-            keys,
-            [ObjectKey::new("src", "m"), ObjectKey::new("src", "n")]
-        );
-        let labelled = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
-            ..ConfigMap::default()
-        };
-        assert_eq!(
-            map(&WatcherEvent::Deleted(labelled)),
-            [ObjectKey::new("src", "m")]
-        );
-    }
-
-    #[test]
-    fn a_mirror_relist_enqueues_mirrors_only_leftover_copies_remember() {
-        let copies: Store<ConfigMap, CopyInfo> = Store::new(CopyInfo::of_configmap);
-        let orphan = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "gone"), "a", "h", None),
-            ..ConfigMap::default()
-        };
-        copies.apply(&WatcherEvent::Restarted(vec![orphan]));
-        let map = mirror_keys(copies, Store::new(CopyInfo::of_secret));
-        assert_eq!(
-            map(&WatcherEvent::Restarted(vec![mirror("src", "m")])),
-            vec![ObjectKey::new("src", "gone"), ObjectKey::new("src", "m")]
-        );
-        assert_eq!(
-            map(&WatcherEvent::Applied(mirror("src", "m"))),
-            vec![ObjectKey::new("src", "m")]
-        );
-    }
-
-    fn mirror(ns: &str, name: &str) -> Mirror {
-        let mut m = Mirror {
-            metadata: crate::kube::api::ObjectMeta::named(Some(ns), name),
-            ..Mirror::default()
-        };
-        m.spec.source.name = "app-ca".into();
-        m
     }
 }

@@ -1,7 +1,8 @@
 //! The Mirror controller: copies one ConfigMap or Secret into every selected namespace.
 //!
 //! - [`controller`]: the runnable the manager starts: watches → caches → workers.
-//! - [`caches`]: what is watched and kept, and which Mirrors an event concerns.
+//! - [`caches`]: what is watched and kept.
+//! - [`enqueue`]: which Mirrors each watch event concerns.
 //! - [`reconcile`]: one Mirror, once: plan, write what differs, report status; `apply`
 //!   carries out the writes.
 //! - [`types`]: the `Mirror` custom resource.
@@ -14,6 +15,7 @@ mod apply;
 pub mod caches;
 pub mod controller;
 pub mod copy;
+pub mod enqueue;
 pub mod plan;
 pub mod reconcile;
 pub mod selector;
