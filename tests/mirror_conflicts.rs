@@ -243,6 +243,22 @@ fn two_mirrors_racing_for_one_name_never_overwrite_each_other() {
         "a copy was overwritten:\n{}",
         describe(&updates)
     );
+
+    cluster
+        .server
+        .remove("/apis/skiff.dev/v1alpha1/namespaces/skiff-system/mirrors/one");
+    cluster.wait_for(
+        &skiff,
+        "every copy taken over by the remaining Mirror",
+        || {
+            namespaces.iter().all(|ns| {
+                cluster
+                    .configmap_at(ns, "app-ca")
+                    .is_some_and(|c| c["metadata"]["labels"][MIRROR_NAME] == "two")
+            })
+        },
+    );
+    cluster.wait_ready(&skiff, HOME, "two", "True", "Synced");
 }
 
 #[test]

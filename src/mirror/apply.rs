@@ -136,7 +136,12 @@ impl Reconciler {
         };
         let mine = owner_of(&meta).is_some_and(|me| found.owner.as_ref() == Some(&me));
         if !mine {
-            self.remember_unmanaged(&meta, &ns);
+            // Another Mirror's copy is labelled, so the copy cache will hold it and its
+            // deletion will wake this Mirror; only an object the cache cannot see is
+            // remembered (and re-checked later).
+            if found.owner.is_none() {
+                self.remember_unmanaged(&meta, &ns);
+            }
             return Done::Conflict(ns);
         }
         if found.content_hash == payload.hash() {
