@@ -179,17 +179,27 @@ fn a_mirror_deleted_while_skiff_was_down_is_cleaned_up_at_start() {
     let mut first = cluster.start(&[]);
     cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
     first.signal("TERM");
-    assert_eq!(first.wait_exit(Duration::from_secs(5)), Some(0), "{}", first.logs());
+    assert_eq!(
+        first.wait_exit(Duration::from_secs(5)),
+        Some(0),
+        "{}",
+        first.logs()
+    );
 
     cluster.server.remove(MIRROR_PATH);
-    let held = cluster.mirror_object(HOME, "ca").expect("held by the finalizer");
+    let held = cluster
+        .mirror_object(HOME, "ca")
+        .expect("held by the finalizer");
     assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
     let second = cluster.start(&[]);
     cluster.wait_for(&second, "the Mirror gone", || {
         cluster.mirror_object(HOME, "ca").is_none()
     });
     for ns in &selected {
-        assert!(cluster.configmap_at(ns, "app-ca").is_none(), "copy left in {ns}");
+        assert!(
+            cluster.configmap_at(ns, "app-ca").is_none(),
+            "copy left in {ns}"
+        );
     }
 }
 
@@ -200,7 +210,12 @@ fn copies_whose_mirror_is_gone_are_deleted_at_start() {
     let mut first = cluster.start(&[]);
     cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
     first.signal("TERM");
-    assert_eq!(first.wait_exit(Duration::from_secs(5)), Some(0), "{}", first.logs());
+    assert_eq!(
+        first.wait_exit(Duration::from_secs(5)),
+        Some(0),
+        "{}",
+        first.logs()
+    );
 
     // Gone without its finalizer running (someone removed the finalizer by hand).
     let mut mirror = cluster.mirror_object(HOME, "ca").expect("mirror");
@@ -220,7 +235,9 @@ fn copies_whose_mirror_is_gone_are_deleted_at_start() {
 fn changing_the_source_kind_replaces_configmap_copies_with_secrets() {
     let mut cluster = Cluster::new("kind");
     let selected = team_mirror(&cluster, 2);
-    cluster.server.insert(json!({"apiVersion": "v1", "kind": "Secret",
+    cluster
+        .server
+        .insert(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "app-ca", "namespace": HOME}, "data": {"ca.crt": "UEVN"}}));
     let skiff = cluster.start(&[]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
@@ -230,7 +247,8 @@ fn changing_the_source_kind_replaces_configmap_copies_with_secrets() {
     cluster.server.update(mirror);
     cluster.wait_for(&skiff, "Secret copies only", || {
         selected.iter().all(|ns| {
-            cluster.secret_at(ns, "app-ca").is_some() && cluster.configmap_at(ns, "app-ca").is_none()
+            cluster.secret_at(ns, "app-ca").is_some()
+                && cluster.configmap_at(ns, "app-ca").is_none()
         })
     });
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");

@@ -149,7 +149,7 @@ fn failed_writes_are_retried_until_every_copy_exists() {
     let selected = cluster.namespaces("team", 10, json!({"team": "yes"}));
     cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
     let skiff = cluster.start(&[]);
-    cluster.wait_caches_filled(&skiff);
+    cluster.wait_watching(&skiff, 1);
 
     let mark = cluster.server.requests().len();
     cluster

@@ -155,6 +155,23 @@ impl Cluster {
             .collect()
     }
 
+    /// Waits until the binary has its caches filled and its watches open: one each for
+    /// Mirrors, Namespaces, ConfigMap and Secret copies, and ConfigMap and Secret sources in
+    /// each of `source_namespaces`.
+    pub fn wait_watching(&self, skiff: &Skiff, source_namespaces: usize) {
+        self.wait_caches_filled(skiff);
+        let watches = 4 + 2 * source_namespaces;
+        self.wait_for(skiff, &format!("{watches} open watches"), || {
+            let open = self
+                .server
+                .requests()
+                .iter()
+                .filter(|r| r.watch && r.status == 200)
+                .count();
+            open >= watches
+        });
+    }
+
     /// Waits until the binary has filled its caches (it logs so once they are).
     pub fn wait_caches_filled(&self, skiff: &Skiff) {
         self.wait_for(skiff, "the caches to fill", || {
