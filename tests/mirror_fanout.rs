@@ -45,6 +45,16 @@ fn fans_out_to_every_selected_namespace_and_reports_ready() {
     for ns in &others {
         assert!(cluster.configmap_at(ns, "app-ca").is_none(), "copy in {ns}");
     }
+    let copy_writes: Vec<_> = cluster
+        .writes_since(0)
+        .into_iter()
+        .filter(|r| r.path.contains("/configmaps"))
+        .collect();
+    assert!(
+        copy_writes.len() == FAN_OUT && copy_writes.iter().all(|r| r.method == "POST"),
+        "not one create per namespace:\n{}",
+        describe(&copy_writes)
+    );
     let source = cluster.configmap_at(HOME, "app-ca").expect("source");
     assert!(
         source["metadata"]["labels"][MANAGED_BY].is_null(),
@@ -105,6 +115,7 @@ fn a_source_update_reaches_every_copy() {
     let skiff = cluster.start(&[]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
 
+    let mark = cluster.server.requests().len();
     source["data"] = json!({"ca.crt": "v2"});
     cluster.server.update(source);
     let new_hash = configmap_hash(&json!({"ca.crt": "v2"}), &json!({}));
@@ -126,6 +137,16 @@ fn a_source_update_reaches_every_copy() {
             new_hash.as_str()
         );
     }
+    let copy_writes: Vec<_> = cluster
+        .writes_since(mark)
+        .into_iter()
+        .filter(|r| r.path.contains("/configmaps/"))
+        .collect();
+    assert!(
+        copy_writes.len() == selected.len() && copy_writes.iter().all(|r| r.method == "PUT"),
+        "not one update per copy:\n{}",
+        describe(&copy_writes)
+    );
 }
 
 #[test]
