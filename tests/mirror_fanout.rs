@@ -8,6 +8,7 @@ use std::time::Duration;
 use support::cluster::{
     Cluster, HOME, MANAGED_BY, MIRROR_NAME, MIRROR_NAMESPACE, SOURCE_HASH, configmap_hash, describe,
 };
+use support::fake::{Fault, RequestClass};
 
 const FAN_OUT: usize = 50;
 
@@ -201,5 +202,52 @@ fn a_converged_controller_writes_nothing() {
         "writes after convergence:\n{}\nlog:\n{}",
         describe(&writes),
         skiff.logs()
+    );
+}
+
+#[test]
+fn namespaces_arriving_during_a_fan_out_get_exactly_one_create_each() {
+    let mut cluster = Cluster::new("arrivals");
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
+    cluster.mirror(
+        HOME,
+        "ca",
+        "ConfigMap",
+        "app-ca",
+        json!({"matchLabels": {"team": "yes"}}),
+    );
+    let skiff = cluster.start(&[]);
+    cluster.wait_watching(&skiff, 1);
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+
+    // Every namespace event reconciles the Mirror again while earlier creates are still on
+    // their way back through the copy watch.
+    cluster
+        .server
+        .set_fault(RequestClass::Other, Fault::Delay(Duration::from_millis(20)));
+    let names: Vec<String> = (0..30).map(|i| format!("team-{i}")).collect();
+    for name in &names {
+        cluster.namespace(name, json!({"team": "yes"}));
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    cluster.wait_for(&skiff, "a copy in every namespace", || {
+        names
+            .iter()
+            .all(|ns| cluster.configmap_at(ns, "app-ca").is_some())
+    });
+    cluster.server.clear_faults();
+    cluster.wait_for(&skiff, "status 30 of 30", || {
+        let status = &cluster.mirror_object(HOME, "ca").expect("mirror")["status"];
+        status["selected"] == 30 && status["synced"] == 30
+    });
+    let copy_writes: Vec<_> = cluster
+        .writes_since(0)
+        .into_iter()
+        .filter(|r| r.path.contains("/configmaps"))
+        .collect();
+    assert!(
+        copy_writes.len() == names.len() && copy_writes.iter().all(|r| r.status == 201),
+        "creates repeated or refused:\n{}",
+        describe(&copy_writes)
     );
 }
