@@ -76,7 +76,8 @@ impl Reconciler {
         if mirror.metadata.deletion_timestamp.is_some() {
             return self.finalize(&mirror, &owner).await;
         }
-        let mirror = self.ensure_finalizer(mirror).await?;
+        // A Mirror whose sources may not be read writes no copy, so it gets no finalizer:
+        // its deletion would have nothing to clean up.
         if !self.scope.allows(mirror.metadata.namespace()) {
             let message = format!(
                 "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
@@ -92,6 +93,7 @@ impl Reconciler {
             .await?;
             return Ok(Action::Done);
         }
+        let mirror = self.ensure_finalizer(mirror).await?;
         let source = &mirror.spec.source;
         let Some(payload) =
             self.caches
