@@ -106,7 +106,7 @@ fn a_deleted_source_leaves_the_copies_and_reports_source_not_found() {
 }
 
 #[test]
-fn a_restart_with_nothing_changed_writes_nothing() {
+fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
     let mut cluster = Cluster::new("restart");
     team_mirror(&cluster, 20);
     cluster.namespaces("other", 5, json!({}));
@@ -122,13 +122,15 @@ fn a_restart_with_nothing_changed_writes_nothing() {
         "tls",
         json!({"matchLabels": {"team": "yes"}}),
     );
+    // An object skiff doesn't manage blocks "ca" in one namespace: the cache cannot see it.
+    cluster.configmap("team-19", "app-ca", json!({"ca.crt": "THEIRS"}));
     let mut first = cluster.start(&[]);
-    cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
+    cluster.wait_ready(&first, HOME, "ca", "False", "Conflict");
     cluster.wait_ready(&first, HOME, "tls", "True", "Synced");
     cluster.wait_for(&first, "both Mirrors fully synced", || {
-        ["ca", "tls"]
-            .iter()
-            .all(|m| cluster.mirror_object(HOME, m).expect("mirror")["status"]["synced"] == 20)
+        let synced =
+            |m| cluster.mirror_object(HOME, m).expect("mirror")["status"]["synced"].clone();
+        synced("ca") == 19 && synced("tls") == 20
     });
     // A Mirror that loses every namespace to "tls": its conflicts are old news on restart.
     cluster
@@ -151,9 +153,13 @@ fn a_restart_with_nothing_changed_writes_nothing() {
     let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{port}");
     let second = cluster.start(&[&metrics_flag]);
     cluster.wait_caches_filled(&second);
-    let success = r#"controller_runtime_reconcile_total{controller="mirror",result="success"}"#;
+    let total = |result: &str| {
+        format!(r#"controller_runtime_reconcile_total{{controller="mirror",result="{result}"}}"#)
+    };
+    // "ca" asks to be looked at again later (it is blocked); the others are done.
     cluster.wait_for(&second, "every Mirror reconciled by the second run", || {
-        metric(&scrape_metrics(port), success) >= 3.0
+        let text = scrape_metrics(port);
+        metric(&text, &total("success")) + metric(&text, &total("requeue_after")) >= 3.0
     });
     std::thread::sleep(Duration::from_secs(1));
 

@@ -118,19 +118,7 @@ impl Reconciler {
     /// (the cache had not seen it yet), otherwise leave it alone and report the conflict.
     async fn adopt_or_refuse(&self, meta: ObjectMeta, payload: &Payload) -> Done {
         let (ns, name) = (meta.namespace().to_owned(), meta.name().to_owned());
-        let found = match payload.kind() {
-            SourceKind::ConfigMap => self
-                .client
-                .get::<ConfigMap>(Some(&ns), &name)
-                .await
-                .map(|c| CopyInfo::of_configmap(&c)),
-            SourceKind::Secret => self
-                .client
-                .get::<Secret>(Some(&ns), &name)
-                .await
-                .map(|s| CopyInfo::of_secret(&s)),
-        };
-        let found = match found {
+        let found = match self.fetch_copy(payload.kind(), &ns, &name).await {
             Ok(found) => found,
             Err(e) => return Done::Failed(e),
         };
@@ -163,6 +151,27 @@ impl Reconciler {
                 Done::Written
             }
             Err(e) => Done::Failed(e),
+        }
+    }
+
+    /// Reads the object of `kind` named `name` in `ns` from the server (not the cache).
+    pub(super) async fn fetch_copy(
+        &self,
+        kind: SourceKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<CopyInfo, Error> {
+        match kind {
+            SourceKind::ConfigMap => self
+                .client
+                .get::<ConfigMap>(Some(ns), name)
+                .await
+                .map(|c| CopyInfo::of_configmap(&c)),
+            SourceKind::Secret => self
+                .client
+                .get::<Secret>(Some(ns), name)
+                .await
+                .map(|s| CopyInfo::of_secret(&s)),
         }
     }
 
@@ -231,10 +240,7 @@ impl Reconciler {
 
     fn remember_unmanaged(&self, meta: &ObjectMeta, ns: &str) {
         if let Some(owner) = owner_of(meta) {
-            let mut all = self.unmanaged.lock().unwrap_or_else(|e| e.into_inner());
-            all.entry(owner)
-                .or_default()
-                .insert(ns.to_owned(), Instant::now());
+            self.unmanaged.remember(&owner, ns, Instant::now());
         }
     }
 }

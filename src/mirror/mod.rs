@@ -10,6 +10,7 @@
 //! - [`copy`]: payload, content hash and the labels that mark a copy as skiff's.
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
 //! - [`status`]: the counts and `Ready` condition a Mirror reports.
+//! - [`unmanaged`]: objects with a copy's name that skiff must not touch, remembered.
 //! - [`written`]: writes the copy cache has not seen yet, so none is made twice.
 mod apply;
 pub mod caches;
@@ -21,6 +22,7 @@ pub mod reconcile;
 pub mod selector;
 pub mod status;
 pub mod types;
+pub mod unmanaged;
 pub mod written;
 
 pub use caches::SourceScope;

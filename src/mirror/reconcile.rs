@@ -10,30 +10,26 @@ use super::plan::{Desired, Plan, plan};
 use super::selector::selects;
 use super::status::{self, Observed, Reason};
 use super::types::Mirror;
+use super::unmanaged::{UNMANAGED_RECHECK, Unmanaged};
 use super::written::Written;
 use crate::kube::events::{Recorder, reference_to};
 use crate::kube::{Client, Error};
 use crate::runtime::{Action, ObjectKey};
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The finalizer that makes a Mirror's deletion wait until its copies are gone.
 pub const FINALIZER: &str = "skiff.dev/cleanup";
-
-/// How long an object that is not skiff's blocks a namespace before the create is tried
-/// again. The cache cannot see such objects (it holds only skiff's), so this is how their
-/// removal is noticed.
-pub const UNMANAGED_RECHECK: Duration = Duration::from_secs(300);
 
 pub struct Reconciler {
     pub(super) client: Client,
     pub(super) caches: Caches,
     scope: SourceScope,
     pub(super) written: Written,
-    /// Per Mirror: namespaces where a create met an object that is not skiff's, and when.
-    pub(super) unmanaged: Mutex<HashMap<Owner, BTreeMap<String, Instant>>>,
+    /// Namespaces where an object that is not skiff's holds a copy's name.
+    pub(super) unmanaged: Unmanaged,
     /// Per Mirror: the conflicts already reported with an Event (by this process, or by an
     /// earlier one whose status still shows them).
     reported: Mutex<HashMap<Owner, BTreeSet<String>>>,
@@ -55,7 +51,7 @@ impl Reconciler {
             caches,
             scope,
             written: Written::default(),
-            unmanaged: Mutex::default(),
+            unmanaged: Unmanaged::default(),
             reported: Mutex::default(),
             mirrors_written: Mutex::default(),
             recorder,
@@ -124,7 +120,7 @@ impl Reconciler {
     ) -> Result<Action, Error> {
         let hash = payload.hash();
         let selected = self.selected(mirror);
-        let unmanaged = self.unmanaged_of(owner);
+        let unmanaged = self.find_unmanaged(mirror, owner, &selected).await;
         let plan = self.plan(mirror, owner, &hash, &selected, &unmanaged);
         let outcome = self.apply(mirror, payload, &hash, &plan).await;
         let mut conflicts = plan.conflicts.clone();
@@ -152,7 +148,7 @@ impl Reconciler {
         if let Some(e) = outcome.errors.into_iter().next() {
             return Err(e);
         }
-        let blocked = !self.unmanaged_of(owner).is_empty();
+        let blocked = !self.unmanaged.blocked(owner, Instant::now()).is_empty();
         Ok(if blocked {
             Action::RequeueAfter(UNMANAGED_RECHECK)
         } else {
@@ -215,15 +211,6 @@ impl Reconciler {
             .into_iter()
             .map(|info| info.name)
             .collect()
-    }
-
-    fn unmanaged_of(&self, owner: &Owner) -> BTreeSet<String> {
-        let mut all = self.unmanaged.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(seen) = all.get_mut(owner) else {
-            return BTreeSet::new();
-        };
-        seen.retain(|_, at| at.elapsed() < UNMANAGED_RECHECK);
-        seen.keys().cloned().collect()
     }
 
     async fn report_conflicts(&self, mirror: &Mirror, owner: &Owner, conflicts: &[String]) {
