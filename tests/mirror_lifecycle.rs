@@ -259,3 +259,47 @@ fn changing_the_source_kind_replaces_configmap_copies_with_secrets() {
     });
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
 }
+
+#[test]
+fn sigterm_during_a_long_fan_out_stops_without_finishing_it() {
+    let mut cluster = Cluster::new("stop-mid-fan-out");
+    team_mirror(&cluster, 60);
+    // 5 writes a second: the fan-out alone would take about 12 s.
+    let mut skiff = cluster.start(&["--kube-api-qps=5", "--kube-api-burst=1"]);
+    cluster.wait_for(&skiff, "the fan-out under way", || {
+        cluster
+            .writes_since(0)
+            .iter()
+            .any(|r| r.path.ends_with("/configmaps"))
+    });
+    skiff.signal("TERM");
+    let stopped_at = std::time::Instant::now();
+    assert_eq!(
+        skiff.wait_exit(Duration::from_secs(5)),
+        Some(0),
+        "{}",
+        skiff.logs()
+    );
+    let mark = cluster.server.requests().len();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(cluster.server.requests().len(), mark, "requests after exit");
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(3),
+        "took {:?} to stop",
+        stopped_at.elapsed()
+    );
+    let logs = skiff.logs();
+    assert!(logs.contains("writes left for the next run"), "{logs}");
+    assert!(!logs.contains("WARN"), "{logs}");
+    let copies = (0..60)
+        .filter(|i| {
+            cluster
+                .configmap_at(&format!("team-{i}"), "app-ca")
+                .is_some()
+        })
+        .count();
+    assert!(
+        copies < 60,
+        "the fan-out finished before the stop: the test lost its point"
+    );
+}

@@ -10,6 +10,7 @@ use super::reconcile::Reconciler;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Error;
 use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +27,8 @@ pub struct Outcome {
     /// Namespaces where a create met an object that is not this Mirror's.
     pub new_conflicts: Vec<String>,
     pub errors: Vec<Error>,
+    /// The controller began stopping; some writes were not made.
+    pub stopped: bool,
 }
 
 enum Done {
@@ -33,6 +36,8 @@ enum Done {
     Deleted,
     Conflict(String),
     Failed(Error),
+    /// Not done: the controller is stopping.
+    Stopped,
 }
 
 impl Reconciler {
@@ -56,7 +61,7 @@ impl Reconciler {
         for (kind, ns, name, rv) in &plan.delete {
             let (this, limit) = (Arc::clone(self), Arc::clone(&limit));
             let (kind, ns, name, rv) = (*kind, ns.clone(), name.clone(), rv.clone());
-            tasks.push(smol::spawn(async move {
+            tasks.push(self.spawn_unless_stopped(async move {
                 let _permit = limit.acquire().await;
                 this.delete_copy(kind, &ns, &name, &rv).await
             }));
@@ -68,6 +73,7 @@ impl Reconciler {
                 Done::Deleted => {}
                 Done::Conflict(ns) => outcome.new_conflicts.push(ns),
                 Done::Failed(e) => outcome.errors.push(e),
+                Done::Stopped => outcome.stopped = true,
             }
         }
         outcome
@@ -81,10 +87,23 @@ impl Reconciler {
         replaced: Option<String>,
     ) -> smol::Task<Done> {
         let (this, limit) = (Arc::clone(self), Arc::clone(limit));
-        smol::spawn(async move {
+        self.spawn_unless_stopped(async move {
             let _permit = limit.acquire().await;
             this.write_copy(meta, &payload, replaced).await
         })
+    }
+
+    /// Runs one write, abandoned (waiting for a permit, the rate limiter or the reply) once
+    /// the controller stops: each write is idempotent, and the next run redoes what is left.
+    fn spawn_unless_stopped(
+        &self,
+        write: impl Future<Output = Done> + Send + 'static,
+    ) -> smol::Task<Done> {
+        let stopping = self.stopping.clone();
+        smol::spawn(write.or(async move {
+            stopping.wait().await;
+            Done::Stopped
+        }))
     }
 
     /// Creates (`replaced` = None) or updates a copy; a create that meets an existing object
@@ -224,6 +243,11 @@ impl Reconciler {
         let copies = self.caches.copies_of(owner);
         let mut first_error = None;
         for copy in copies {
+            if self.stopping.is_stopping() {
+                return Err(Error::Refused(
+                    "stopping before every copy was deleted; the next run deletes the rest".into(),
+                ));
+            }
             let current =
                 self.written
                     .resolve(copy.kind, &copy.namespace, &copy.name, Some(copy.clone()));

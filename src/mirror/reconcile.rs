@@ -14,7 +14,7 @@ use super::unmanaged::{UNMANAGED_RECHECK, Unmanaged};
 use super::written::Written;
 use crate::kube::events::{Recorder, reference_to};
 use crate::kube::{Client, Error};
-use crate::runtime::{Action, ObjectKey};
+use crate::runtime::{Action, ObjectKey, Stopping};
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -37,6 +37,8 @@ pub struct Reconciler {
     /// cache moves past that version (so a status or finalizer is not written twice).
     mirrors_written: Mutex<HashMap<Owner, (String, Mirror)>>,
     pub(super) recorder: Recorder,
+    /// Set when the controller stops: writes not yet made are left to the next run.
+    pub(super) stopping: Stopping,
 }
 
 impl Reconciler {
@@ -45,6 +47,7 @@ impl Reconciler {
         caches: Caches,
         scope: SourceScope,
         recorder: Recorder,
+        stopping: Stopping,
     ) -> Reconciler {
         Reconciler {
             client,
@@ -55,6 +58,7 @@ impl Reconciler {
             reported: Mutex::default(),
             mirrors_written: Mutex::default(),
             recorder,
+            stopping,
         }
     }
 
@@ -123,6 +127,14 @@ impl Reconciler {
         let unmanaged = self.find_unmanaged(mirror, owner, &selected).await;
         let plan = self.plan(mirror, owner, &hash, &selected, &unmanaged);
         let outcome = self.apply(mirror, payload, &hash, &plan).await;
+        if outcome.stopped {
+            log::info!(
+                "Mirror {}/{}: stopping with writes left for the next run",
+                owner.namespace,
+                owner.name
+            );
+            return Ok(Action::Done);
+        }
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();

@@ -43,11 +43,17 @@ impl Cluster {
         cluster
     }
 
-    /// Starts `skiff` (no leader election, unthrottled) with `extra` flags.
+    /// Starts `skiff` (no leader election, unthrottled unless `extra` sets the QPS flags)
+    /// with `extra` flags.
     pub fn start(&mut self, extra: &[&str]) -> Skiff {
         self.runs += 1;
         let log = self.dir.0.join(format!("skiff-{}.log", self.runs));
-        let mut args: Vec<&str> = FAST.to_vec();
+        let flag = |arg: &str| arg.split('=').next().unwrap_or_default().to_owned();
+        let mut args: Vec<&str> = FAST
+            .iter()
+            .filter(|fast| !extra.iter().any(|e| flag(e) == flag(fast)))
+            .copied()
+            .collect();
         args.extend_from_slice(extra);
         Skiff::start(&self.kubeconfig, log, &args)
     }
