@@ -10,7 +10,7 @@ use std::time::Duration;
 /// The namespace skiff "runs in" (the kubeconfig context's), where sources and Mirrors live.
 pub const HOME: &str = "skiff-system";
 /// How long a test waits for the controller to converge before it fails.
-pub const CONVERGE: Duration = Duration::from_secs(10);
+pub const CONVERGE: Duration = Duration::from_secs(20);
 /// Flags every Mirror test passes: no client-side throttling, so fan-outs are quick.
 pub const FAST: &[&str] = &["--kube-api-qps=1000", "--kube-api-burst=1000"];
 
