@@ -56,6 +56,16 @@ fn fans_out_to_every_selected_namespace_and_reports_ready() {
         "not one create per namespace:\n{}",
         describe(&copy_writes)
     );
+    let refused: Vec<_> = cluster
+        .writes_since(0)
+        .into_iter()
+        .filter(|r| r.status >= 400)
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "refused writes:\n{}",
+        describe(&refused)
+    );
     let source = cluster.configmap_at(HOME, "app-ca").expect("source");
     assert!(
         source["metadata"]["labels"][MANAGED_BY].is_null(),

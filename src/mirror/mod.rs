@@ -11,12 +11,14 @@
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
 //! - [`status`]: the counts and `Ready` condition a Mirror reports.
 //! - [`unmanaged`]: objects with a copy's name that skiff must not touch, remembered.
+//! - [`mirror_writes`]: Mirror writes the Mirror cache has not seen yet.
 //! - [`written`]: writes the copy cache has not seen yet, so none is made twice.
 mod apply;
 pub mod caches;
 pub mod controller;
 pub mod copy;
 pub mod enqueue;
+pub mod mirror_writes;
 pub mod plan;
 pub mod reconcile;
 pub mod selector;

@@ -6,6 +6,7 @@
 
 use super::caches::{Caches, SourceScope};
 use super::copy::{CopyInfo, Owner, Payload};
+use super::mirror_writes::MirrorWrites;
 use super::plan::{Desired, Plan, plan};
 use super::selector::selects;
 use super::status::{self, Observed, Reason};
@@ -33,9 +34,9 @@ pub struct Reconciler {
     /// Per Mirror: the conflicts already reported with an Event (by this process, or by an
     /// earlier one whose status still shows them).
     reported: Mutex<HashMap<Owner, BTreeSet<String>>>,
-    /// Per Mirror: the version this replica last replaced and the object it wrote, until the
-    /// cache moves past that version (so a status or finalizer is not written twice).
-    mirrors_written: Mutex<HashMap<Owner, (String, Mirror)>>,
+    /// Mirrors as this replica last wrote them, until the cache catches up (so a status or
+    /// finalizer is not written twice).
+    mirrors_written: MirrorWrites,
     pub(super) recorder: Recorder,
     /// Set when the controller stops: writes not yet made are left to the next run.
     pub(super) stopping: Stopping,
@@ -56,7 +57,7 @@ impl Reconciler {
             written: Written::default(),
             unmanaged: Unmanaged::default(),
             reported: Mutex::default(),
-            mirrors_written: Mutex::default(),
+            mirrors_written: MirrorWrites::default(),
             recorder,
             stopping,
         }
@@ -69,10 +70,11 @@ impl Reconciler {
                 name: key.name,
             };
             self.delete_all_copies(&owner).await?;
+            self.forget(&owner);
             return Ok(Action::Done);
         };
         let owner = Owner::of(&mirror);
-        let mirror = self.latest(&owner, mirror);
+        let mirror = self.mirrors_written.latest(&owner, mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
             return self.finalize(&mirror, &owner).await;
         }
@@ -114,6 +116,16 @@ impl Reconciler {
             return Ok(Action::Done);
         };
         self.sync(&mirror, &owner, &payload).await
+    }
+
+    /// Drops what is kept about a Mirror that is gone.
+    fn forget(&self, owner: &Owner) {
+        self.mirrors_written.forget(owner);
+        self.unmanaged.forget(owner);
+        self.reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(owner);
     }
 
     async fn sync(
@@ -279,35 +291,9 @@ impl Reconciler {
         let mut updated = mirror.clone();
         updated.status = Some(status);
         let written = self.client.replace_status(&updated).await?;
-        self.remember(mirror, written);
+        self.mirrors_written
+            .remember(mirror.metadata.resource_version(), written);
         Ok(())
-    }
-
-    /// The cached Mirror, or what this replica last wrote if the cache hasn't caught up.
-    fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
-        let mut written = self
-            .mirrors_written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match written.get(owner) {
-            Some((replaced, ours)) if *replaced == cached.metadata.resource_version() => {
-                ours.clone()
-            }
-            Some(_) => {
-                written.remove(owner);
-                cached
-            }
-            None => cached,
-        }
-    }
-
-    fn remember(&self, replaced: &Mirror, written: Mirror) {
-        let replaced_version = replaced.metadata.resource_version().to_owned();
-        let mut all = self
-            .mirrors_written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        all.insert(Owner::of(&written), (replaced_version, written));
     }
 
     async fn ensure_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {
@@ -351,12 +337,16 @@ impl Reconciler {
             "finalizers": finalizers,
             "resourceVersion": mirror.metadata.resource_version(),
         }});
-        self.client
+        let patched: Mirror = self
+            .client
             .patch_merge(
                 Some(mirror.metadata.namespace()),
                 mirror.metadata.name(),
                 &patch,
             )
-            .await
+            .await?;
+        self.mirrors_written
+            .remember(mirror.metadata.resource_version(), patched.clone());
+        Ok(patched)
     }
 }

@@ -71,6 +71,12 @@ impl Unmanaged {
             .collect()
     }
 
+    /// Drops what is known of a Mirror that is gone.
+    pub fn forget(&self, owner: &Owner) {
+        lock(&self.seen).remove(owner);
+        lock(&self.known).remove(owner);
+    }
+
     /// True the first time it is asked about `owner`.
     pub fn first_sight(&self, owner: &Owner) -> bool {
         lock(&self.known).insert(owner.clone())
@@ -165,9 +171,13 @@ mod tests {
     }
 
     #[test]
-    fn first_sight_is_true_once_per_mirror() {
+    fn first_sight_is_true_once_per_mirror_until_it_is_forgotten() {
         let u = Unmanaged::default();
         assert!(u.first_sight(&owner()));
         assert!(!u.first_sight(&owner()));
+        u.remember(&owner(), "a", Instant::now());
+        u.forget(&owner());
+        assert!(u.first_sight(&owner()));
+        assert!(u.blocked(&owner(), Instant::now()).is_empty());
     }
 }
