@@ -10,6 +10,7 @@ use super::reconcile::Reconciler;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Error;
 use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +27,8 @@ pub struct Outcome {
     /// Namespaces where a create met an object that is not this Mirror's.
     pub new_conflicts: Vec<String>,
     pub errors: Vec<Error>,
+    /// The controller began stopping; some writes were not made.
+    pub stopped: bool,
 }
 
 enum Done {
@@ -33,6 +36,8 @@ enum Done {
     Deleted,
     Conflict(String),
     Failed(Error),
+    /// Not done: the controller is stopping.
+    Stopped,
 }
 
 impl Reconciler {
@@ -56,7 +61,7 @@ impl Reconciler {
         for (kind, ns, name, rv) in &plan.delete {
             let (this, limit) = (Arc::clone(self), Arc::clone(&limit));
             let (kind, ns, name, rv) = (*kind, ns.clone(), name.clone(), rv.clone());
-            tasks.push(smol::spawn(async move {
+            tasks.push(self.spawn_unless_stopped(async move {
                 let _permit = limit.acquire().await;
                 this.delete_copy(kind, &ns, &name, &rv).await
             }));
@@ -68,6 +73,7 @@ impl Reconciler {
                 Done::Deleted => {}
                 Done::Conflict(ns) => outcome.new_conflicts.push(ns),
                 Done::Failed(e) => outcome.errors.push(e),
+                Done::Stopped => outcome.stopped = true,
             }
         }
         outcome
@@ -81,10 +87,23 @@ impl Reconciler {
         replaced: Option<String>,
     ) -> smol::Task<Done> {
         let (this, limit) = (Arc::clone(self), Arc::clone(limit));
-        smol::spawn(async move {
+        self.spawn_unless_stopped(async move {
             let _permit = limit.acquire().await;
             this.write_copy(meta, &payload, replaced).await
         })
+    }
+
+    /// Runs one write, abandoned (waiting for a permit, the rate limiter or the reply) once
+    /// the controller stops: each write is idempotent, and the next run redoes what is left.
+    fn spawn_unless_stopped(
+        &self,
+        write: impl Future<Output = Done> + Send + 'static,
+    ) -> smol::Task<Done> {
+        let stopping = self.stopping.clone();
+        smol::spawn(write.or(async move {
+            stopping.wait().await;
+            Done::Stopped
+        }))
     }
 
     /// Creates (`replaced` = None) or updates a copy; a create that meets an existing object
@@ -118,25 +137,18 @@ impl Reconciler {
     /// (the cache had not seen it yet), otherwise leave it alone and report the conflict.
     async fn adopt_or_refuse(&self, meta: ObjectMeta, payload: &Payload) -> Done {
         let (ns, name) = (meta.namespace().to_owned(), meta.name().to_owned());
-        let found = match payload.kind() {
-            SourceKind::ConfigMap => self
-                .client
-                .get::<ConfigMap>(Some(&ns), &name)
-                .await
-                .map(|c| CopyInfo::of_configmap(&c)),
-            SourceKind::Secret => self
-                .client
-                .get::<Secret>(Some(&ns), &name)
-                .await
-                .map(|s| CopyInfo::of_secret(&s)),
-        };
-        let found = match found {
+        let found = match self.fetch_copy(payload.kind(), &ns, &name).await {
             Ok(found) => found,
             Err(e) => return Done::Failed(e),
         };
         let mine = owner_of(&meta).is_some_and(|me| found.owner.as_ref() == Some(&me));
         if !mine {
-            self.remember_unmanaged(&meta, &ns);
+            // Another Mirror's copy is labelled, so the copy cache will hold it and its
+            // deletion will wake this Mirror; only an object the cache cannot see is
+            // remembered (and re-checked later).
+            if found.owner.is_none() {
+                self.remember_unmanaged(&meta, &ns);
+            }
             return Done::Conflict(ns);
         }
         if found.content_hash == payload.hash() {
@@ -158,6 +170,27 @@ impl Reconciler {
                 Done::Written
             }
             Err(e) => Done::Failed(e),
+        }
+    }
+
+    /// Reads the object of `kind` named `name` in `ns` from the server (not the cache).
+    pub(super) async fn fetch_copy(
+        &self,
+        kind: SourceKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<CopyInfo, Error> {
+        match kind {
+            SourceKind::ConfigMap => self
+                .client
+                .get::<ConfigMap>(Some(ns), name)
+                .await
+                .map(|c| CopyInfo::of_configmap(&c)),
+            SourceKind::Secret => self
+                .client
+                .get::<Secret>(Some(ns), name)
+                .await
+                .map(|s| CopyInfo::of_secret(&s)),
         }
     }
 
@@ -210,6 +243,11 @@ impl Reconciler {
         let copies = self.caches.copies_of(owner);
         let mut first_error = None;
         for copy in copies {
+            if self.stopping.is_stopping() {
+                return Err(Error::Refused(
+                    "stopping before every copy was deleted; the next run deletes the rest".into(),
+                ));
+            }
             let current =
                 self.written
                     .resolve(copy.kind, &copy.namespace, &copy.name, Some(copy.clone()));
@@ -226,10 +264,7 @@ impl Reconciler {
 
     fn remember_unmanaged(&self, meta: &ObjectMeta, ns: &str) {
         if let Some(owner) = owner_of(meta) {
-            let mut all = self.unmanaged.lock().unwrap_or_else(|e| e.into_inner());
-            all.entry(owner)
-                .or_default()
-                .insert(ns.to_owned(), Instant::now());
+            self.unmanaged.remember(&owner, ns, Instant::now());
         }
     }
 }

@@ -1,17 +1,18 @@
-//! The Mirror controller's caches, and which Mirrors each watch event concerns.
+//! The Mirror controller's caches: what is watched and kept.
 //!
 //! Memory must not grow with objects skiff doesn't manage, so each watch is as narrow as the
 //! API allows: Mirrors and Namespaces (small), ConfigMaps and Secrets only in the namespaces
 //! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
 //! their content rather than the content.
 
-use super::copy::{CopyInfo, Payload, managed_selector, owner_of};
+use super::copy::{CopyInfo, Payload, managed_selector};
+use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
 use super::selector::NamespaceInfo;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
 use crate::kube::api::{ConfigMap, Namespace, Resource, Secret};
 use crate::runtime::{
-    ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed, object_keys,
+    ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed,
 };
 use std::collections::{BTreeSet, HashMap};
 
@@ -152,7 +153,7 @@ impl Caches {
                 WatcherConfig::default(),
                 self.mirrors.clone(),
                 queue,
-                object_keys,
+                mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone()),
             ),
             spawn(
                 client,
@@ -171,7 +172,7 @@ impl Caches {
                 copies.clone(),
                 self.configmap_copies.clone(),
                 queue,
-                owners,
+                copy_owners(self.mirrors.clone(), SourceKind::ConfigMap),
             ),
             spawn(
                 client,
@@ -179,7 +180,7 @@ impl Caches {
                 copies,
                 self.secret_copies.clone(),
                 queue,
-                owners,
+                copy_owners(self.mirrors.clone(), SourceKind::Secret),
             ),
         ];
         for (ns, store) in &self.configmap_sources.stores {
@@ -220,38 +221,6 @@ fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
     smol::spawn(feed(watcher, store, queue.clone(), map))
 }
 
-/// The Mirrors named by the labels of the copies in an event.
-fn owners<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
-    let key = |o: &K| owner_of(o.metadata()).map(|o| ObjectKey::new(o.namespace, o.name));
-    let keys: BTreeSet<ObjectKey> = match event {
-        WatcherEvent::Restarted(objects) => objects.iter().filter_map(key).collect(),
-        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => key(o).into_iter().collect(),
-    };
-    keys.into_iter().collect()
-}
-
-/// The Mirrors whose source is the object in an event (every Mirror after a relist).
-fn mirrors_of_source<K: Resource>(
-    mirrors: Store<Mirror, Mirror>,
-    kind: SourceKind,
-) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
-    move |event| match event {
-        WatcherEvent::Restarted(_) => mirrors.keys(),
-        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
-            let (ns, name) = (o.metadata().namespace(), o.metadata().name());
-            mirrors
-                .filter(|m| {
-                    m.spec.source.kind == kind
-                        && m.spec.source.name == name
-                        && m.metadata.namespace() == ns
-                })
-                .iter()
-                .filter_map(ObjectKey::of)
-                .collect()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,55 +236,5 @@ mod tests {
             vec![Some("skiff-system".to_string())]
         );
         assert_eq!(SourceScope::All.watch_namespaces(), vec![None]);
-    }
-
-    #[test]
-    fn copy_events_enqueue_their_owning_mirror_once() {
-        let cm = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
-            ..ConfigMap::default()
-        };
-        let mut other = cm.clone();
-        other.metadata.namespace = Some("b".into());
-        let keys = owners(&WatcherEvent::Restarted(vec![
-            cm.clone(),
-            other,
-            ConfigMap::default(),
-        ]));
-        assert_eq!(keys, vec![ObjectKey::new("src", "m")]);
-        assert_eq!(
-            owners(&WatcherEvent::Deleted(cm)),
-            vec![ObjectKey::new("src", "m")]
-        );
-    }
-
-    #[test]
-    fn source_events_enqueue_the_mirrors_reading_that_source() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole();
-        let mut secret_mirror = mirror("src", "s");
-        secret_mirror.spec.source.kind = SourceKind::Secret;
-        mirrors.apply(&WatcherEvent::Restarted(vec![
-            mirror("src", "m"),
-            mirror("other", "m2"),
-            secret_mirror,
-        ]));
-        let map = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::ConfigMap);
-        let source = ConfigMap {
-            metadata: crate::kube::api::ObjectMeta::named(Some("src"), "app-ca"),
-            ..ConfigMap::default()
-        };
-        assert_eq!(
-            map(&WatcherEvent::Applied(source)),
-            vec![ObjectKey::new("src", "m")]
-        );
-    }
-
-    fn mirror(ns: &str, name: &str) -> Mirror {
-        let mut m = Mirror {
-            metadata: crate::kube::api::ObjectMeta::named(Some(ns), name),
-            ..Mirror::default()
-        };
-        m.spec.source.name = "app-ca".into();
-        m
     }
 }

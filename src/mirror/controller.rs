@@ -10,7 +10,7 @@ use super::reconcile::Reconciler;
 use crate::kube::Client;
 use crate::kube::events::Recorder;
 use crate::manager::{Runnable, Stop};
-use crate::runtime::Controller;
+use crate::runtime::{Controller, stopping};
 use smol::future::FutureExt as _;
 use std::sync::Arc;
 
@@ -43,9 +43,13 @@ async fn run(client: Client, scope: SourceScope, recorder: Recorder, stop: Stop)
         return;
     }
     log::info!("mirror caches filled; reconciling");
-    let reconciler = Arc::new(Reconciler::new(client, caches, scope, recorder));
+    let (trigger, stopping) = stopping();
+    let reconciler = Arc::new(Reconciler::new(client, caches, scope, recorder, stopping));
     let reconcile = move |key| Arc::clone(&reconciler).reconcile(key);
-    controller
-        .run(reconcile, async move { stop.wait().await })
-        .await;
+    // In-flight reconciles see the stop too and leave their remaining writes to the next run.
+    let stopped = async move {
+        stop.wait().await;
+        trigger.stop();
+    };
+    controller.run(reconcile, stopped).await;
 }

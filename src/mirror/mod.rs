@@ -1,7 +1,8 @@
 //! The Mirror controller: copies one ConfigMap or Secret into every selected namespace.
 //!
 //! - [`controller`]: the runnable the manager starts: watches → caches → workers.
-//! - [`caches`]: what is watched and kept, and which Mirrors an event concerns.
+//! - [`caches`]: what is watched and kept.
+//! - [`enqueue`]: which Mirrors each watch event concerns.
 //! - [`reconcile`]: one Mirror, once: plan, write what differs, report status; `apply`
 //!   carries out the writes.
 //! - [`types`]: the `Mirror` custom resource.
@@ -9,16 +10,21 @@
 //! - [`copy`]: payload, content hash and the labels that mark a copy as skiff's.
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
 //! - [`status`]: the counts and `Ready` condition a Mirror reports.
+//! - [`unmanaged`]: objects with a copy's name that skiff must not touch, remembered.
+//! - [`mirror_writes`]: Mirror writes the Mirror cache has not seen yet.
 //! - [`written`]: writes the copy cache has not seen yet, so none is made twice.
 mod apply;
 pub mod caches;
 pub mod controller;
 pub mod copy;
+pub mod enqueue;
+pub mod mirror_writes;
 pub mod plan;
 pub mod reconcile;
 pub mod selector;
 pub mod status;
 pub mod types;
+pub mod unmanaged;
 pub mod written;
 
 pub use caches::SourceScope;

@@ -6,40 +6,40 @@
 
 use super::caches::{Caches, SourceScope};
 use super::copy::{CopyInfo, Owner, Payload};
+use super::mirror_writes::MirrorWrites;
 use super::plan::{Desired, Plan, plan};
 use super::selector::selects;
 use super::status::{self, Observed, Reason};
 use super::types::Mirror;
+use super::unmanaged::{UNMANAGED_RECHECK, Unmanaged};
 use super::written::Written;
 use crate::kube::events::{Recorder, reference_to};
 use crate::kube::{Client, Error};
-use crate::runtime::{Action, ObjectKey};
+use crate::runtime::{Action, ObjectKey, Stopping};
 use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The finalizer that makes a Mirror's deletion wait until its copies are gone.
 pub const FINALIZER: &str = "skiff.dev/cleanup";
-
-/// How long an object that is not skiff's blocks a namespace before the create is tried
-/// again. The cache cannot see such objects (it holds only skiff's), so this is how their
-/// removal is noticed.
-pub const UNMANAGED_RECHECK: Duration = Duration::from_secs(300);
 
 pub struct Reconciler {
     pub(super) client: Client,
     pub(super) caches: Caches,
     scope: SourceScope,
     pub(super) written: Written,
-    /// Per Mirror: namespaces where a create met an object that is not skiff's, and when.
-    pub(super) unmanaged: Mutex<HashMap<Owner, BTreeMap<String, Instant>>>,
-    /// Per Mirror: the conflicts already reported with an Event.
+    /// Namespaces where an object that is not skiff's holds a copy's name.
+    pub(super) unmanaged: Unmanaged,
+    /// Per Mirror: the conflicts already reported with an Event (by this process, or by an
+    /// earlier one whose status still shows them).
     reported: Mutex<HashMap<Owner, BTreeSet<String>>>,
-    /// Per Mirror: the version this replica last replaced and the object it wrote, until the
-    /// cache moves past that version (so a status or finalizer is not written twice).
-    mirrors_written: Mutex<HashMap<Owner, (String, Mirror)>>,
+    /// Mirrors as this replica last wrote them, until the cache catches up (so a status or
+    /// finalizer is not written twice).
+    mirrors_written: MirrorWrites,
     pub(super) recorder: Recorder,
+    /// Set when the controller stops: writes not yet made are left to the next run.
+    pub(super) stopping: Stopping,
 }
 
 impl Reconciler {
@@ -48,16 +48,18 @@ impl Reconciler {
         caches: Caches,
         scope: SourceScope,
         recorder: Recorder,
+        stopping: Stopping,
     ) -> Reconciler {
         Reconciler {
             client,
             caches,
             scope,
             written: Written::default(),
-            unmanaged: Mutex::default(),
+            unmanaged: Unmanaged::default(),
             reported: Mutex::default(),
-            mirrors_written: Mutex::default(),
+            mirrors_written: MirrorWrites::default(),
             recorder,
+            stopping,
         }
     }
 
@@ -68,14 +70,16 @@ impl Reconciler {
                 name: key.name,
             };
             self.delete_all_copies(&owner).await?;
+            self.forget(&owner);
             return Ok(Action::Done);
         };
         let owner = Owner::of(&mirror);
-        let mirror = self.latest(&owner, mirror);
+        let mirror = self.mirrors_written.latest(&owner, mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
             return self.finalize(&mirror, &owner).await;
         }
-        let mirror = self.ensure_finalizer(mirror).await?;
+        // A Mirror whose sources may not be read writes no copy, so it gets no finalizer:
+        // its deletion would have nothing to clean up.
         if !self.scope.allows(mirror.metadata.namespace()) {
             let message = format!(
                 "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
@@ -91,6 +95,7 @@ impl Reconciler {
             .await?;
             return Ok(Action::Done);
         }
+        let mirror = self.ensure_finalizer(mirror).await?;
         let source = &mirror.spec.source;
         let Some(payload) =
             self.caches
@@ -113,6 +118,16 @@ impl Reconciler {
         self.sync(&mirror, &owner, &payload).await
     }
 
+    /// Drops what is kept about a Mirror that is gone.
+    fn forget(&self, owner: &Owner) {
+        self.mirrors_written.forget(owner);
+        self.unmanaged.forget(owner);
+        self.reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(owner);
+    }
+
     async fn sync(
         self: &Arc<Self>,
         mirror: &Mirror,
@@ -121,9 +136,17 @@ impl Reconciler {
     ) -> Result<Action, Error> {
         let hash = payload.hash();
         let selected = self.selected(mirror);
-        let unmanaged = self.unmanaged_of(owner);
+        let unmanaged = self.find_unmanaged(mirror, owner, &selected).await;
         let plan = self.plan(mirror, owner, &hash, &selected, &unmanaged);
         let outcome = self.apply(mirror, payload, &hash, &plan).await;
+        if outcome.stopped {
+            log::info!(
+                "Mirror {}/{}: stopping with writes left for the next run",
+                owner.namespace,
+                owner.name
+            );
+            return Ok(Action::Done);
+        }
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
@@ -149,7 +172,7 @@ impl Reconciler {
         if let Some(e) = outcome.errors.into_iter().next() {
             return Err(e);
         }
-        let blocked = !self.unmanaged_of(owner).is_empty();
+        let blocked = !self.unmanaged.blocked(owner, Instant::now()).is_empty();
         Ok(if blocked {
             Action::RequeueAfter(UNMANAGED_RECHECK)
         } else {
@@ -214,19 +237,18 @@ impl Reconciler {
             .collect()
     }
 
-    fn unmanaged_of(&self, owner: &Owner) -> BTreeSet<String> {
-        let mut all = self.unmanaged.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(seen) = all.get_mut(owner) else {
-            return BTreeSet::new();
-        };
-        seen.retain(|_, at| at.elapsed() < UNMANAGED_RECHECK);
-        seen.keys().cloned().collect()
-    }
-
     async fn report_conflicts(&self, mirror: &Mirror, owner: &Owner, conflicts: &[String]) {
         let new: Vec<String> = {
             let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
-            let known = reported.entry(owner.clone()).or_default();
+            // First sight in this process: what the status shows was announced by an
+            // earlier run, so a restart does not post the same Events again.
+            let known = reported.entry(owner.clone()).or_insert_with(|| {
+                if status::already_reports(mirror, conflicts) {
+                    conflicts.iter().cloned().collect()
+                } else {
+                    BTreeSet::new()
+                }
+            });
             let new = conflicts
                 .iter()
                 .filter(|ns| !known.contains(*ns))
@@ -269,35 +291,9 @@ impl Reconciler {
         let mut updated = mirror.clone();
         updated.status = Some(status);
         let written = self.client.replace_status(&updated).await?;
-        self.remember(mirror, written);
+        self.mirrors_written
+            .remember(mirror.metadata.resource_version(), written);
         Ok(())
-    }
-
-    /// The cached Mirror, or what this replica last wrote if the cache hasn't caught up.
-    fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
-        let mut written = self
-            .mirrors_written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match written.get(owner) {
-            Some((replaced, ours)) if *replaced == cached.metadata.resource_version() => {
-                ours.clone()
-            }
-            Some(_) => {
-                written.remove(owner);
-                cached
-            }
-            None => cached,
-        }
-    }
-
-    fn remember(&self, replaced: &Mirror, written: Mirror) {
-        let replaced_version = replaced.metadata.resource_version().to_owned();
-        let mut all = self
-            .mirrors_written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        all.insert(Owner::of(&written), (replaced_version, written));
     }
 
     async fn ensure_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {
@@ -341,12 +337,16 @@ impl Reconciler {
             "finalizers": finalizers,
             "resourceVersion": mirror.metadata.resource_version(),
         }});
-        self.client
+        let patched: Mirror = self
+            .client
             .patch_merge(
                 Some(mirror.metadata.namespace()),
                 mirror.metadata.name(),
                 &patch,
             )
-            .await
+            .await?;
+        self.mirrors_written
+            .remember(mirror.metadata.resource_version(), patched.clone());
+        Ok(patched)
     }
 }

@@ -89,6 +89,21 @@ pub fn build(
     }
 }
 
+/// Whether `mirror`'s status already reports exactly `conflicts` (sorted), as written by an
+/// earlier run: those conflicts were announced then, so a restart need not announce them again.
+pub fn already_reports(mirror: &Mirror, conflicts: &[String]) -> bool {
+    let Some(status) = &mirror.status else {
+        return false;
+    };
+    !conflicts.is_empty()
+        && status.conflicts as usize == conflicts.len()
+        && status.conditions.iter().any(|c| {
+            c.type_ == "Ready"
+                && c.reason == Reason::Conflict.as_str()
+                && c.message == conflict_message(mirror, conflicts)
+        })
+}
+
 fn conflict_message(mirror: &Mirror, namespaces: &[String]) -> String {
     let mut named = namespaces
         .iter()
@@ -160,6 +175,23 @@ mod tests {
             c.message
         );
         assert_eq!(s.conflicts, 1);
+    }
+
+    #[test]
+    fn a_status_reporting_the_same_conflicts_already_reports_them() {
+        let mut m = mirror();
+        let conflicts = vec!["team-b".to_string(), "team-c".to_string()];
+        assert!(!already_reports(&m, &conflicts));
+        m.status = Some(build(
+            &m,
+            &observed(3, 1, &["team-b", "team-c"]),
+            Reason::Synced,
+            "",
+            "t1",
+        ));
+        assert!(already_reports(&m, &conflicts));
+        assert!(!already_reports(&m, &conflicts[..1]));
+        assert!(!already_reports(&m, &["team-b".into(), "team-d".into()]));
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod backoff;
 pub mod controller;
 pub mod queue;
 pub mod source;
+pub mod stopping;
 pub mod store;
 pub mod watcher;
 
@@ -15,5 +16,6 @@ pub use backoff::Backoff;
 pub use controller::{Action, Controller, feed, object_keys};
 pub use queue::WorkQueue;
 pub use source::ApiSource;
+pub use stopping::{StopTrigger, Stopping, stopping};
 pub use store::{ObjectKey, Store};
 pub use watcher::{EventStream, ListWatch, Watcher, WatcherConfig, WatcherEvent};

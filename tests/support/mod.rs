@@ -3,6 +3,7 @@
 //! running the built binary against either.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod control_plane;
 pub mod fake;
 pub mod kubectl;

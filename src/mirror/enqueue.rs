@@ -1,0 +1,243 @@
+//! Which Mirrors each watch event concerns: the keys a Namespace, source, copy or Mirror event
+//! puts on the work queue.
+//!
+//! A relist or an object leaving a label selection tells less than a single event does (the
+//! object that went is in no list, or arrives stripped of the labels naming its Mirror), so
+//! those enqueue more widely: a reconcile with nothing to do writes nothing.
+
+use super::copy::{CopyInfo, owner_of};
+use super::types::{Mirror, SourceKind};
+use crate::kube::api::{ConfigMap, Resource, Secret};
+use crate::runtime::{ObjectKey, Store, WatcherEvent, object_keys};
+use std::collections::BTreeSet;
+
+/// The Mirrors a Mirror event concerns. After a relist, also every Mirror a cached copy
+/// names: a Mirror that vanished while the watch was down is in no list, and only its
+/// leftover copies remember it.
+pub fn mirror_keys(
+    configmap_copies: Store<ConfigMap, CopyInfo>,
+    secret_copies: Store<Secret, CopyInfo>,
+) -> impl Fn(&WatcherEvent<Mirror>) -> Vec<ObjectKey> + Send + 'static {
+    move |event| {
+        let mut keys: BTreeSet<ObjectKey> = object_keys(event).into_iter().collect();
+        if let WatcherEvent::Restarted(_) = event {
+            let copies = configmap_copies
+                .list()
+                .into_iter()
+                .chain(secret_copies.list());
+            keys.extend(
+                copies
+                    .filter_map(|c| c.owner)
+                    .map(|o| ObjectKey::new(o.namespace, o.name)),
+            );
+        }
+        keys.into_iter().collect()
+    }
+}
+
+/// The Mirrors a copy event concerns: its owner, and
+/// - for a deleted copy, every Mirror of that kind and target name: one that lost the name to
+///   this copy may now write its own;
+/// - every Mirror when the event cannot say whose copy went: after a relist (a copy deleted
+///   while the watch was down is in no list), or for a copy that left the label selection
+///   (its labels removed by hand: the watch reports it deleted, unlabelled, naming no Mirror).
+pub fn copy_owners<K: Resource>(
+    mirrors: Store<Mirror, Mirror>,
+    kind: SourceKind,
+) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
+    move |event| {
+        let mut keys: BTreeSet<ObjectKey> = owners(event).into_iter().collect();
+        match event {
+            WatcherEvent::Restarted(_) => keys.extend(mirrors.keys()),
+            WatcherEvent::Applied(o) | WatcherEvent::Deleted(o)
+                if owner_of(o.metadata()).is_none() =>
+            {
+                keys.extend(mirrors.keys())
+            }
+            WatcherEvent::Deleted(o) => {
+                let name = o.metadata().name();
+                let rivals =
+                    mirrors.filter(|m| m.spec.source.kind == kind && m.spec.target_name() == name);
+                keys.extend(rivals.iter().filter_map(ObjectKey::of));
+            }
+            WatcherEvent::Applied(_) => {}
+        }
+        keys.into_iter().collect()
+    }
+}
+
+/// The Mirrors named by the labels of the copies in an event.
+fn owners<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
+    let key = |o: &K| owner_of(o.metadata()).map(|o| ObjectKey::new(o.namespace, o.name));
+    let keys: BTreeSet<ObjectKey> = match event {
+        WatcherEvent::Restarted(objects) => objects.iter().filter_map(key).collect(),
+        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => key(o).into_iter().collect(),
+    };
+    keys.into_iter().collect()
+}
+
+/// The Mirrors whose source is the object in an event (every Mirror after a relist).
+pub fn mirrors_of_source<K: Resource>(
+    mirrors: Store<Mirror, Mirror>,
+    kind: SourceKind,
+) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
+    move |event| match event {
+        WatcherEvent::Restarted(_) => mirrors.keys(),
+        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
+            let (ns, name) = (o.metadata().namespace(), o.metadata().name());
+            mirrors
+                .filter(|m| {
+                    m.spec.source.kind == kind
+                        && m.spec.source.name == name
+                        && m.metadata.namespace() == ns
+                })
+                .iter()
+                .filter_map(ObjectKey::of)
+                .collect()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_events_enqueue_their_owning_mirror_once() {
+        let cm = ConfigMap {
+            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
+            ..ConfigMap::default()
+        };
+        let mut other = cm.clone();
+        other.metadata.namespace = Some("b".into());
+        let keys = owners(&WatcherEvent::Restarted(vec![
+            cm.clone(),
+            other,
+            ConfigMap::default(),
+        ]));
+        assert_eq!(keys, vec![ObjectKey::new("src", "m")]);
+        assert_eq!(
+            owners(&WatcherEvent::Deleted(cm)),
+            vec![ObjectKey::new("src", "m")]
+        );
+    }
+
+    #[test]
+    fn source_events_enqueue_the_mirrors_reading_that_source() {
+        let mirrors: Store<Mirror, Mirror> = Store::whole();
+        let mut secret_mirror = mirror("src", "s");
+        secret_mirror.spec.source.kind = SourceKind::Secret;
+        mirrors.apply(&WatcherEvent::Restarted(vec![
+            mirror("src", "m"),
+            mirror("other", "m2"),
+            secret_mirror,
+        ]));
+        let map = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::ConfigMap);
+        let source = ConfigMap {
+            metadata: crate::kube::api::ObjectMeta::named(Some("src"), "app-ca"),
+            ..ConfigMap::default()
+        };
+        assert_eq!(
+            map(&WatcherEvent::Applied(source)),
+            vec![ObjectKey::new("src", "m")]
+        );
+    }
+
+    #[test]
+    fn a_copy_relist_enqueues_a_mirror_whose_last_copy_vanished() {
+        let mirrors: Store<Mirror, Mirror> = Store::whole();
+        mirrors.apply(&WatcherEvent::Restarted(vec![mirror("src", "m")]));
+        let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
+        assert_eq!(
+            map(&WatcherEvent::Restarted(Vec::new())),
+            vec![ObjectKey::new("src", "m")]
+        );
+    }
+
+    #[test]
+    fn a_copy_leaving_the_selection_unlabelled_enqueues_every_mirror() {
+        let mirrors: Store<Mirror, Mirror> = Store::whole();
+        mirrors.apply(&WatcherEvent::Restarted(vec![
+            mirror("src", "m"),
+            mirror("src", "n"),
+        ]));
+        let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
+        let stripped = ConfigMap {
+            metadata: crate::kube::api::ObjectMeta::named(Some("a"), "app-ca"),
+            ..ConfigMap::default()
+        };
+        let mut keys = map(&WatcherEvent::Deleted(stripped));
+        keys.sort();
+        assert_eq!(
+            keys,
+            [ObjectKey::new("src", "m"), ObjectKey::new("src", "n")]
+        );
+        let labelled = ConfigMap {
+            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
+            ..ConfigMap::default()
+        };
+        assert_eq!(
+            map(&WatcherEvent::Applied(labelled)),
+            [ObjectKey::new("src", "m")]
+        );
+    }
+
+    #[test]
+    fn a_deleted_copy_enqueues_the_mirrors_that_want_its_name() {
+        let mirrors: Store<Mirror, Mirror> = Store::whole();
+        let mut renamed = mirror("src", "renamed");
+        renamed.spec.target_name = Some("other".into());
+        let mut secret = mirror("src", "secret");
+        secret.spec.source.kind = SourceKind::Secret;
+        mirrors.apply(&WatcherEvent::Restarted(vec![
+            mirror("src", "winner"),
+            mirror("src", "loser"),
+            renamed,
+            secret,
+        ]));
+        let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
+        let copy = ConfigMap {
+            metadata: super::super::copy::copy_meta(&mirror("src", "winner"), "a", "h", None),
+            ..ConfigMap::default()
+        };
+        assert_eq!(
+            map(&WatcherEvent::Applied(copy.clone())),
+            [ObjectKey::new("src", "winner")]
+        );
+        assert_eq!(
+            map(&WatcherEvent::Deleted(copy)),
+            [
+                ObjectKey::new("src", "loser"),
+                ObjectKey::new("src", "winner")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_mirror_relist_enqueues_mirrors_only_leftover_copies_remember() {
+        let copies: Store<ConfigMap, CopyInfo> = Store::new(CopyInfo::of_configmap);
+        let orphan = ConfigMap {
+            metadata: super::super::copy::copy_meta(&mirror("src", "gone"), "a", "h", None),
+            ..ConfigMap::default()
+        };
+        copies.apply(&WatcherEvent::Restarted(vec![orphan]));
+        let map = mirror_keys(copies, Store::new(CopyInfo::of_secret));
+        assert_eq!(
+            map(&WatcherEvent::Restarted(vec![mirror("src", "m")])),
+            vec![ObjectKey::new("src", "gone"), ObjectKey::new("src", "m")]
+        );
+        assert_eq!(
+            map(&WatcherEvent::Applied(mirror("src", "m"))),
+            vec![ObjectKey::new("src", "m")]
+        );
+    }
+
+    fn mirror(ns: &str, name: &str) -> Mirror {
+        let mut m = Mirror {
+            metadata: crate::kube::api::ObjectMeta::named(Some(ns), name),
+            ..Mirror::default()
+        };
+        m.spec.source.name = "app-ca".into();
+        m
+    }
+}

@@ -1,0 +1,149 @@
+//! What the Mirror controller watches, seen from the server: memory must not grow with objects
+//! skiff does not manage, so copies are watched by skiff's label only and sources only in the
+//! namespaces they may come from. Widening either would fail here.
+
+mod support;
+
+use serde_json::json;
+use std::collections::HashMap;
+use support::cluster::{Cluster, HOME};
+use support::fake::RequestRecord;
+
+const MANAGED: &str = "app.kubernetes.io/managed-by=skiff";
+
+/// Decodes a query string (`%XX`, `+`) into its parameters.
+fn params(query: &str) -> HashMap<String, String> {
+    let decode = |text: &str| {
+        let bytes = text.replace('+', " ").into_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            match (bytes[i], hex) {
+                (b'%', Some(byte)) => {
+                    out.push(byte);
+                    i += 3;
+                }
+                (byte, _) => {
+                    out.push(byte);
+                    i += 1;
+                }
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+/// List and watch requests (GETs of collections) for `plural`, as (path, params).
+fn reads_of(records: &[RequestRecord], plural: &str) -> Vec<(String, HashMap<String, String>)> {
+    records
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with(&format!("/{plural}")))
+        .map(|r| (r.path.clone(), params(&r.query)))
+        .collect()
+}
+
+/// Starts skiff with `flags` over a cluster with one Mirror of each kind, until both are Ready.
+fn converged_requests(tag: &str, flags: &[&str]) -> Vec<RequestRecord> {
+    let mut cluster = Cluster::new(tag);
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.namespace("shared", json!({}));
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
+    cluster
+        .server
+        .insert(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "tls", "namespace": HOME}, "data": {"k": "dg=="}}));
+    cluster.mirror(
+        HOME,
+        "ca",
+        "ConfigMap",
+        "app-ca",
+        json!({"matchLabels": {"team": "yes"}}),
+    );
+    cluster.mirror(
+        HOME,
+        "tls",
+        "Secret",
+        "tls",
+        json!({"matchLabels": {"team": "yes"}}),
+    );
+    let skiff = cluster.start(flags);
+    cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
+    cluster.wait_ready(&skiff, HOME, "tls", "True", "Synced");
+    cluster.server.requests()
+}
+
+#[test]
+fn copies_are_watched_by_label_and_sources_only_in_their_namespace() {
+    let records = converged_requests("watches", &[]);
+    for plural in ["configmaps", "secrets"] {
+        let reads = reads_of(&records, plural);
+        let cluster_wide: Vec<_> = reads
+            .iter()
+            .filter(|(path, _)| *path == format!("/api/v1/{plural}"))
+            .collect();
+        assert!(
+            cluster_wide.iter().any(|(_, p)| p.contains_key("watch")),
+            "no cluster-wide {plural} copy watch: {reads:?}"
+        );
+        for (path, p) in &cluster_wide {
+            assert_eq!(
+                p.get("labelSelector").map(String::as_str),
+                Some(MANAGED),
+                "cluster-wide {plural} read without skiff's label: {path} {p:?}"
+            );
+        }
+        let home = format!("/api/v1/namespaces/{HOME}/{plural}");
+        let sources: Vec<_> = reads.iter().filter(|(path, _)| *path == home).collect();
+        assert!(
+            sources.iter().any(|(_, p)| p.contains_key("watch")),
+            "no {plural} source watch in {HOME}: {reads:?}"
+        );
+        let elsewhere: Vec<_> = reads
+            .iter()
+            .filter(|(path, _)| *path != home && !path.starts_with(&format!("/api/v1/{plural}")))
+            .collect();
+        assert!(
+            elsewhere.is_empty(),
+            "{plural} read outside the source namespace: {elsewhere:?}"
+        );
+    }
+}
+
+#[test]
+fn each_listed_source_namespace_gets_its_own_namespaced_watch() {
+    let records = converged_requests("watch-list", &["--source-namespaces=skiff-system,shared"]);
+    for plural in ["configmaps", "secrets"] {
+        let reads = reads_of(&records, plural);
+        for ns in [HOME, "shared"] {
+            let path = format!("/api/v1/namespaces/{ns}/{plural}");
+            assert!(
+                reads
+                    .iter()
+                    .any(|(p, q)| *p == path && q.contains_key("watch")),
+                "no {plural} watch in {ns}: {reads:?}"
+            );
+        }
+        for (path, p) in reads
+            .iter()
+            .filter(|(path, _)| *path == format!("/api/v1/{plural}"))
+        {
+            assert_eq!(
+                p.get("labelSelector").map(String::as_str),
+                Some(MANAGED),
+                "cluster-wide {plural} read without skiff's label: {path} {p:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! A fake cluster for the Mirror tests: seeds namespaces, sources and Mirrors on the fake API
+//! server, runs the built binary against it, and reads back copies, status and writes.
+
+use super::fake::{FakeServer, RequestRecord};
+use super::skiff::{Skiff, TempDir, eventually, write_kubeconfig};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The namespace skiff "runs in" (the kubeconfig context's), where sources and Mirrors live.
+pub const HOME: &str = "skiff-system";
+/// How long a test waits for the controller to converge before it fails.
+pub const CONVERGE: Duration = Duration::from_secs(20);
+/// Flags every Mirror test passes: no client-side throttling, so fan-outs are quick.
+pub const FAST: &[&str] = &["--kube-api-qps=1000", "--kube-api-burst=1000"];
+
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const MIRROR_NAMESPACE: &str = "skiff.dev/mirror-namespace";
+pub const MIRROR_NAME: &str = "skiff.dev/mirror-name";
+pub const SOURCE_HASH: &str = "skiff.dev/source-hash";
+pub const FINALIZER: &str = "skiff.dev/cleanup";
+
+/// A fake API server holding `skiff-system`, and a kubeconfig pointing at it.
+pub struct Cluster {
+    pub server: FakeServer,
+    pub dir: TempDir,
+    pub kubeconfig: PathBuf,
+    runs: u32,
+}
+
+impl Cluster {
+    pub fn new(tag: &str) -> Cluster {
+        let server = FakeServer::start();
+        let dir = TempDir::new(tag);
+        let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, HOME);
+        let cluster = Cluster {
+            server,
+            dir,
+            kubeconfig,
+            runs: 0,
+        };
+        cluster.namespace(HOME, json!({}));
+        cluster
+    }
+
+    /// Starts `skiff` (no leader election, unthrottled unless `extra` sets the QPS flags)
+    /// with `extra` flags.
+    pub fn start(&mut self, extra: &[&str]) -> Skiff {
+        self.runs += 1;
+        let log = self.dir.0.join(format!("skiff-{}.log", self.runs));
+        let flag = |arg: &str| arg.split('=').next().unwrap_or_default().to_owned();
+        let mut args: Vec<&str> = FAST
+            .iter()
+            .filter(|fast| !extra.iter().any(|e| flag(e) == flag(fast)))
+            .copied()
+            .collect();
+        args.extend_from_slice(extra);
+        Skiff::start(&self.kubeconfig, log, &args)
+    }
+
+    pub fn namespace(&self, name: &str, labels: Value) -> Value {
+        self.server
+            .insert(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": labels}}))
+    }
+
+    /// Namespaces `{prefix}-0` … `{prefix}-{n-1}` with `labels`.
+    pub fn namespaces(&self, prefix: &str, n: usize, labels: Value) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let name = format!("{prefix}-{i}");
+                self.namespace(&name, labels.clone());
+                name
+            })
+            .collect()
+    }
+
+    /// Replaces a namespace's labels (server side, emits MODIFIED).
+    pub fn relabel_namespace(&self, name: &str, labels: Value) {
+        let mut ns = self
+            .server
+            .get(&format!("/api/v1/namespaces/{name}"))
+            .expect("namespace to relabel");
+        ns["metadata"]["labels"] = labels;
+        self.server.update(ns);
+    }
+
+    pub fn configmap(&self, ns: &str, name: &str, data: Value) -> Value {
+        self.server
+            .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns}, "data": data}))
+    }
+
+    /// A Mirror in `ns` of source `kind`/`source` selecting namespaces by `selector`.
+    pub fn mirror(&self, ns: &str, name: &str, kind: &str, source: &str, selector: Value) -> Value {
+        self.server
+            .insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"source": {"kind": kind, "name": source}, "namespaceSelector": selector}}))
+    }
+
+    pub fn mirror_object(&self, ns: &str, name: &str) -> Option<Value> {
+        self.server.get(&format!(
+            "/apis/skiff.dev/v1alpha1/namespaces/{ns}/mirrors/{name}"
+        ))
+    }
+
+    /// The Mirror's `Ready` condition (`Null` until there is one).
+    pub fn ready(&self, ns: &str, name: &str) -> Value {
+        self.mirror_object(ns, name)
+            .map(|m| {
+                m["status"]["conditions"]
+                    .as_array()
+                    .and_then(|c| c.iter().find(|c| c["type"] == "Ready").cloned())
+                    .unwrap_or(Value::Null)
+            })
+            .unwrap_or(Value::Null)
+    }
+
+    pub fn configmap_at(&self, ns: &str, name: &str) -> Option<Value> {
+        self.server
+            .get(&format!("/api/v1/namespaces/{ns}/configmaps/{name}"))
+    }
+
+    pub fn secret_at(&self, ns: &str, name: &str) -> Option<Value> {
+        self.server
+            .get(&format!("/api/v1/namespaces/{ns}/secrets/{name}"))
+    }
+
+    /// Waits until `check` holds; fails the test with `what` and the binary's log if not.
+    pub fn wait_for(&self, skiff: &Skiff, what: &str, check: impl FnMut() -> bool) {
+        assert!(
+            eventually(CONVERGE, check),
+            "timed out waiting for {what}; log:\n{}",
+            skiff.logs()
+        );
+    }
+
+    /// Waits until the Mirror's `Ready` condition has `reason` (and the status `status`).
+    pub fn wait_ready(&self, skiff: &Skiff, ns: &str, name: &str, status: &str, reason: &str) {
+        self.wait_for(
+            skiff,
+            &format!("{ns}/{name} Ready={status} {reason}"),
+            || {
+                let ready = self.ready(ns, name);
+                ready["status"] == status && ready["reason"] == reason
+            },
+        );
+    }
+
+    /// Every request since index `from` of the request log.
+    pub fn requests_since(&self, from: usize) -> Vec<RequestRecord> {
+        self.server.requests().into_iter().skip(from).collect()
+    }
+
+    /// The mutating requests (POST/PUT/PATCH/DELETE) since index `from`.
+    pub fn writes_since(&self, from: usize) -> Vec<RequestRecord> {
+        self.requests_since(from)
+            .into_iter()
+            .filter(|r| matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE"))
+            .collect()
+    }
+
+    /// Waits until the binary has its caches filled and its watches open: one each for
+    /// Mirrors, Namespaces, ConfigMap and Secret copies, and ConfigMap and Secret sources in
+    /// each of `source_namespaces`.
+    pub fn wait_watching(&self, skiff: &Skiff, source_namespaces: usize) {
+        self.wait_caches_filled(skiff);
+        let watches = 4 + 2 * source_namespaces;
+        self.wait_for(skiff, &format!("{watches} open watches"), || {
+            let open = self
+                .server
+                .requests()
+                .iter()
+                .filter(|r| r.watch && r.status == 200)
+                .count();
+            open >= watches
+        });
+    }
+
+    /// Waits until the binary has filled its caches (it logs so once they are).
+    pub fn wait_caches_filled(&self, skiff: &Skiff) {
+        self.wait_for(skiff, "the caches to fill", || {
+            skiff.logs().contains("mirror caches filled")
+        });
+    }
+}
+
+/// "METHOD path" lines, for assertion messages.
+pub fn describe(records: &[RequestRecord]) -> String {
+    records
+        .iter()
+        .map(|r| format!("{} {}?{} -> {}", r.method, r.path, r.query, r.status))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Hex sha256 of a ConfigMap payload in skiff's canonical form (`{"kind","data","binaryData"}`,
+/// keys sorted), computed here independently of the crate.
+pub fn configmap_hash(data: &Value, binary_data: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = format!(r#"{{"kind":"ConfigMap","data":{data},"binaryData":{binary_data}}}"#);
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A loopback port that was free a moment ago (for `--metrics-bind-address`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// The body of `GET /metrics` on `127.0.0.1:port` (empty if it cannot be read).
+pub fn scrape_metrics(port: u16) -> String {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if stream.write_all(request.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    text.split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
+/// The value of the first metric sample whose line starts with `prefix` (0 if none).
+pub fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .find(|line| line.starts_with(prefix))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0.0)
+}
