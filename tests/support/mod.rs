@@ -5,6 +5,8 @@
 
 pub mod control_plane;
 pub mod fake;
+pub mod keepalive;
 pub mod kubectl;
+pub mod lease;
 pub mod skiff;
 pub mod watchdog;
