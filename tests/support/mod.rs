@@ -8,5 +8,6 @@ pub mod fake;
 pub mod keepalive;
 pub mod kubectl;
 pub mod lease;
+pub mod scrape;
 pub mod skiff;
 pub mod watchdog;
