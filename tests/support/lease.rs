@@ -215,3 +215,76 @@ pub fn renew_gaps(records: &[LeaseRecord], holder: &str) -> Vec<Duration> {
     }
     gaps
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: Instant, ms: u64, holder: &str, transitions: i64, renew: &str) -> LeaseRecord {
+        LeaseRecord {
+            at: base + Duration::from_millis(ms),
+            holder: holder.to_owned(),
+            duration_seconds: if holder.is_empty() { 1 } else { 4 },
+            transitions,
+            renew_time: renew.to_owned(),
+            resource_version: String::new(),
+        }
+    }
+
+    #[test]
+    fn release_then_takeover_keeps_one_leader() {
+        let t = Instant::now();
+        let records = [
+            at(t, 0, "a", 0, "r1"),
+            at(t, 1000, "a", 0, "r2"),
+            at(t, 1100, "", 0, "r3"),
+            at(t, 1200, "b", 1, "r4"),
+        ];
+        assert!(one_leader_violations(&records, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_takeover_while_the_holder_renews_is_a_violation() {
+        let t = Instant::now();
+        let records = [
+            at(t, 0, "a", 0, "r1"),
+            at(t, 1000, "a", 0, "r2"),
+            at(t, 1100, "b", 1, "r3"),
+        ];
+        assert_eq!(one_leader_violations(&records, &[]).len(), 1);
+        let released = ["a".to_owned()];
+        assert!(one_leader_violations(&records, &released).is_empty());
+    }
+
+    #[test]
+    fn a_takeover_after_expiry_is_allowed_but_transitions_must_count_it() {
+        let t = Instant::now();
+        let expired = [at(t, 0, "a", 0, "r1"), at(t, 5000, "b", 1, "r2")];
+        assert!(one_leader_violations(&expired, &[]).is_empty());
+        let uncounted = [at(t, 0, "a", 0, "r1"), at(t, 5000, "b", 0, "r2")];
+        assert_eq!(one_leader_violations(&uncounted, &[]).len(), 1);
+    }
+
+    #[test]
+    fn a_cleared_holder_must_look_like_a_release() {
+        let t = Instant::now();
+        let mut cleared = at(t, 100, "", 0, "r2");
+        cleared.duration_seconds = 4;
+        let records = [at(t, 0, "a", 0, "r1"), cleared];
+        assert_eq!(one_leader_violations(&records, &[]).len(), 1);
+    }
+
+    #[test]
+    fn renew_gaps_count_from_the_first_reading_of_each_renew_time() {
+        let t = Instant::now();
+        let records = [
+            at(t, 0, "a", 0, "r1"),
+            at(t, 100, "a", 0, "r1"),
+            at(t, 1000, "a", 0, "r2"),
+            at(t, 1100, "b", 1, "r3"),
+            at(t, 2500, "a", 2, "r4"),
+        ];
+        let ms = Duration::from_millis;
+        assert_eq!(renew_gaps(&records, "a"), [ms(1000), ms(1500)]);
+    }
+}
