@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use support::control_plane::{ControlPlane, e2e_enabled};
 use support::lease::{LeasePoller, LeaseRecord, one_leader_violations, renew_gaps};
-use support::skiff::{Skiff, TempDir};
+use support::skiff::{Skiff, TempDir, eventually};
 
 /// Short timings, so an expiry-based takeover (≥ 3 s) is told apart from a release (well under).
 const LEASE_DURATION: Duration = Duration::from_secs(4);
@@ -124,12 +124,17 @@ fn two_replicas_hand_over_the_lease_on_sigterm_with_one_leader_throughout() {
         "handover took {handover:?}: the standby waited for expiry instead of the release"
     );
 
-    let events = leader_election_events(cp);
     for id in [&a_id, &b_leads.holder] {
-        let found = events
-            .iter()
-            .any(|e| e["message"].as_str().unwrap_or("").contains(id.as_str()));
-        assert!(found, "no LeaderElection event naming {id}: {events:#?}");
+        let named =
+            |e: &serde_json::Value| e["message"].as_str().unwrap_or("").contains(id.as_str());
+        let recorded = eventually(STEP_TIMEOUT, || {
+            leader_election_events(cp).iter().any(named)
+        });
+        assert!(
+            recorded,
+            "no LeaderElection event on the Lease naming {id}: {:#?}",
+            leader_election_events(cp)
+        );
     }
 
     let b_renews = poller.wait_for(b_leads.at + Duration::from_millis(1), STEP_TIMEOUT, |r| {
