@@ -65,38 +65,37 @@ fn terminate(replica: &mut Skiff) -> (Option<i32>, Duration) {
     (code, signalled.elapsed())
 }
 
-#[test]
-fn two_replicas_hand_over_the_lease_on_sigterm_with_one_leader_throughout() {
-    if !e2e_enabled() {
-        return;
-    }
-    let cp = control_plane();
-    let dir = TempDir::new("e2e-leader");
-    let poller = LeasePoller::start(cp, POLL);
+/// Starts replica-a, waits until it holds the Lease, starts replica-b as a standby and checks
+/// that replica-a keeps renewing; returns both.
+fn first_replica_leads(cp: &ControlPlane, dir: &TempDir, poller: &LeasePoller) -> [Skiff; 2] {
     let started = Instant::now();
-    let mut a = start_replica(cp, &dir, "replica-a");
+    let a = start_replica(cp, dir, "replica-a");
     let acquired = poller.wait_for(started, STEP_TIMEOUT, held_by("replica-a"));
-    let a_id = acquired.unwrap_or_else(|| panic!("replica-a never held the Lease:\n{}", a.logs()));
+    let acquired =
+        acquired.unwrap_or_else(|| panic!("replica-a never held the Lease:\n{}", a.logs()));
     eprintln!(
         "leader: replica-a acquired in {} ms",
-        a_id.at.duration_since(started).as_millis()
+        acquired.at.duration_since(started).as_millis()
     );
-    let a_id = a_id.holder;
-
-    let mut b = start_replica(cp, &dir, "replica-b");
-    let renewed = poller.wait_for(Instant::now() + Duration::from_secs(3), STEP_TIMEOUT, |r| {
-        r.holder == a_id
-    });
+    let b = start_replica(cp, dir, "replica-b");
+    let later = Instant::now() + Duration::from_secs(3);
+    let kept = poller.wait_for(later, STEP_TIMEOUT, |r| r.holder == acquired.holder);
     assert!(
-        renewed.is_some(),
+        kept.is_some(),
         "replica-a lost the Lease while replica-b stood by"
     );
-    let gaps = renew_gaps(&poller.records(), &a_id);
+    let gaps = renew_gaps(&poller.records(), &acquired.holder);
     assert!(gaps.len() >= 2, "replica-a did not renew: {gaps:?}");
     eprintln!("leader: replica-a renewal gaps {gaps:?}");
+    [a, b]
+}
 
+/// SIGTERM to the leader: it exits 0 and the standby holds the Lease within the handover bound,
+/// with nobody but them (or a released Lease) in between. Returns the standby's first reading.
+fn standby_takes_over(poller: &LeasePoller, a: &mut Skiff, b: &Skiff) -> LeaseRecord {
+    let a_id = poller.latest().map(|r| r.holder).unwrap_or_default();
     let signalled = Instant::now();
-    let (code, exit_after) = terminate(&mut a);
+    let (code, exit_after) = terminate(a);
     assert_eq!(code, Some(0), "replica-a exit; log:\n{}", a.logs());
     let b_leads = poller.wait_for(signalled, STEP_TIMEOUT, held_by("replica-b"));
     let b_leads =
@@ -107,44 +106,45 @@ fn two_replicas_hand_over_the_lease_on_sigterm_with_one_leader_throughout() {
         exit_after.as_millis(),
         handover.as_millis()
     );
-    let after_signal: Vec<LeaseRecord> = poller
+    let between: Vec<LeaseRecord> = poller
         .records()
         .into_iter()
         .filter(|r| r.at >= signalled && r.at <= b_leads.at)
         .collect();
-    let released_or_taken = after_signal
-        .iter()
-        .all(|r| r.holder == a_id || r.holder == b_leads.holder || r.holder.is_empty());
+    let expected = |r: &LeaseRecord| [&a_id, &b_leads.holder, ""].contains(&r.holder.as_str());
     assert!(
-        released_or_taken,
-        "unexpected holder during handover: {after_signal:?}"
+        between.iter().all(expected),
+        "unexpected holder during handover: {between:?}"
     );
     assert!(
         handover < LEASE_DURATION - Duration::from_secs(1),
         "handover took {handover:?}: the standby waited for expiry instead of the release"
     );
+    b_leads
+}
 
-    for id in [&a_id, &b_leads.holder] {
-        let named =
-            |e: &serde_json::Value| e["message"].as_str().unwrap_or("").contains(id.as_str());
-        let recorded = eventually(STEP_TIMEOUT, || {
-            leader_election_events(cp).iter().any(named)
-        });
-        assert!(
-            recorded,
-            "no LeaderElection event on the Lease naming {id}: {:#?}",
-            leader_election_events(cp)
-        );
-    }
+fn assert_leader_event_names(cp: &ControlPlane, id: &str) {
+    let named = |e: &serde_json::Value| e["message"].as_str().unwrap_or("").contains(id);
+    let recorded = eventually(STEP_TIMEOUT, || {
+        leader_election_events(cp).iter().any(named)
+    });
+    assert!(
+        recorded,
+        "no LeaderElection event on the Lease naming {id}: {:#?}",
+        leader_election_events(cp)
+    );
+}
 
-    let b_renews = poller.wait_for(b_leads.at + Duration::from_millis(1), STEP_TIMEOUT, |r| {
-        r.holder == b_leads.holder && r.renew_time != b_leads.renew_time
+/// The last replica renews, then on SIGTERM exits 0 leaving the Lease released.
+fn last_replica_releases(poller: &LeasePoller, b: &mut Skiff, leading: &LeaseRecord) {
+    let b_renews = poller.wait_for(leading.at, STEP_TIMEOUT, |r| {
+        r.holder == leading.holder && r.renew_time != leading.renew_time
     });
     assert!(b_renews.is_some(), "replica-b did not renew the Lease");
-    let released = Instant::now();
-    let (code, _) = terminate(&mut b);
+    let signalled = Instant::now();
+    let (code, _) = terminate(b);
     assert_eq!(code, Some(0), "replica-b exit; log:\n{}", b.logs());
-    let cleared = poller.wait_for(released, Duration::from_secs(5), |r| {
+    let cleared = poller.wait_for(signalled, Duration::from_secs(5), |r| {
         r.holder.is_empty() && r.duration_seconds == 1
     });
     assert!(
@@ -152,6 +152,22 @@ fn two_replicas_hand_over_the_lease_on_sigterm_with_one_leader_throughout() {
         "replica-b did not release the Lease: {:?}",
         poller.latest()
     );
+}
+
+#[test]
+fn two_replicas_hand_over_the_lease_on_sigterm_with_one_leader_throughout() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let dir = TempDir::new("e2e-leader");
+    let poller = LeasePoller::start(cp, POLL);
+    let [mut a, mut b] = first_replica_leads(cp, &dir, &poller);
+    let a_id = poller.latest().map(|r| r.holder).unwrap_or_default();
+    let b_leads = standby_takes_over(&poller, &mut a, &b);
+    assert_leader_event_names(cp, &a_id);
+    assert_leader_event_names(cp, &b_leads.holder);
+    last_replica_releases(&poller, &mut b, &b_leads);
 
     let records = poller.stop();
     let violations = one_leader_violations(&records, &[a_id, b_leads.holder]);
