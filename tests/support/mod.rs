@@ -6,6 +6,9 @@
 pub mod cluster;
 pub mod control_plane;
 pub mod fake;
+pub mod keepalive;
 pub mod kubectl;
+pub mod lease;
+pub mod scrape;
 pub mod skiff;
 pub mod watchdog;

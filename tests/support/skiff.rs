@@ -66,6 +66,16 @@ pub struct Skiff {
 impl Skiff {
     /// Starts the binary with `args` (probes and metrics on free ports unless given).
     pub fn start(kubeconfig: &PathBuf, log: PathBuf, args: &[&str]) -> Skiff {
+        Skiff::start_with_env(kubeconfig, log, args, &[])
+    }
+
+    /// As [`Skiff::start`], with extra environment variables (e.g. `POD_NAME`).
+    pub fn start_with_env(
+        kubeconfig: &PathBuf,
+        log: PathBuf,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Skiff {
         let stderr = std::fs::File::create(&log).expect("create log file");
         let mut cmd = Command::new(binary());
         cmd.arg("--kubeconfig").arg(kubeconfig);
@@ -79,6 +89,7 @@ impl Skiff {
             cmd.arg("--metrics-bind-address=0");
         }
         cmd.args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
@@ -86,6 +97,11 @@ impl Skiff {
             child: cmd.spawn().expect("start skiff"),
             log,
         }
+    }
+
+    /// Whether the process has not exited yet.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     pub fn logs(&self) -> String {

@@ -1,0 +1,327 @@
+//! e2e: skiff keeps its Lease for a full minute while the API server rejects its other requests.
+//!
+//! Why: this is skiff's reason to exist. A PriorityLevelConfiguration with one concurrency
+//! share that rejects instead of queuing takes every non-Lease request of skiff's
+//! ServiceAccount (through a FlowSchema matched before skiff's own), and load in that level
+//! (a fan-out to 200 namespaces, plus a test client listing ConfigMaps as the same user) makes
+//! the server answer 429. The shipped FlowSchema still routes the Lease requests to
+//! `leader-election`, and skiff's separate lease client must renew on time throughout.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use support::control_plane::{ControlPlane, e2e_enabled};
+use support::keepalive::KeepAliveGet;
+use support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
+use support::scrape::{scrape, sum_samples};
+use support::skiff::{Skiff, TempDir};
+use support::watchdog::free_ports;
+
+/// How long the lease must be kept under throttling (issue 5: "a full minute").
+const THROTTLED_FOR: Duration = Duration::from_secs(60);
+const RETRY_PERIOD: Duration = Duration::from_secs(1);
+const LEASE_FLAGS: [&str; 3] = [
+    "--leader-elect-lease-duration=4s",
+    "--leader-elect-renew-deadline=3s",
+    "--leader-elect-retry-period=1s",
+];
+/// Namespaces the Mirror fans out to.
+const FAN_OUT: usize = 200;
+/// Test clients listing ConfigMaps as the operator, keeping the throttled level's seats busy.
+const LOAD_THREADS: usize = 4;
+/// `--graceful-shutdown-timeout`'s default: in-flight reconciles may finish (and wait out
+/// 429 retries) for this long after SIGTERM, while the lease is still renewed.
+const GRACEFUL_SHUTDOWN: Duration = Duration::from_secs(30);
+const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+const THROTTLED_LEVEL: &str = "skiff-e2e-throttled";
+
+/// One concurrency share (a few seats of the server's limit), nothing lent or borrowed, and
+/// no queues: whatever does not fit is rejected with 429 at once.
+const PRIORITY_LEVEL: &str = r#"{
+  "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+  "metadata": {"name": "skiff-e2e-throttled"},
+  "spec": {"type": "Limited", "limited": {
+    "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
+    "limitResponse": {"type": "Reject"}}}}"#;
+
+/// Every request of skiff's ServiceAccount outside `coordination.k8s.io` (so not its Lease),
+/// matched before the shipped `skiff-leader-election` (200) and the built-in schemas.
+const FLOW_SCHEMA: &str = r#"{
+  "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+  "metadata": {"name": "skiff-e2e-throttled"},
+  "spec": {
+    "priorityLevelConfiguration": {"name": "skiff-e2e-throttled"},
+    "matchingPrecedence": 150,
+    "distinguisherMethod": {"type": "ByUser"},
+    "rules": [{
+      "subjects": [{"kind": "ServiceAccount",
+                    "serviceAccount": {"name": "skiff", "namespace": "skiff-system"}}],
+      "resourceRules": [{"apiGroups": ["", "skiff.dev", "events.k8s.io"], "resources": ["*"],
+                         "verbs": ["*"], "clusterScope": true, "namespaces": ["*"]}]}]}}"#;
+
+fn control_plane() -> &'static ControlPlane {
+    ControlPlane::shared().install_manifests()
+}
+
+fn uid(cp: &ControlPlane, kind: &str, name: &str) -> String {
+    cp.kubectl_ok(&["get", kind, name, "-o", "jsonpath={.metadata.uid}"])
+}
+
+/// The priority level an operator GET of `path` was put in.
+fn priority_level_of(cp: &ControlPlane, path: &str) -> String {
+    let response = cp.raw_get(path, cp.operator_token());
+    let level = response.header("X-Kubernetes-PF-PriorityLevel-UID");
+    level.unwrap_or_default().to_owned()
+}
+
+/// Installs the throttling level and waits until the server classifies by it.
+fn throttle_the_operator(cp: &ControlPlane) {
+    cp.apply(PRIORITY_LEVEL);
+    cp.apply(FLOW_SCHEMA);
+    let throttled = uid(cp, "prioritylevelconfiguration", THROTTLED_LEVEL);
+    let configmaps = "/api/v1/namespaces/skiff-system/configmaps";
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    while priority_level_of(cp, configmaps) != throttled {
+        assert!(
+            Instant::now() < deadline,
+            "{configmaps} never reached the throttled level"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let leader_election = uid(cp, "prioritylevelconfiguration", "leader-election");
+    assert_eq!(
+        priority_level_of(cp, LEASE_PATH),
+        leader_election,
+        "the throttling FlowSchema must not take the Lease requests"
+    );
+}
+
+fn fan_out_namespaces(cp: &ControlPlane) {
+    let items: Vec<serde_json::Value> = (0..FAN_OUT)
+        .map(|i| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": format!("throttled-{i}"), "labels": {"fan-out": "wide"}}})
+        })
+        .collect();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    cp.apply(&list.to_string());
+}
+
+fn mirror_to_every_namespace(cp: &ControlPlane, payload: &str) {
+    cp.apply(&format!(
+        r#"{{"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {{"name": "wide", "namespace": "skiff-system"}},
+            "data": {{"payload": "{payload}"}}}}"#
+    ));
+    cp.apply(
+        r#"{"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+            "metadata": {"name": "wide", "namespace": "skiff-system"},
+            "spec": {"source": {"kind": "ConfigMap", "name": "wide"},
+                     "namespaceSelector": {"matchLabels": {"fan-out": "wide"}}}}"#,
+    );
+}
+
+/// Threads listing every ConfigMap as the operator until stopped; counts their 429s.
+struct Load {
+    stop: Arc<AtomicBool>,
+    rejected: Arc<AtomicUsize>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(cp: &'static ControlPlane) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let rejected = Arc::new(AtomicUsize::new(0));
+        let threads = (0..LOAD_THREADS)
+            .map(|_| {
+                let (stop, rejected) = (stop.clone(), rejected.clone());
+                let mut client = KeepAliveGet::new(cp.url(), cp.ca_pem(), cp.operator_token());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        match client.get("/api/v1/configmaps") {
+                            Ok((429, _)) => {
+                                rejected.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            Ok(_) => {}
+                            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                        }
+                    }
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            rejected,
+            threads,
+        }
+    }
+
+    /// Stops the threads; returns how many of their requests were rejected.
+    fn stop(mut self) -> usize {
+        self.halt();
+        self.rejected.load(Ordering::Relaxed)
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// How long the last reading had shown the same renewTime (the gap still open at the end).
+fn unrenewed_at_end(records: &[LeaseRecord]) -> Duration {
+    let Some(last) = records.last() else {
+        return THROTTLED_FOR;
+    };
+    let first_seen = records.iter().find(|r| r.renew_time == last.renew_time);
+    first_seen.map_or(THROTTLED_FOR, |r| last.at.duration_since(r.at))
+}
+
+fn start_skiff(cp: &ControlPlane, dir: &TempDir, metrics_port: u16) -> Skiff {
+    let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{metrics_port}");
+    let mut args = vec![
+        "--leader-elect",
+        "--leader-election-namespace=skiff-system",
+        "--source-namespaces=skiff-system",
+        "--kube-api-qps=200",
+        "--kube-api-burst=200",
+        "--log-level=debug",
+        &metrics_flag,
+    ];
+    args.extend(LEASE_FLAGS);
+    let log = dir.0.join("skiff.log");
+    let env = [("POD_NAME", "throttled")];
+    Skiff::start_with_env(&cp.operator_kubeconfig(), log, &args, &env)
+}
+
+/// `rest_client_requests_total` of `client` with status `code`.
+fn requests(metrics: &str, client: &str, code: &str) -> u64 {
+    let labels = [("client", client), ("code", code)];
+    sum_samples(metrics, "rest_client_requests_total", &labels) as u64
+}
+
+/// What the Mirror got done while throttled: "synced/selected" and the copies that exist.
+fn fan_out_progress(cp: &ControlPlane) -> String {
+    let status = "jsonpath={.status.synced}/{.status.selected}";
+    let synced = cp.kubectl_ok(&["get", "mirror", "wide", "-n", "skiff-system", "-o", status]);
+    let copies = [
+        "get",
+        "cm",
+        "-A",
+        "-l",
+        "skiff.dev/mirror-name=wide",
+        "--no-headers",
+    ];
+    let copies = cp.kubectl_ok(&copies).lines().count();
+    format!("status synced/selected {synced}, {copies} copies")
+}
+
+/// The longest time the Lease went without an observed renewal, including the gap still open
+/// at the end, and how many renewals were seen.
+fn longest_unrenewed(records: &[LeaseRecord], leader: &str) -> (Duration, usize) {
+    let gaps = renew_gaps(records, leader);
+    let longest = gaps
+        .iter()
+        .copied()
+        .chain([unrenewed_at_end(records)])
+        .max();
+    (longest.unwrap_or(THROTTLED_FOR), gaps.len())
+}
+
+#[test]
+fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    throttle_the_operator(cp);
+    fan_out_namespaces(cp);
+    let dir = TempDir::new("e2e-throttled");
+    let [metrics_port, ..] = free_ports().expect("free port");
+    let mut skiff = start_skiff(cp, &dir, metrics_port);
+    let poller = LeasePoller::start(cp, Duration::from_millis(100));
+    let leading = poller.wait_for(Instant::now(), STEP_TIMEOUT, |r| {
+        r.holder.starts_with("throttled_")
+    });
+    let leader = leading
+        .unwrap_or_else(|| panic!("skiff never held the Lease; log:\n{}", skiff.logs()))
+        .holder;
+
+    let load = Load::start(cp);
+    mirror_to_every_namespace(cp, "one");
+    let throttled_from = Instant::now();
+    std::thread::sleep(THROTTLED_FOR / 2);
+    mirror_to_every_namespace(cp, "two");
+    std::thread::sleep(THROTTLED_FOR / 2);
+    assert!(
+        skiff.is_running(),
+        "skiff exited under throttling; log:\n{}",
+        skiff.logs()
+    );
+    let metrics = scrape(metrics_port);
+    let records: Vec<_> = poller
+        .records()
+        .into_iter()
+        .filter(|r| r.at >= throttled_from)
+        .collect();
+    let (longest, renewals) = longest_unrenewed(&records, &leader);
+    let rejected = requests(&metrics, "main", "429");
+    let lease_ok = requests(&metrics, "leader-election", "200");
+    let lease_rejected = requests(&metrics, "leader-election", "429");
+    eprintln!(
+        "throttled: {} s; skiff's main client got {rejected} 429s; lease client {lease_ok} \
+         ok, {lease_rejected} 429s; {renewals} renewals, longest gap {} ms; {}",
+        throttled_from.elapsed().as_secs(),
+        longest.as_millis(),
+        fan_out_progress(cp)
+    );
+    assert!(
+        rejected > 0,
+        "skiff's main client got no 429: nothing was throttled"
+    );
+    assert!(lease_ok > 0, "no lease client requests in the metrics");
+    assert_eq!(lease_rejected, 0, "a Lease request was throttled");
+    let strangers: Vec<_> = records.iter().filter(|r| r.holder != leader).collect();
+    assert!(strangers.is_empty(), "skiff lost the Lease: {strangers:?}");
+    assert!(
+        longest <= RETRY_PERIOD + Duration::from_secs(1),
+        "the Lease went {longest:?} without renewal"
+    );
+    assert!(
+        renewals as u64 >= THROTTLED_FOR.as_secs() / 2,
+        "{renewals} renewals"
+    );
+
+    let signalled = Instant::now();
+    skiff.signal("TERM");
+    let code = skiff.wait_exit(GRACEFUL_SHUTDOWN + Duration::from_secs(5));
+    let exited_after = signalled.elapsed();
+    let released = poller.wait_for(signalled, Duration::from_secs(5), |r| {
+        r.holder.is_empty() && r.duration_seconds == 1
+    });
+    let load_rejected = load.stop();
+    eprintln!(
+        "throttled: SIGTERM under throttling: exit {code:?} after {} ms; \
+         test load got {load_rejected} 429s",
+        exited_after.as_millis()
+    );
+    assert_eq!(code, Some(0), "skiff exit; log:\n{}", skiff.logs());
+    assert!(
+        released.is_some(),
+        "Lease not released: {:?}",
+        poller.latest()
+    );
+}
