@@ -14,6 +14,7 @@
 //!   their Go-syntax durations.
 //! - [`log`]: the logger (text or JSON lines on stderr, bearer tokens scrubbed).
 //! - [`serve`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
+//! - [`signal`]: the one-shot signal shutdown is told with, at every level.
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 #![forbid(unsafe_code)]
 
@@ -27,4 +28,5 @@ pub mod metrics;
 pub mod mirror;
 pub mod runtime;
 pub mod serve;
+pub mod signal;
 pub mod time;

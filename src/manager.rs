@@ -7,7 +7,7 @@
 //! their writes, so there is nothing left to wait for.
 
 use crate::leader::{Elector, LeaderLost, LeaseApi};
-use smol::channel::{Receiver, Sender};
+use crate::signal::{Signal, Trigger, signal};
 use smol::future::FutureExt as _;
 use std::fmt;
 use std::pin::Pin;
@@ -18,31 +18,20 @@ type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// A long-running part started once this replica may act (e.g. the Mirror controller).
 pub struct Runnable {
     name: String,
-    start: Box<dyn FnOnce(Stop) -> BoxFuture + Send>,
+    start: Box<dyn FnOnce(Signal) -> BoxFuture + Send>,
 }
 
 impl Runnable {
     /// `start(stop)` must return once `stop` fires and its in-flight work has finished.
     pub fn new<F, Fut>(name: &str, start: F) -> Runnable
     where
-        F: FnOnce(Stop) -> Fut + Send + 'static,
+        F: FnOnce(Signal) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         Runnable {
             name: name.to_owned(),
             start: Box::new(move |stop| Box::pin(start(stop))),
         }
-    }
-}
-
-/// Fires when the manager stops its runnables; clones share it.
-#[derive(Clone)]
-pub struct Stop(Receiver<()>);
-
-impl Stop {
-    /// Waits until stopping begins.
-    pub async fn wait(&self) {
-        let _ = self.0.recv().await;
     }
 }
 
@@ -142,18 +131,18 @@ async fn run_elected<A: LeaseApi>(
 
 /// The runnables while they run. Dropping it cancels them.
 struct Running {
-    stop: Sender<()>,
+    stop: Trigger,
     tasks: Vec<(String, smol::Task<()>)>,
 }
 
 impl Running {
     fn start(runnables: Vec<Runnable>) -> Running {
-        let (stop, receiver) = smol::channel::bounded(1);
+        let (stop, receiver) = signal();
         let tasks = runnables
             .into_iter()
             .map(|r| {
                 log::info!("starting {}", r.name);
-                (r.name, smol::spawn((r.start)(Stop(receiver.clone()))))
+                (r.name, smol::spawn((r.start)(receiver.clone())))
             })
             .collect();
         Running { stop, tasks }
@@ -162,7 +151,7 @@ impl Running {
     /// Signals stop and waits for every runnable, cancelling the ones still running after
     /// `timeout`.
     async fn stop(self, timeout: Duration) {
-        self.stop.close();
+        self.stop.fire();
         let deadline = Instant::now() + timeout;
         for (name, task) in self.tasks {
             let finished = async {

@@ -15,6 +15,7 @@ use super::pool::{MAX_IDLE, Pool};
 use super::ratelimit::TokenBucket;
 use super::request::{Reply, RequestSpec, reply_error, send_pooled};
 use super::stream::WatchStream;
+use crate::signal::Signal;
 use http_types::Method;
 use serde::Serialize;
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub struct Client {
     inner: Arc<Inner>,
     deadline: Option<Instant>,
     guard: Option<Arc<dyn WriteGuard>>,
+    cancel: Option<Signal>,
 }
 
 impl std::fmt::Debug for Client {
@@ -68,6 +70,7 @@ impl Client {
             }),
             deadline: None,
             guard: None,
+            cancel: None,
         })
     }
 
@@ -91,6 +94,17 @@ impl Client {
     pub fn with_write_guard(&self, guard: Arc<dyn WriteGuard>) -> Client {
         Client {
             guard: Some(guard),
+            ..self.clone()
+        }
+    }
+
+    /// The same client, told to stop by `cancel`: once it fires, requests stop waiting (for the
+    /// rate limiter, for a 429's Retry-After) and nothing more is sent; each fails with
+    /// `Error::Refused`. A request already sent still runs to its reply, so nothing this
+    /// client writes can reach the server after its caller believes it has stopped.
+    pub fn with_cancel(&self, cancel: Signal) -> Client {
+        Client {
+            cancel: Some(cancel),
             ..self.clone()
         }
     }
@@ -240,9 +254,10 @@ impl Client {
         let mut retries_left = self.inner.config.retries_on_429;
         loop {
             self.check_guard(spec)?;
-            self.rate_limit().await?;
-            // The fence may have closed while this request waited for a token.
+            self.unless_cancelled(spec, self.rate_limit()).await?;
+            // The fence may have closed, or the cancel fired, while this request waited.
             self.check_guard(spec)?;
+            self.unless_cancelled(spec, async { Ok(()) }).await?;
             match self.send(spec).await {
                 Ok(reply) if (200..300).contains(&reply.code) => return Ok(reply.body),
                 Ok(reply) => {
@@ -259,7 +274,11 @@ impl Client {
                     }
                     retries_left -= 1;
                     log::debug!("{} {}: 429, retrying in {wait:?}", spec.method, spec.path);
-                    smol::Timer::after(wait).await;
+                    let pause = async {
+                        smol::Timer::after(wait).await;
+                        Ok(())
+                    };
+                    self.unless_cancelled(spec, pause).await.map_err(|_| error)?;
                 }
                 Err(e) => return Err(e),
             }
@@ -281,6 +300,28 @@ impl Client {
         let result = smol::future::or(attempt, expire).await;
         self.record(spec, result.as_ref().ok().map(|r| r.code), started);
         result
+    }
+
+    /// `wait`, unless the cancel signal fires first (or has fired).
+    async fn unless_cancelled(
+        &self,
+        spec: &RequestSpec,
+        wait: impl Future<Output = Result<(), Error>>,
+    ) -> Result<(), Error> {
+        let Some(cancel) = &self.cancel else {
+            return wait.await;
+        };
+        let cancelled = async {
+            cancel.wait().await;
+            Err(Error::Refused(format!(
+                "{} {} not sent: shutting down",
+                spec.method, spec.path
+            )))
+        };
+        if cancel.is_fired() {
+            return cancelled.await;
+        }
+        smol::future::or(cancelled, wait).await
     }
 
     fn check_guard(&self, spec: &RequestSpec) -> Result<(), Error> {

@@ -59,10 +59,9 @@ impl Reconciler {
             tasks.push(self.spawn_write(&limit, meta, payload.clone(), Some(rv.clone())));
         }
         for (kind, ns, name, rv) in &plan.delete {
-            let (this, limit) = (Arc::clone(self), Arc::clone(&limit));
+            let this = Arc::clone(self);
             let (kind, ns, name, rv) = (*kind, ns.clone(), name.clone(), rv.clone());
-            tasks.push(self.spawn_unless_stopped(async move {
-                let _permit = limit.acquire().await;
+            tasks.push(self.spawn_unless_stopped(&limit, async move {
                 this.delete_copy(kind, &ns, &name, &rv).await
             }));
         }
@@ -86,24 +85,36 @@ impl Reconciler {
         payload: Payload,
         replaced: Option<String>,
     ) -> smol::Task<Done> {
-        let (this, limit) = (Arc::clone(self), Arc::clone(limit));
-        self.spawn_unless_stopped(async move {
-            let _permit = limit.acquire().await;
+        let this = Arc::clone(self);
+        self.spawn_unless_stopped(limit, async move {
             this.write_copy(meta, &payload, replaced).await
         })
     }
 
-    /// Runs one write, abandoned (waiting for a permit, the rate limiter or the reply) once
-    /// the controller stops: each write is idempotent, and the next run redoes what is left.
+    /// Runs one write once a permit is free, unless the controller stops first. Each write is
+    /// idempotent and the next run redoes what is left, so a write not yet sent is simply
+    /// dropped; one already sent runs to its reply (the client sends nothing new once it is
+    /// cancelled), so no write of this replica lands after it released its lease.
     fn spawn_unless_stopped(
         &self,
+        limit: &Arc<Semaphore>,
         write: impl Future<Output = Done> + Send + 'static,
     ) -> smol::Task<Done> {
-        let stopping = self.stopping.clone();
-        smol::spawn(write.or(async move {
-            stopping.wait().await;
-            Done::Stopped
-        }))
+        let (stopping, limit) = (self.stopping.clone(), Arc::clone(limit));
+        smol::spawn(async move {
+            let permit = async { Some(limit.acquire_arc().await) };
+            let stopped = async {
+                stopping.wait().await;
+                None
+            };
+            let Some(_permit) = permit.or(stopped).await else {
+                return Done::Stopped;
+            };
+            match write.await {
+                Done::Failed(_) if stopping.is_fired() => Done::Stopped,
+                done => done,
+            }
+        })
     }
 
     /// Creates (`replaced` = None) or updates a copy; a create that meets an existing object
@@ -243,7 +254,7 @@ impl Reconciler {
         let copies = self.caches.copies_of(owner);
         let mut first_error = None;
         for copy in copies {
-            if self.stopping.is_stopping() {
+            if self.stopping.is_fired() {
                 return Err(Error::Refused(
                     "stopping before every copy was deleted; the next run deletes the rest".into(),
                 ));

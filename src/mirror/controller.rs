@@ -9,8 +9,9 @@ use super::caches::{Caches, SourceScope};
 use super::reconcile::Reconciler;
 use crate::kube::Client;
 use crate::kube::events::Recorder;
-use crate::manager::{Runnable, Stop};
-use crate::runtime::{Controller, stopping};
+use crate::manager::Runnable;
+use crate::runtime::Controller;
+use crate::signal::Signal;
 use smol::future::FutureExt as _;
 use std::sync::Arc;
 
@@ -19,13 +20,13 @@ pub const WORKERS: usize = 4;
 
 /// The Mirror controller, writing through `client` (the fenced main client).
 pub fn runnable(client: Client, scope: SourceScope, identity: &str) -> Runnable {
-    let recorder = Recorder::new(&client, "skiff", identity);
+    let identity = identity.to_owned();
     Runnable::new("mirror controller", move |stop| {
-        run(client, scope, recorder, stop)
+        run(client, scope, identity, stop)
     })
 }
 
-async fn run(client: Client, scope: SourceScope, recorder: Recorder, stop: Stop) {
+async fn run(client: Client, scope: SourceScope, identity: String, stop: Signal) {
     let controller = Controller::new("mirror", WORKERS);
     let caches = Caches::new(&scope);
     let _watches = caches.spawn_watches(&client, &controller.queue());
@@ -43,13 +44,11 @@ async fn run(client: Client, scope: SourceScope, recorder: Recorder, stop: Stop)
         return;
     }
     log::info!("mirror caches filled; reconciling");
-    let (trigger, stopping) = stopping();
-    let reconciler = Arc::new(Reconciler::new(client, caches, scope, recorder, stopping));
+    // In-flight reconciles see the stop too: their requests stop waiting and sending, and the
+    // writes they have not made are left to the next run.
+    let client = client.with_cancel(stop.clone());
+    let recorder = Recorder::new(&client, "skiff", &identity);
+    let reconciler = Arc::new(Reconciler::new(client, caches, scope, recorder, stop.clone()));
     let reconcile = move |key| Arc::clone(&reconciler).reconcile(key);
-    // In-flight reconciles see the stop too and leave their remaining writes to the next run.
-    let stopped = async move {
-        stop.wait().await;
-        trigger.stop();
-    };
-    controller.run(reconcile, stopped).await;
+    controller.run(reconcile, async move { stop.wait().await }).await;
 }

@@ -15,7 +15,8 @@ use super::unmanaged::{UNMANAGED_RECHECK, Unmanaged};
 use super::written::Written;
 use crate::kube::events::{Recorder, reference_to};
 use crate::kube::{Client, Error};
-use crate::runtime::{Action, ObjectKey, Stopping};
+use crate::runtime::{Action, ObjectKey};
+use crate::signal::Signal;
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -39,7 +40,7 @@ pub struct Reconciler {
     mirrors_written: MirrorWrites,
     pub(super) recorder: Recorder,
     /// Set when the controller stops: writes not yet made are left to the next run.
-    pub(super) stopping: Stopping,
+    pub(super) stopping: Signal,
 }
 
 impl Reconciler {
@@ -48,7 +49,7 @@ impl Reconciler {
         caches: Caches,
         scope: SourceScope,
         recorder: Recorder,
-        stopping: Stopping,
+        stopping: Signal,
     ) -> Reconciler {
         Reconciler {
             client,

@@ -8,7 +8,6 @@ pub mod backoff;
 pub mod controller;
 pub mod queue;
 pub mod source;
-pub mod stopping;
 pub mod store;
 pub mod watcher;
 
@@ -16,6 +15,5 @@ pub use backoff::Backoff;
 pub use controller::{Action, Controller, feed, object_keys};
 pub use queue::WorkQueue;
 pub use source::ApiSource;
-pub use stopping::{StopTrigger, Stopping, stopping};
 pub use store::{ObjectKey, Store};
 pub use watcher::{EventStream, ListWatch, Watcher, WatcherConfig, WatcherEvent};
