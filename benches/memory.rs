@@ -65,9 +65,14 @@ fn add_unrelated_secrets(server: &FakeServer, namespaces: usize, count: usize) {
 }
 
 fn measure(run: &mut Run) -> Sample {
-    std::thread::sleep(SETTLE);
+    let samples = if bench_mode() {
+        std::thread::sleep(SETTLE);
+        SAMPLES
+    } else {
+        1
+    };
     run.assert_running();
-    let mut rss: Vec<u64> = (0..SAMPLES)
+    let mut rss: Vec<u64> = (0..samples)
         .filter_map(|_| {
             std::thread::sleep(SAMPLE_EVERY);
             proc_status_kib(run.pid(), "VmRSS")
