@@ -161,6 +161,9 @@ pub struct Writes {
     pub failed_writes: usize,
     /// Reads: GETs, lists and watches.
     pub reads: usize,
+    /// Requests (reads and writes) that arrived before the first copy write: each took a
+    /// token from the bucket the copies then share.
+    pub before_first_copy: usize,
     /// When the first copy write arrived.
     pub first_copy_write: Option<Instant>,
     /// When the last successful copy create was answered.
@@ -184,7 +187,13 @@ fn is_copy(record: &RequestRecord) -> bool {
 impl Writes {
     /// Tallies the request log; `count` is the synced figure that marks convergence.
     pub fn of(records: &[RequestRecord], count: usize) -> Writes {
-        let mut writes = Writes::default();
+        let mut writes = Writes {
+            before_first_copy: records
+                .iter()
+                .position(|r| is_write(&r.method) && is_copy(r))
+                .unwrap_or(records.len()),
+            ..Writes::default()
+        };
         for record in records {
             if !is_write(&record.method) {
                 writes.reads += 1;
