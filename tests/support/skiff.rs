@@ -148,3 +148,18 @@ pub fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     }
     check()
 }
+
+/// A `kB` field of `/proc/<pid>/status` (e.g. "VmRSS", "VmHWM") in KiB; `None` when the
+/// process is gone or the field is missing (not Linux).
+pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find(|line| line.split(':').next() == Some(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resident set size of a process in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "VmRSS")
+}

@@ -1,0 +1,190 @@
+//! Memory benchmark: resident set size (VmRSS) of the built binary against the fake API
+//! server — idle, with 1,000 namespaces and copies converged, and the growth when the cluster
+//! also holds 10,000 unrelated 10 KB Secrets (each scenario a fresh server and process).
+//!
+//! `cargo bench --bench memory` prints a table; `cargo test --all-targets` runs a smoke
+//! version (20 namespaces, 20 Secrets) that only checks each scenario converges.
+
+// Built with cfg(test) but no test harness, the support files' test modules import unused items.
+#[path = "../tests/support/mod.rs"]
+#[cfg_attr(test, allow(unused_imports))]
+mod support;
+
+mod common;
+
+use base64::Engine as _;
+use common::{Run, bench_mode, cluster, target_namespace, wait_converged, wait_watching};
+use serde_json::json;
+use std::time::Duration;
+use support::fake::FakeServer;
+use support::skiff::proc_status_kib;
+
+/// Namespaces (and copies) of the loaded scenarios (issue: "1,000 namespaces and copies").
+const NAMESPACES: usize = 1_000;
+/// Unrelated Secrets and their decoded size (issue: "10,000 unrelated 10 KB Secrets").
+const SECRETS: usize = 10_000;
+const SECRET_BYTES: usize = 10 * 1024;
+/// Namespaces of the idle scenario, besides skiff's own.
+const IDLE_NAMESPACES: usize = 3;
+/// Goals in KiB.
+const LOADED_GOAL_KIB: u64 = 24 * 1024;
+const GROWTH_GOAL_KIB: u64 = 4 * 1024;
+/// Time after convergence before sampling, so start-up buffers are returned or reused.
+const SETTLE: Duration = Duration::from_secs(5);
+/// Samples taken after settling, and the pause between them.
+const SAMPLES: usize = 10;
+const SAMPLE_EVERY: Duration = Duration::from_millis(200);
+/// Watches skiff opens (Mirrors, Namespaces, source ConfigMaps and Secrets, copies of each).
+const WATCHES: usize = 6;
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+/// Memory of one process after settling, in KiB.
+struct Sample {
+    /// Median VmRSS over the samples.
+    rss: u64,
+    /// VmHWM: the peak RSS since the process started.
+    peak: u64,
+}
+
+/// 10 KB of data that differs per Secret, base64-encoded as the API carries it.
+fn secret_data(i: usize) -> String {
+    let bytes: Vec<u8> = (0..SECRET_BYTES).map(|b| (b * 31 + i) as u8).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// `count` Secrets that no Mirror reads, spread over the selected (non-source) namespaces.
+fn add_unrelated_secrets(server: &FakeServer, namespaces: usize, count: usize) {
+    for i in 0..count {
+        server.insert(
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": format!("app-secret-{i:05}"),
+                         "namespace": target_namespace(i % namespaces)},
+            "data": {"blob": secret_data(i)}}),
+        );
+    }
+}
+
+fn measure(run: &mut Run) -> Sample {
+    let samples = if bench_mode() {
+        std::thread::sleep(SETTLE);
+        SAMPLES
+    } else {
+        1
+    };
+    run.assert_running();
+    let mut rss: Vec<u64> = (0..samples)
+        .filter_map(|_| {
+            std::thread::sleep(SAMPLE_EVERY);
+            proc_status_kib(run.pid(), "VmRSS")
+        })
+        .collect();
+    rss.sort_unstable();
+    assert!(!rss.is_empty(), "no VmRSS readable for pid {}", run.pid());
+    Sample {
+        rss: rss[rss.len() / 2],
+        peak: proc_status_kib(run.pid(), "VmHWM").unwrap_or(0),
+    }
+}
+
+/// No Mirror: skiff only watches and caches.
+fn idle(namespaces: usize, tag: &str) -> Sample {
+    let server = cluster(namespaces, false);
+    let mut run = Run::start(&server, tag, &[]);
+    wait_watching(&server, &mut run, WATCHES, RUN_LIMIT);
+    measure(&mut run)
+}
+
+/// A Mirror converging over `namespaces`; the process is killed when it is measured, and
+/// the converged cluster returned.
+fn loaded(namespaces: usize, secrets: usize, tag: &str) -> (Sample, FakeServer) {
+    let server = cluster(namespaces, true);
+    add_unrelated_secrets(&server, namespaces, secrets);
+    let mut run = Run::start(&server, tag, &[]);
+    wait_converged(&server, &mut run, namespaces, RUN_LIMIT);
+    (measure(&mut run), server)
+}
+
+/// A fresh process on a converged cluster: it writes nothing, so its RSS is what the caches
+/// need, without what the fan-out itself allocated.
+fn restarted(server: &FakeServer, tag: &str) -> Sample {
+    let mut run = Run::start(server, tag, &[]);
+    wait_watching(server, &mut run, WATCHES, RUN_LIMIT);
+    measure(&mut run)
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+fn row(scenario: &str, sample: &Sample, goal: &str) {
+    println!(
+        "| {scenario:<60} | {:>9} | {:>10} | {goal:<22} |",
+        mib(sample.rss),
+        mib(sample.peak)
+    );
+}
+
+fn verdict(value: u64, goal: u64) -> &'static str {
+    if value <= goal { "met" } else { "MISSED" }
+}
+
+fn smoke() {
+    let n = common::SMOKE_NAMESPACES;
+    idle(IDLE_NAMESPACES, "memory-smoke-idle");
+    let (_, server) = loaded(n, 0, "memory-smoke");
+    restarted(&server, "memory-smoke-restarted");
+    loaded(n, n, "memory-smoke-secrets");
+    println!("memory: smoke run ok (run `cargo bench --bench memory` for figures)");
+}
+
+fn main() {
+    if !bench_mode() {
+        smoke();
+        return;
+    }
+    let idle_small = idle(IDLE_NAMESPACES, "memory-idle");
+    let idle_large = idle(NAMESPACES, "memory-idle-large");
+    let (plain, server) = loaded(NAMESPACES, 0, "memory");
+    let restart = restarted(&server, "memory-restarted");
+    drop(server);
+    let (with_secrets, _) = loaded(NAMESPACES, SECRETS, "memory-secrets");
+    let growth = with_secrets.rss as i64 - plain.rss as i64;
+    println!(
+        "RSS of the skiff process (MiB), median of {SAMPLES} samples after {SETTLE:?} settling\n"
+    );
+    println!(
+        "| {:<60} | {:>9} | {:>10} | {:<22} |",
+        "scenario", "RSS", "peak (HWM)", "goal"
+    );
+    println!("|{:-<62}|{:-<11}|{:-<12}|{:-<24}|", "", "", "", "");
+    row(
+        &format!("idle: {IDLE_NAMESPACES} namespaces, no Mirror"),
+        &idle_small,
+        "",
+    );
+    row(
+        &format!("idle: {NAMESPACES} namespaces, no Mirror"),
+        &idle_large,
+        "",
+    );
+    row(
+        &format!("{NAMESPACES} namespaces, {NAMESPACES} copies converged"),
+        &plain,
+        &format!("≤ 24 MiB: {}", verdict(plain.rss, LOADED_GOAL_KIB)),
+    );
+    row(
+        &format!("restarted on those {NAMESPACES} converged copies (no writes)"),
+        &restart,
+        "",
+    );
+    row(
+        &format!("{NAMESPACES} namespaces and copies + {SECRETS} unrelated 10 KB Secrets"),
+        &with_secrets,
+        "",
+    );
+    println!(
+        "\ngrowth from the unrelated Secrets: {:+.1} MiB (goal ≤ 4 MiB: {})",
+        growth as f64 / 1024.0,
+        verdict(growth.max(0) as u64, GROWTH_GOAL_KIB)
+    );
+}
