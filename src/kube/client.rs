@@ -278,7 +278,9 @@ impl Client {
                         smol::Timer::after(wait).await;
                         Ok(())
                     };
-                    self.unless_cancelled(spec, pause).await.map_err(|_| error)?;
+                    self.unless_cancelled(spec, pause)
+                        .await
+                        .map_err(|_| error)?;
                 }
                 Err(e) => return Err(e),
             }

@@ -31,6 +31,29 @@ pub struct Outcome {
     pub stopped: bool,
 }
 
+/// One planned write, borrowed from the plan.
+enum Write<'a> {
+    Create(&'a String),
+    Update(&'a String, &'a String),
+    Delete(&'a SourceKind, &'a String, &'a String, &'a String),
+}
+
+fn writes(plan: &Plan) -> impl Iterator<Item = Write<'_>> {
+    let creates = plan.create.iter().map(Write::Create);
+    let updates = plan.update.iter().map(|(ns, rv)| Write::Update(ns, rv));
+    let deletes = plan
+        .delete
+        .iter()
+        .map(|(kind, ns, name, rv)| Write::Delete(kind, ns, name, rv));
+    creates.chain(updates).chain(deletes)
+}
+
+/// A write with everything it needs, owned by its task.
+enum Job {
+    Write(Box<ObjectMeta>, Payload, Option<String>),
+    Delete(SourceKind, String, String, String),
+}
+
 enum Done {
     Written,
     Deleted,
@@ -49,23 +72,37 @@ impl Reconciler {
         plan: &Plan,
     ) -> Outcome {
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+        let mut outcome = Outcome::default();
         let mut tasks = Vec::with_capacity(plan.writes());
-        for ns in &plan.create {
-            let meta = copy_meta(mirror, ns, hash, None);
-            tasks.push(self.spawn_write(&limit, meta, payload.clone(), None));
-        }
-        for (ns, rv) in &plan.update {
-            let meta = copy_meta(mirror, ns, hash, Some(rv));
-            tasks.push(self.spawn_write(&limit, meta, payload.clone(), Some(rv.clone())));
-        }
-        for (kind, ns, name, rv) in &plan.delete {
+        for write in writes(plan) {
+            // The permit is taken before the task exists, so a fan-out of thousands holds at
+            // most MAX_IN_FLIGHT objects in memory at once.
+            let Some(permit) = self.permit(&limit).await else {
+                outcome.stopped = true;
+                break;
+            };
             let this = Arc::clone(self);
-            let (kind, ns, name, rv) = (*kind, ns.clone(), name.clone(), rv.clone());
-            tasks.push(self.spawn_unless_stopped(&limit, async move {
-                this.delete_copy(kind, &ns, &name, &rv).await
+            let job = match write {
+                Write::Create(ns) => Job::Write(
+                    Box::new(copy_meta(mirror, ns, hash, None)),
+                    payload.clone(),
+                    None,
+                ),
+                Write::Update(ns, rv) => Job::Write(
+                    Box::new(copy_meta(mirror, ns, hash, Some(rv))),
+                    payload.clone(),
+                    Some(rv.clone()),
+                ),
+                Write::Delete(kind, ns, name, rv) => {
+                    Job::Delete(*kind, ns.clone(), name.clone(), rv.clone())
+                }
+            };
+            tasks.push(smol::spawn(async move {
+                let done = this.run(job).await;
+                drop(permit);
+                done
             }));
         }
-        let mut outcome = Outcome::default();
         for task in tasks {
             match task.await {
                 Done::Written => outcome.written += 1,
@@ -78,43 +115,32 @@ impl Reconciler {
         outcome
     }
 
-    fn spawn_write(
-        self: &Arc<Self>,
-        limit: &Arc<Semaphore>,
-        meta: ObjectMeta,
-        payload: Payload,
-        replaced: Option<String>,
-    ) -> smol::Task<Done> {
-        let this = Arc::clone(self);
-        self.spawn_unless_stopped(limit, async move {
-            this.write_copy(meta, &payload, replaced).await
-        })
+    /// A write permit, or `None` once the controller stops: a write not yet started is simply
+    /// dropped (each is idempotent; the next run redoes what is left).
+    async fn permit(&self, limit: &Arc<Semaphore>) -> Option<smol::lock::SemaphoreGuardArc> {
+        if self.stopping.is_fired() {
+            return None;
+        }
+        let permit = async { Some(limit.acquire_arc().await) };
+        let stopped = async {
+            self.stopping.wait().await;
+            None
+        };
+        permit.or(stopped).await
     }
 
-    /// Runs one write once a permit is free, unless the controller stops first. Each write is
-    /// idempotent and the next run redoes what is left, so a write not yet sent is simply
-    /// dropped; one already sent runs to its reply (the client sends nothing new once it is
-    /// cancelled), so no write of this replica lands after it released its lease.
-    fn spawn_unless_stopped(
-        &self,
-        limit: &Arc<Semaphore>,
-        write: impl Future<Output = Done> + Send + 'static,
-    ) -> smol::Task<Done> {
-        let (stopping, limit) = (self.stopping.clone(), Arc::clone(limit));
-        smol::spawn(async move {
-            let permit = async { Some(limit.acquire_arc().await) };
-            let stopped = async {
-                stopping.wait().await;
-                None
-            };
-            let Some(_permit) = permit.or(stopped).await else {
-                return Done::Stopped;
-            };
-            match write.await {
-                Done::Failed(_) if stopping.is_fired() => Done::Stopped,
-                done => done,
-            }
-        })
+    /// One write, run to its reply once started: the client sends nothing new after the stop,
+    /// and a request already sent must not be abandoned, so no write of this replica lands
+    /// after it released its lease.
+    async fn run(&self, job: Job) -> Done {
+        let done = match job {
+            Job::Write(meta, payload, replaced) => self.write_copy(*meta, &payload, replaced).await,
+            Job::Delete(kind, ns, name, rv) => self.delete_copy(kind, &ns, &name, &rv).await,
+        };
+        match done {
+            Done::Failed(_) if self.stopping.is_fired() => Done::Stopped,
+            done => done,
+        }
     }
 
     /// Creates (`replaced` = None) or updates a copy; a create that meets an existing object

@@ -48,7 +48,15 @@ async fn run(client: Client, scope: SourceScope, identity: String, stop: Signal)
     // writes they have not made are left to the next run.
     let client = client.with_cancel(stop.clone());
     let recorder = Recorder::new(&client, "skiff", &identity);
-    let reconciler = Arc::new(Reconciler::new(client, caches, scope, recorder, stop.clone()));
+    let reconciler = Arc::new(Reconciler::new(
+        client,
+        caches,
+        scope,
+        recorder,
+        stop.clone(),
+    ));
     let reconcile = move |key| Arc::clone(&reconciler).reconcile(key);
-    controller.run(reconcile, async move { stop.wait().await }).await;
+    controller
+        .run(reconcile, async move { stop.wait().await })
+        .await;
 }
