@@ -142,21 +142,11 @@ fn pem_from(
 mod tests {
     use super::*;
     use crate::kube::config::Config;
+    use crate::kube::test_dir::temp_dir;
     use openssl::ec::{EcGroup, EcKey};
     use openssl::nid::Nid;
     use openssl::pkey::{PKey, Private};
     use openssl::rsa::Rsa;
-    use std::path::PathBuf;
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!("skiff-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
 
     fn self_signed(key: &PKey<Private>) -> Vec<u8> {
         let mut name = openssl::x509::X509NameBuilder::new().unwrap();

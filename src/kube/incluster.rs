@@ -72,12 +72,7 @@ mod tests {
     use std::time::Duration;
 
     fn service_account_dir(tag: &str) -> PathBuf {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!("skiff-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::kube::test_dir::temp_dir(tag);
         std::fs::write(dir.join("token"), "token-one\n").unwrap();
         std::fs::write(dir.join("ca.crt"), "-----BEGIN CERTIFICATE-----\n").unwrap();
         std::fs::write(dir.join("namespace"), "skiff-system").unwrap();

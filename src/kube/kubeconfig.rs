@@ -207,16 +207,7 @@ fn server_url(cluster_name: &str, cluster: &ClusterEntry) -> Result<Url, ConfigE
 mod tests {
     use super::*;
     use crate::kube::config::Auth;
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!("skiff-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::kube::test_dir::temp_dir;
 
     const FIRST: &str = r#"
 apiVersion: v1

@@ -27,6 +27,8 @@ mod pool;
 pub mod ratelimit;
 mod request;
 pub mod stream;
+#[cfg(test)]
+mod test_dir;
 mod tokenfile;
 pub mod watch;
 

@@ -53,7 +53,7 @@ pub struct SourceStores<K: Resource> {
     stores: HashMap<Option<String>, Store<K, Payload>>,
 }
 
-impl<K: Resource> SourceStores<K> {
+impl<K: Resource + Clone> SourceStores<K> {
     fn new(scope: &SourceScope, project: fn(&K) -> Payload) -> SourceStores<K> {
         let stores = scope
             .watch_namespaces()
@@ -61,6 +61,30 @@ impl<K: Resource> SourceStores<K> {
             .map(|ns| (ns, Store::new(project)))
             .collect();
         SourceStores { stores }
+    }
+
+    /// One watch per store, each enqueueing the Mirrors that read the changed source.
+    fn spawn_watches(
+        &self,
+        client: &Client,
+        queue: &WorkQueue<ObjectKey>,
+        mirrors: &Store<Mirror, Mirror>,
+        kind: SourceKind,
+    ) -> Vec<smol::Task<()>> {
+        self.stores
+            .iter()
+            .map(|(ns, store)| {
+                let map = mirrors_of_source(mirrors.clone(), kind);
+                spawn(
+                    client,
+                    ns.as_deref(),
+                    WatcherConfig::default(),
+                    store.clone(),
+                    queue,
+                    map,
+                )
+            })
+            .collect()
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<Payload> {
@@ -183,28 +207,18 @@ impl Caches {
                 copy_owners(self.mirrors.clone(), SourceKind::Secret),
             ),
         ];
-        for (ns, store) in &self.configmap_sources.stores {
-            let map = mirrors_of_source(self.mirrors.clone(), SourceKind::ConfigMap);
-            tasks.push(spawn(
-                client,
-                ns.as_deref(),
-                WatcherConfig::default(),
-                store.clone(),
-                queue,
-                map,
-            ));
-        }
-        for (ns, store) in &self.secret_sources.stores {
-            let map = mirrors_of_source(self.mirrors.clone(), SourceKind::Secret);
-            tasks.push(spawn(
-                client,
-                ns.as_deref(),
-                WatcherConfig::default(),
-                store.clone(),
-                queue,
-                map,
-            ));
-        }
+        tasks.extend(self.configmap_sources.spawn_watches(
+            client,
+            queue,
+            &self.mirrors,
+            SourceKind::ConfigMap,
+        ));
+        tasks.extend(self.secret_sources.spawn_watches(
+            client,
+            queue,
+            &self.mirrors,
+            SourceKind::Secret,
+        ));
         tasks
     }
 }
