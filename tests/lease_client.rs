@@ -1,0 +1,194 @@
+//! The dedicated lease client against the fake API server: its config leaves the base one
+//! untouched, it never rides on the main client's connections, and an elector over it keeps
+//! renewing while the main client's token bucket is saturated (the shared control does not).
+
+mod support;
+
+use http_types::Url;
+use serde_json::json;
+use skiff::kube::api::ConfigMap;
+use skiff::kube::{Client, Config};
+use skiff::leader::{ClientLeaseApi, Elector, LeaderLost, Timing};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use support::fake::{FakeServer, RequestClass, RequestRecord};
+
+const NS: &str = "skiff-system";
+const LEASE: &str = "skiff-leader";
+const LEASE_UA: &str = "skiff/leader-election";
+/// Requests queued on the main client's bucket (qps 1): ~50 minutes of work.
+const QUEUED: usize = 3000;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn base_config(server: &FakeServer) -> Config {
+    let url = Url::parse(&server.url()).expect("fake server URL");
+    Config::new(url)
+}
+
+fn start_server() -> FakeServer {
+    let server = FakeServer::start();
+    server.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
+    server.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "busy", "namespace": NS}, "data": {}}));
+    server
+}
+
+fn conn_ids<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> BTreeSet<u64> {
+    records.map(|r| r.conn_id).collect()
+}
+
+#[test]
+fn for_leader_election_leaves_the_base_config_untouched_and_shares_no_connection() {
+    let server = start_server();
+    let mut base = base_config(&server);
+    base.qps = 20.0;
+    base.burst = 30;
+    let lease_config = base.for_leader_election(5.0, 10);
+    assert_eq!((base.qps, base.burst), (20.0, 30));
+    assert_eq!(base.name, "main");
+    assert_ne!(base.user_agent, LEASE_UA);
+    assert_eq!(base.retries_on_429, 3);
+    assert_eq!((lease_config.qps, lease_config.burst), (5.0, 10));
+    assert_eq!(lease_config.name, "leader-election");
+    assert_eq!(lease_config.user_agent, LEASE_UA);
+    assert_eq!(lease_config.server, base.server);
+
+    let main = Client::new(base).expect("main client");
+    let lease = Client::new(lease_config).expect("lease client");
+    // Interleaved, concurrent traffic on both: a shared pool would hand one's idle
+    // connection to the other.
+    smol::block_on(async {
+        for _ in 0..10 {
+            let a = main.get::<ConfigMap>(Some(NS), "busy");
+            let b = lease.get::<ConfigMap>(Some(NS), "busy");
+            let c = main.get::<ConfigMap>(Some(NS), "busy");
+            let (a, (b, c)) = smol::future::zip(a, smol::future::zip(b, c)).await;
+            assert!(a.is_ok() && b.is_ok() && c.is_ok());
+        }
+    });
+    let records = server.requests();
+    let by_lease = conn_ids(
+        records
+            .iter()
+            .filter(|r| r.user_agent.as_deref() == Some(LEASE_UA)),
+    );
+    let by_main = conn_ids(
+        records
+            .iter()
+            .filter(|r| r.user_agent.as_deref() != Some(LEASE_UA)),
+    );
+    assert_eq!(records.len(), 30);
+    assert!(!by_lease.is_empty() && !by_main.is_empty());
+    assert!(
+        by_lease.is_disjoint(&by_main),
+        "shared connections: lease {by_lease:?}, main {by_main:?}"
+    );
+    assert!(main.idle_connections() >= 1 && lease.idle_connections() >= 1);
+}
+
+/// lease 2 s, renew deadline 1.5 s, retry period 500 ms.
+fn timing() -> Timing {
+    Timing::new(ms(2000), ms(1500), ms(500)).expect("valid timing")
+}
+
+/// Leads with an elector over `lease_client`, then queues [`QUEUED`] GETs on the main client
+/// (qps 1, burst 1) and keeps renewing for `watch`. Returns the elector's verdict and the
+/// successful renewals the server saw.
+fn renew_under_saturated_main_bucket(
+    server: &FakeServer,
+    main: &Client,
+    lease_client: Client,
+    watch: Duration,
+) -> (Option<LeaderLost>, Vec<RequestRecord>) {
+    let api = ClientLeaseApi::new(lease_client, NS, LEASE, "me_abc");
+    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
+    smol::block_on(async {
+        let acquired = smol::future::or(
+            async {
+                elector.acquire().await;
+                true
+            },
+            async {
+                smol::Timer::after(Duration::from_secs(5)).await;
+                false
+            },
+        );
+        assert!(acquired.await, "did not acquire the lease");
+        let queued: Vec<_> = (0..QUEUED)
+            .map(|_| {
+                let main = main.clone();
+                smol::spawn(async move { main.get::<ConfigMap>(Some(NS), "busy").await })
+            })
+            .collect();
+        smol::Timer::after(ms(100)).await;
+        let started = Instant::now();
+        let lost = smol::future::or(async { Some(elector.keep_renewing().await) }, async {
+            smol::Timer::after(watch).await;
+            None
+        })
+        .await;
+        let elapsed = started.elapsed();
+        drop(queued);
+        let renewals = server
+            .requests()
+            .into_iter()
+            .filter(|r| r.class == RequestClass::Lease && r.method == "PUT" && r.status == 200)
+            .collect();
+        assert!(elapsed <= watch + ms(200), "took {elapsed:?}");
+        (lost, renewals)
+    })
+}
+
+fn main_client(server: &FakeServer) -> Client {
+    let mut config = base_config(server);
+    config.qps = 1.0;
+    config.burst = 1;
+    Client::new(config).expect("main client")
+}
+
+#[test]
+fn renews_while_main_bucket_is_saturated() {
+    let server = start_server();
+    let main = main_client(&server);
+    let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
+    let started = Instant::now();
+    let (lost, renewals) =
+        renew_under_saturated_main_bucket(&server, &main, lease, Duration::from_secs(4));
+    assert_eq!(lost, None, "leadership lost while the main bucket was busy");
+    let renewed_at: Vec<Instant> = renewals
+        .iter()
+        .filter_map(|r| r.answered)
+        .filter(|at| *at > started)
+        .collect();
+    assert!(renewed_at.len() >= 7, "{} renewals", renewed_at.len());
+    let worst = renewed_at
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default();
+    eprintln!("{} renewals, worst gap {worst:?}", renewed_at.len());
+    assert!(worst <= ms(800), "a renewal gap of {worst:?}");
+    let main_sent = server
+        .requests()
+        .iter()
+        .filter(|r| r.class == RequestClass::Other && r.user_agent.as_deref() != Some(LEASE_UA))
+        .count();
+    assert!(
+        main_sent <= 8,
+        "the main bucket let {main_sent} through: not saturated"
+    );
+}
+
+/// The control: the same elector over the *main* client misses its renew deadline.
+#[test]
+fn an_elector_sharing_the_main_client_loses_the_lease_when_its_bucket_is_saturated() {
+    let server = start_server();
+    let main = main_client(&server);
+    let (lost, _) =
+        renew_under_saturated_main_bucket(&server, &main, main.clone(), Duration::from_secs(4));
+    let lost = lost.expect("a shared client kept the lease under a saturated bucket");
+    assert!(lost.reason.contains("renew deadline"), "{lost}");
+}
