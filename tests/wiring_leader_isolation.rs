@@ -6,7 +6,7 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use support::fake::{Fault, FakeServer, RequestClass, RequestRecord};
+use support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
 use support::skiff::{
     LEASE_PATH, SHORT_LEASE, SHORT_RETRY, Skiff, TempDir, eventually, fan_out_world,
     is_controller_write, is_lease_hold, longest_gap, write_kubeconfig,
@@ -44,8 +44,11 @@ fn holder(server: &FakeServer) -> String {
 
 #[test]
 fn lease_requests_ride_only_on_connections_of_their_own() {
-    let (server, _dir, skiff) =
-        leader_under_load("isolation", &["--kube-api-qps=400", "--kube-api-burst=400"], 50);
+    let (server, _dir, skiff) = leader_under_load(
+        "isolation",
+        &["--kube-api-qps=400", "--kube-api-burst=400"],
+        50,
+    );
     let done = eventually(Duration::from_secs(30), || {
         server.list("/api/v1/configmaps").len() > NAMESPACES
     });
@@ -75,9 +78,17 @@ fn lease_requests_ride_only_on_connections_of_their_own() {
         .iter()
         .filter(|r| r.class != RequestClass::Lease)
         .filter(|r| r.user_agent.as_deref() != Some(LEASE_UA) || !r.path.contains("/events"))
-        .map(|r| format!("{} {} ({:?}) on conn {}", r.method, r.path, r.user_agent, r.conn_id))
+        .map(|r| {
+            format!(
+                "{} {} ({:?}) on conn {}",
+                r.method, r.path, r.user_agent, r.conn_id
+            )
+        })
         .collect();
-    assert!(strangers.is_empty(), "shared lease connections: {strangers:#?}");
+    assert!(
+        strangers.is_empty(),
+        "shared lease connections: {strangers:#?}"
+    );
     assert!(
         on_lease_conns
             .iter()
@@ -108,7 +119,10 @@ fn renewals_while_other_requests_suffer(tag: &str, fault: Fault) {
         .count();
     eprintln!("{tag}: longest gap between renewals {gap:?}; {faulted} faulted requests");
     assert!(faulted >= 10, "the controller sent only {faulted} requests");
-    assert!(gap <= SHORT_RETRY + Duration::from_millis(500), "gap {gap:?}");
+    assert!(
+        gap <= SHORT_RETRY + Duration::from_millis(500),
+        "gap {gap:?}"
+    );
     assert!(skiff.is_running(), "exited; log:\n{}", skiff.logs());
     assert_eq!(holder(&server), leader);
     assert!(!skiff.logs().contains("leader election lost"));

@@ -170,7 +170,8 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 /// The namespace the kubeconfigs of the leader tests name (and the Lease lives in).
 pub const HOME_NS: &str = "skiff-system";
 /// The Lease of the default `--leader-election-id`.
-pub const LEASE_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces/skiff-system/leases/skiff-leader";
+pub const LEASE_PATH: &str =
+    "/apis/coordination.k8s.io/v1/namespaces/skiff-system/leases/skiff-leader";
 /// Short leader-election timings: lease 2 s, renew deadline 1.5 s, retry period 500 ms.
 pub const SHORT_LEASE: [&str; 4] = [
     "--leader-elect",
@@ -185,9 +186,7 @@ pub const SHORT_RENEW_DEADLINE: Duration = Duration::from_millis(1500);
 /// Mirror selecting them, all in [`HOME_NS`]. Every selected namespace needs one create.
 pub fn fan_out_world(server: &super::fake::FakeServer, namespaces: usize) {
     use serde_json::json;
-    let namespace = |name: &str, labels: serde_json::Value| {
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
-    };
+    let namespace = |name: &str, labels: serde_json::Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
     server.insert(namespace(HOME_NS, json!({})));
     for n in 0..namespaces {
         server.insert(namespace(&format!("team-{n:04}"), json!({"fanout": "yes"})));
@@ -226,7 +225,8 @@ pub fn is_lease_hold(r: &super::fake::RequestRecord) -> bool {
 /// A release: a lease PUT with holderIdentity "" and leaseDurationSeconds 1.
 pub fn is_lease_release(r: &super::fake::RequestRecord) -> bool {
     lease_write_holder(r) == Some("")
-        && r.body.as_ref().map(|b| &b["spec"]["leaseDurationSeconds"]) == Some(&serde_json::json!(1))
+        && r.body.as_ref().map(|b| &b["spec"]["leaseDurationSeconds"])
+            == Some(&serde_json::json!(1))
 }
 
 /// The longest wait between consecutive `times` within `[from, to]`, counting both ends.
@@ -234,5 +234,8 @@ pub fn longest_gap(from: Instant, times: &[Instant], to: Instant) -> Duration {
     let mut all: Vec<Instant> = vec![from];
     all.extend(times.iter().copied().filter(|t| *t >= from && *t <= to));
     all.push(to);
-    all.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
+    all.windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
 }
