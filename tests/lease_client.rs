@@ -192,3 +192,47 @@ fn an_elector_sharing_the_main_client_loses_the_lease_when_its_bucket_is_saturat
     let lost = lost.expect("a shared client kept the lease under a saturated bucket");
     assert!(lost.reason.contains("renew deadline"), "{lost}");
 }
+
+/// The elector acquires and then is never polled again (a stuck task): the main client's
+/// writes pass until last renewal + renew deadline, then are refused before they leave.
+#[test]
+fn a_fenced_main_client_refuses_writes_past_the_renew_deadline_while_the_elector_is_stuck() {
+    let server = start_server();
+    let main = Client::new(base_config(&server)).expect("main client");
+    let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
+    let api = ClientLeaseApi::new(lease, NS, LEASE, "me_abc");
+    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
+    let fenced = main.with_write_guard(std::sync::Arc::new(elector.fence()));
+    let write = |name: &str| {
+        let cm: ConfigMap = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": NS}}))
+        .expect("a ConfigMap");
+        smol::block_on(fenced.create(&cm))
+    };
+    assert!(write("before-leading").is_err(), "a write before leading");
+    let acquired_at = Instant::now();
+    smol::block_on(elector.acquire());
+    assert!(write("while-leading").is_ok());
+    std::thread::sleep(
+        timing()
+            .renew_deadline
+            .saturating_sub(acquired_at.elapsed())
+            + ms(50),
+    );
+    let refused = write("past-the-deadline").expect_err("a write past the renew deadline");
+    assert!(
+        refused.to_string().contains("leader election lost"),
+        "{refused}"
+    );
+    let posted: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/configmaps"))
+        .map(|r| {
+            r.body
+                .as_ref()
+                .map_or(String::new(), |b| b["metadata"]["name"].to_string())
+        })
+        .collect();
+    assert_eq!(posted, ["\"while-leading\""]);
+}

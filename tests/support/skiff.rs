@@ -153,18 +153,34 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
-/// A plain HTTP/1.0 GET on loopback: `(status, body)`, or `None` if nothing answered.
+/// A plain HTTP/1.1 GET on loopback: `(status, body)`, or `None` if nothing answered.
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    use std::io::Read as _;
+    use std::io::{BufRead as _, BufReader, Read as _};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).ok()?;
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).ok()?;
-    let status = reply.split_whitespace().nth(1)?.parse().ok()?;
-    let body = reply.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    Some((status, body.to_string()))
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let status = line.split_whitespace().nth(1)?.parse().ok()?;
+    let mut length = None;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    Some((status, String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// The namespace the kubeconfigs of the leader tests name (and the Lease lives in).
