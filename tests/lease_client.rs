@@ -94,6 +94,12 @@ fn timing() -> Timing {
     Timing::new(ms(2000), ms(1500), ms(500)).expect("valid timing")
 }
 
+/// lease 6 s, renew deadline 4 s, retry period 500 ms: a renew deadline well beyond the
+/// retry period, so only a client that cannot renew at all loses it on a busy test machine.
+fn saturation_timing() -> Timing {
+    Timing::new(ms(6000), ms(4000), ms(500)).expect("valid timing")
+}
+
 /// Leads with an elector over `lease_client`, then queues [`QUEUED`] GETs on the main client
 /// (qps 1, burst 1) and keeps renewing for `watch`. Returns the elector's verdict and the
 /// successful renewals the server saw.
@@ -104,7 +110,7 @@ fn renew_under_saturated_main_bucket(
     watch: Duration,
 ) -> (Option<LeaderLost>, Vec<RequestRecord>) {
     let api = ClientLeaseApi::new(lease_client, NS, LEASE, "me_abc");
-    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
+    let mut elector = Elector::new(api, "me_abc".into(), saturation_timing()).expect("elector");
     smol::block_on(async {
         let acquired = smol::future::or(
             async {
@@ -156,28 +162,45 @@ fn renews_while_main_bucket_is_saturated() {
     let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
     let started = Instant::now();
     let (lost, renewals) =
-        renew_under_saturated_main_bucket(&server, &main, lease, Duration::from_secs(4));
+        renew_under_saturated_main_bucket(&server, &main, lease, Duration::from_secs(5));
+    if lost.is_some() {
+        for r in server
+            .requests()
+            .iter()
+            .filter(|r| r.class == RequestClass::Lease)
+        {
+            eprintln!(
+                "{} {} {} conn {} received {:?} answered {:?}",
+                r.method,
+                r.path,
+                r.status,
+                r.conn_id,
+                r.received.saturating_duration_since(started),
+                r.answered.map(|a| a.saturating_duration_since(started))
+            );
+        }
+    }
     assert_eq!(lost, None, "leadership lost while the main bucket was busy");
     let renewed_at: Vec<Instant> = renewals
         .iter()
         .filter_map(|r| r.answered)
         .filter(|at| *at > started)
         .collect();
-    assert!(renewed_at.len() >= 6, "{} renewals", renewed_at.len());
+    assert!(renewed_at.len() >= 8, "{} renewals", renewed_at.len());
     let worst = renewed_at
         .windows(2)
         .map(|w| w[1] - w[0])
         .max()
         .unwrap_or_default();
     eprintln!("{} renewals, worst gap {worst:?}", renewed_at.len());
-    assert!(worst <= ms(800), "a renewal gap of {worst:?}");
+    assert!(worst <= ms(1000), "a renewal gap of {worst:?}");
     let main_sent = server
         .requests()
         .iter()
         .filter(|r| r.class == RequestClass::Other && r.user_agent.as_deref() != Some(LEASE_UA))
         .count();
     assert!(
-        main_sent <= 8,
+        main_sent <= 9,
         "the main bucket let {main_sent} through: not saturated"
     );
 }
@@ -188,7 +211,7 @@ fn an_elector_sharing_the_main_client_loses_the_lease_when_its_bucket_is_saturat
     let server = start_server();
     let main = main_client(&server);
     let (lost, _) =
-        renew_under_saturated_main_bucket(&server, &main, main.clone(), Duration::from_secs(4));
+        renew_under_saturated_main_bucket(&server, &main, main.clone(), Duration::from_secs(5));
     let lost = lost.expect("a shared client kept the lease under a saturated bucket");
     assert!(lost.reason.contains("renew deadline"), "{lost}");
 }
@@ -235,4 +258,99 @@ fn a_fenced_main_client_refuses_writes_past_the_renew_deadline_while_the_elector
         })
         .collect();
     assert_eq!(posted, ["\"while-leading\""]);
+}
+
+/// Leads with an elector over a dedicated lease client, runs `act` on the server, then keeps
+/// renewing for `watch`; returns the lease requests from `act` on.
+fn renew_after(
+    server: &FakeServer,
+    act: impl FnOnce(&FakeServer),
+    watch: Duration,
+) -> Vec<RequestRecord> {
+    let main = Client::new(base_config(server)).expect("main client");
+    let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
+    let api = ClientLeaseApi::new(lease, NS, LEASE, "me_abc");
+    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
+    smol::block_on(elector.acquire());
+    let mark = server.requests().len();
+    act(server);
+    let lost = smol::block_on(smol::future::or(
+        async { Some(elector.keep_renewing().await) },
+        async {
+            smol::Timer::after(watch).await;
+            None
+        },
+    ));
+    assert_eq!(lost, None);
+    server.requests()[mark..]
+        .iter()
+        .filter(|r| r.class == RequestClass::Lease)
+        .cloned()
+        .collect()
+}
+
+fn lease_path() -> String {
+    format!("/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}")
+}
+
+#[test]
+fn a_renewal_that_meets_a_409_gets_and_puts_again_at_once() {
+    let server = start_server();
+    let bump = |server: &FakeServer| {
+        let mut lease = server.get(&lease_path()).expect("lease");
+        lease["metadata"]["labels"] = json!({"touched": "by-someone-else"});
+        server.update(lease);
+    };
+    let records = renew_after(&server, bump, ms(900));
+    let conflict = records
+        .iter()
+        .position(|r| r.method == "PUT" && r.status == 409)
+        .expect("no 409: the renewal did not use the cached resourceVersion");
+    let next = &records[conflict + 1..];
+    assert_eq!(next.first().map(|r| r.method.as_str()), Some("GET"));
+    let renewed = next
+        .iter()
+        .find(|r| r.method == "PUT" && r.status == 200)
+        .expect("renewed after the 409");
+    let after = renewed.received - records[conflict].answered.expect("answered");
+    assert!(after < ms(250), "renewed {after:?} after the 409");
+}
+
+#[test]
+fn a_failed_renewal_is_retried_one_retry_period_later_with_a_get() {
+    let server = start_server();
+    let fail_once = |server: &FakeServer| {
+        server.set_fault_times(RequestClass::Lease, support::fake::Fault::ServerError, 1);
+    };
+    let records = renew_after(&server, fail_once, ms(1300));
+    let failed = records
+        .iter()
+        .position(|r| r.status == 500)
+        .expect("no failed renewal");
+    let next = records.get(failed + 1).expect("no retry");
+    assert_eq!(next.method, "GET", "the retry does not re-read the lease");
+    let waited = next.received - records[failed].answered.expect("answered");
+    assert!(
+        waited >= ms(400) && waited <= ms(700),
+        "retried {waited:?} after the failure (retry period 500 ms)"
+    );
+}
+
+#[test]
+fn becoming_leader_records_an_event_on_the_lease() {
+    let server = start_server();
+    renew_after(&server, |_| {}, ms(100));
+    let events: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/events"))
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let body = events[0].body.clone().unwrap_or_default().to_string();
+    assert!(
+        body.contains("me_abc became leader") && body.contains(LEASE),
+        "{body}"
+    );
+    assert_eq!(events[0].user_agent.as_deref(), Some(LEASE_UA));
+    assert_eq!(events[0].status, 201);
 }
