@@ -8,7 +8,7 @@ use http_types::Url;
 use serde_json::json;
 use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, Config};
-use skiff::leader::{ClientLeaseApi, Elector, LeaderLost, Timing};
+use skiff::leader::{ClientLeaseApi, Elector, LeaderLost, LeaseLock, Timing};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, RequestClass, RequestRecord};
@@ -353,4 +353,63 @@ fn becoming_leader_records_an_event_on_the_lease() {
     );
     assert_eq!(events[0].user_agent.as_deref(), Some(LEASE_UA));
     assert_eq!(events[0].status, 201);
+}
+
+fn lock_over_lease_client(server: &FakeServer) -> LeaseLock<ClientLeaseApi> {
+    let main = Client::new(base_config(server)).expect("main client");
+    let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
+    LeaseLock::new(
+        ClientLeaseApi::new(lease, NS, LEASE, "me_abc"),
+        "me_abc".into(),
+        2,
+    )
+}
+
+fn lease_requests_since(server: &FakeServer, mark: usize) -> Vec<String> {
+    server.requests()[mark..]
+        .iter()
+        .filter(|r| r.class == RequestClass::Lease)
+        .map(|r| format!("{} {}", r.method, r.status))
+        .collect()
+}
+
+#[test]
+fn a_failed_get_of_a_held_lease_never_turns_into_a_create() {
+    let server = start_server();
+    server.insert(
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": LEASE, "namespace": NS},
+        "spec": {"holderIdentity": "other_x", "leaseDurationSeconds": 15}}),
+    );
+    let mut lock = lock_over_lease_client(&server);
+    server.set_fault_times(RequestClass::Lease, support::fake::Fault::ServerError, 1);
+    let attempt = smol::block_on(lock.try_acquire_or_renew(Instant::now() + ms(1000)));
+    assert!(attempt.is_err(), "{attempt:?}");
+    assert_eq!(lease_requests_since(&server, 0), ["GET 500"]);
+}
+
+#[test]
+fn release_reports_a_failed_get_and_stamps_fresh_times() {
+    let server = start_server();
+    let mut lock = lock_over_lease_client(&server);
+    let deadline = || Instant::now() + ms(1000);
+    assert!(smol::block_on(lock.try_acquire_or_renew(deadline())).is_ok());
+    let held = server.get(&lease_path()).expect("lease");
+
+    server.set_fault_times(RequestClass::Lease, support::fake::Fault::ServerError, 1);
+    let mark = server.requests().len();
+    let failed = smol::block_on(lock.release(deadline()));
+    assert!(
+        failed.is_err(),
+        "a failed GET is not 'nothing to release': {failed:?}"
+    );
+    assert_eq!(lease_requests_since(&server, mark), ["GET 500"]);
+
+    std::thread::sleep(ms(2));
+    assert_eq!(smol::block_on(lock.release(deadline())).ok(), Some(true));
+    let lease = server.get(&lease_path()).expect("lease");
+    assert_eq!(lease["spec"]["holderIdentity"], "");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 1);
+    assert_ne!(lease["spec"]["renewTime"], held["spec"]["renewTime"]);
+    assert_ne!(lease["spec"]["acquireTime"], held["spec"]["acquireTime"]);
 }

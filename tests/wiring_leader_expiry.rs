@@ -45,7 +45,10 @@ fn takeover_after_first_look(tag: &str, renew_time: &str) -> Duration {
         .expect("a takeover");
     let lease = server.get(LEASE_PATH).expect("lease");
     assert_eq!(lease["spec"]["leaseTransitions"], 5, "{lease}");
-    assert_eq!(lease["spec"]["leaseDurationSeconds"], 2, "our own duration: {lease}");
+    assert_eq!(
+        lease["spec"]["leaseDurationSeconds"], 2,
+        "our own duration: {lease}"
+    );
     taken_at - first_look
 }
 
