@@ -413,3 +413,29 @@ fn release_reports_a_failed_get_and_stamps_fresh_times() {
     assert_ne!(lease["spec"]["renewTime"], held["spec"]["renewTime"]);
     assert_ne!(lease["spec"]["acquireTime"], held["spec"]["acquireTime"]);
 }
+
+/// The leader Event is best effort but gets up to a retry period: a slow reply (200 ms) is
+/// still read, and the lease client keeps its connection for the next renewal.
+#[test]
+fn a_slow_leader_event_is_waited_for_within_a_retry_period() {
+    let server = start_server();
+    let lease = Client::new(base_config(&server).for_leader_election(5.0, 10)).expect("client");
+    let api = ClientLeaseApi::new(lease.clone(), NS, LEASE, "me_abc");
+    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
+    server.set_fault(RequestClass::Other, support::fake::Fault::Delay(ms(200)));
+    let started = Instant::now();
+    smol::block_on(elector.acquire());
+    let took = started.elapsed();
+    assert!(took >= ms(200) && took < ms(500), "acquire took {took:?}");
+    assert_eq!(
+        lease.idle_connections(),
+        1,
+        "the Event's connection was abandoned"
+    );
+    let events = server.requests();
+    let event = events
+        .iter()
+        .find(|r| r.path.ends_with("/events"))
+        .expect("an Event");
+    assert_eq!(event.status, 201);
+}
