@@ -35,10 +35,13 @@ fn first_hold_by<'a>(records: &'a [RequestRecord], pod: &str) -> Option<&'a Requ
 /// Waits until a second watch on the Lease is open: the standby waits on it.
 fn standby_is_watching(server: &FakeServer) -> bool {
     eventually(Duration::from_secs(10), || {
-        server
-            .requests()
-            .iter()
-            .any(|r| r.class == RequestClass::Lease && r.watch && r.status == 200)
+        server.requests().iter().any(|r| {
+            r.class == RequestClass::Lease
+                && r.watch
+                && r.status == 200
+                && r.query
+                    .contains("fieldSelector=metadata.name%3Dskiff-leader")
+        })
     })
 }
 
