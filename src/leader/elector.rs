@@ -98,7 +98,10 @@ impl<A: LeaseApi> Elector<A> {
                 ));
             }
             let sent = Instant::now();
-            let outcome = self.renew_once(fast_path, deadline).await;
+            // One attempt may use half the time left: a stuck connection is then dropped while
+            // a retry on a fresh one can still make the deadline.
+            let attempt_deadline = sent + deadline.saturating_duration_since(sent) / 2;
+            let outcome = self.renew_once(fast_path, attempt_deadline).await;
             self.metrics
                 .renew_duration
                 .observe(sent.elapsed().as_secs_f64());

@@ -69,7 +69,7 @@ impl Skiff {
         Skiff::start_with_env(kubeconfig, log, args, &[])
     }
 
-    /// As [`Skiff::start`], with extra environment variables (e.g. `POD_NAME`).
+    /// [`Skiff::start`] with extra environment variables (e.g. `POD_NAME` for a known identity).
     pub fn start_with_env(
         kubeconfig: &PathBuf,
         log: PathBuf,
@@ -119,12 +119,18 @@ impl Skiff {
 
     /// The exit code, waiting at most `limit`.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        self.wait_exit_at(limit).map(|(code, _)| code)
+    }
+
+    /// The exit code and when the exit was first seen (polled every 0.2 ms), waiting at most
+    /// `limit`.
+    pub fn wait_exit_at(&mut self, limit: Duration) -> Option<(i32, Instant)> {
         let start = Instant::now();
         while start.elapsed() < limit {
             if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status.code().unwrap_or(-1));
+                return Some((status.code().unwrap_or(-1), Instant::now()));
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_micros(200));
         }
         None
     }
@@ -162,4 +168,113 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
 /// Resident set size of a process in KiB (`VmRSS`).
 pub fn rss_kib(pid: u32) -> Option<u64> {
     proc_status_kib(pid, "VmRSS")
+}
+
+/// A loopback port that was free a moment ago (for `--metrics-bind-address` and the like).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local address").port()
+}
+
+/// A plain HTTP/1.1 GET on loopback: `(status, body)`, or `None` if nothing answered.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{BufRead as _, BufReader, Read as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let status = line.split_whitespace().nth(1)?.parse().ok()?;
+    let mut length = None;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    Some((status, String::from_utf8_lossy(&body).into_owned()))
+}
+
+/// The namespace the kubeconfigs of the leader tests name (and the Lease lives in).
+pub const HOME_NS: &str = "skiff-system";
+/// The Lease of the default `--leader-election-id`.
+pub const LEASE_PATH: &str =
+    "/apis/coordination.k8s.io/v1/namespaces/skiff-system/leases/skiff-leader";
+/// Short leader-election timings: lease 2 s, renew deadline 1.5 s, retry period 500 ms.
+pub const SHORT_LEASE: [&str; 4] = [
+    "--leader-elect",
+    "--leader-elect-lease-duration=2s",
+    "--leader-elect-renew-deadline=1500ms",
+    "--leader-elect-retry-period=500ms",
+];
+pub const SHORT_RETRY: Duration = Duration::from_millis(500);
+pub const SHORT_RENEW_DEADLINE: Duration = Duration::from_millis(1500);
+
+/// Controller load: `namespaces` namespaces labelled `fanout=yes`, a source ConfigMap and a
+/// Mirror selecting them, all in [`HOME_NS`]. Every selected namespace needs one create.
+pub fn fan_out_world(server: &super::fake::FakeServer, namespaces: usize) {
+    use serde_json::json;
+    let namespace = |name: &str, labels: serde_json::Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
+    server.insert(namespace(HOME_NS, json!({})));
+    for n in 0..namespaces {
+        server.insert(namespace(&format!("team-{n:04}"), json!({"fanout": "yes"})));
+    }
+    server.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "app-ca", "namespace": HOME_NS}, "data": {"ca.crt": "PEM"}}));
+    server.insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+        "metadata": {"name": "ca", "namespace": HOME_NS},
+        "spec": {"source": {"kind": "ConfigMap", "name": "app-ca"},
+                 "namespaceSelector": {"matchLabels": {"fanout": "yes"}}}}));
+}
+
+/// A request that changes something (POST, PUT, PATCH, DELETE).
+pub fn is_mutating(r: &super::fake::RequestRecord) -> bool {
+    matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE")
+}
+
+/// A controller's write: mutating and not on a Lease.
+pub fn is_controller_write(r: &super::fake::RequestRecord) -> bool {
+    is_mutating(r) && r.class == super::fake::RequestClass::Other
+}
+
+/// The holderIdentity a lease write sent, if `r` is one.
+pub fn lease_write_holder(r: &super::fake::RequestRecord) -> Option<&str> {
+    if r.class != super::fake::RequestClass::Lease || !is_mutating(r) {
+        return None;
+    }
+    r.body.as_ref()?["spec"]["holderIdentity"].as_str()
+}
+
+/// A successful lease write naming a holder (an acquire or a renewal; not a release).
+pub fn is_lease_hold(r: &super::fake::RequestRecord) -> bool {
+    (200..300).contains(&r.status) && lease_write_holder(r).is_some_and(|h| !h.is_empty())
+}
+
+/// A release: a lease PUT with holderIdentity "" and leaseDurationSeconds 1.
+pub fn is_lease_release(r: &super::fake::RequestRecord) -> bool {
+    lease_write_holder(r) == Some("")
+        && r.body.as_ref().map(|b| &b["spec"]["leaseDurationSeconds"])
+            == Some(&serde_json::json!(1))
+}
+
+/// The longest wait between consecutive `times` within `[from, to]`, counting both ends.
+pub fn longest_gap(from: Instant, times: &[Instant], to: Instant) -> Duration {
+    let mut all: Vec<Instant> = vec![from];
+    all.extend(times.iter().copied().filter(|t| *t >= from && *t <= to));
+    all.push(to);
+    all.windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
 }

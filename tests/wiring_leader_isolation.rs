@@ -1,0 +1,142 @@
+//! The built binary under real controller load (a Mirror fanning out to 1,000 namespaces):
+//! lease requests ride only on connections of their own, and renewals keep coming while every
+//! other request is delayed 5 s or answered 429.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
+use support::skiff::{
+    LEASE_PATH, SHORT_LEASE, SHORT_RETRY, Skiff, TempDir, eventually, fan_out_world,
+    is_controller_write, is_lease_hold, longest_gap, write_kubeconfig,
+};
+
+const NAMESPACES: usize = 1000;
+const LEASE_UA: &str = "skiff/leader-election";
+
+/// Starts a leader over a 1,000-namespace fan-out with `extra` flags; returns once it leads
+/// and its controller has written at least `writes` copies.
+fn leader_under_load(tag: &str, extra: &[&str], writes: usize) -> (FakeServer, TempDir, Skiff) {
+    let server = FakeServer::start();
+    fan_out_world(&server, NAMESPACES);
+    let dir = TempDir::new(tag);
+    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, "skiff-system");
+    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    args.extend_from_slice(extra);
+    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
+    let busy = eventually(Duration::from_secs(20), || {
+        let records = server.requests();
+        records.iter().any(is_lease_hold)
+            && records.iter().filter(|r| is_controller_write(r)).count() >= writes
+    });
+    assert!(busy, "not leading and writing; log:\n{}", skiff.logs());
+    (server, dir, skiff)
+}
+
+fn holder(server: &FakeServer) -> String {
+    let lease = server.get(LEASE_PATH).expect("the lease exists");
+    lease["spec"]["holderIdentity"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn lease_requests_ride_only_on_connections_of_their_own() {
+    let (server, _dir, skiff) = leader_under_load(
+        "isolation",
+        &["--kube-api-qps=400", "--kube-api-burst=400"],
+        50,
+    );
+    let done = eventually(Duration::from_secs(30), || {
+        server.list("/api/v1/configmaps").len() > NAMESPACES
+    });
+    assert!(done, "fan-out unfinished; log:\n{}", skiff.logs());
+    std::thread::sleep(SHORT_RETRY * 2);
+    let records = server.requests();
+    let lease_conns: BTreeSet<u64> = records
+        .iter()
+        .filter(|r| r.class == RequestClass::Lease)
+        .map(|r| r.conn_id)
+        .collect();
+    let on_lease_conns: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| lease_conns.contains(&r.conn_id))
+        .collect();
+    let writes = records.iter().filter(|r| is_controller_write(r)).count();
+    let renewals = records.iter().filter(|r| is_lease_hold(r)).count();
+    eprintln!(
+        "{} requests, {writes} controller writes, {renewals} lease holds on {} lease connections",
+        records.len(),
+        lease_conns.len()
+    );
+    assert!(writes >= NAMESPACES && renewals >= 3);
+    // The one other request a lease connection may carry is the lease client's own
+    // "became leader" Event; never anything of the main client.
+    let strangers: Vec<String> = on_lease_conns
+        .iter()
+        .filter(|r| r.class != RequestClass::Lease)
+        .filter(|r| r.user_agent.as_deref() != Some(LEASE_UA) || !r.path.contains("/events"))
+        .map(|r| {
+            format!(
+                "{} {} ({:?}) on conn {}",
+                r.method, r.path, r.user_agent, r.conn_id
+            )
+        })
+        .collect();
+    assert!(
+        strangers.is_empty(),
+        "shared lease connections: {strangers:#?}"
+    );
+    assert!(
+        on_lease_conns
+            .iter()
+            .all(|r| r.user_agent.as_deref() == Some(LEASE_UA)),
+        "a lease connection carried a request of another client"
+    );
+}
+
+/// Sets `fault` on every non-lease request once the fan-out is under way, then watches
+/// renewals for 6 s: the longest wait between successful renewals, and the holder after.
+fn renewals_while_other_requests_suffer(tag: &str, fault: Fault) {
+    let (server, _dir, mut skiff) = leader_under_load(tag, &[], 20);
+    let leader = holder(&server);
+    server.set_fault(RequestClass::Other, fault);
+    let from = Instant::now();
+    std::thread::sleep(Duration::from_secs(6));
+    let to = Instant::now();
+    let records = server.requests();
+    let renewed: Vec<Instant> = records
+        .iter()
+        .filter(|r| is_lease_hold(r) && r.method == "PUT")
+        .filter_map(|r| r.answered)
+        .collect();
+    let gap = longest_gap(from, &renewed, to);
+    let faulted = records
+        .iter()
+        .filter(|r| r.class == RequestClass::Other && r.received > from)
+        .count();
+    eprintln!("{tag}: longest gap between renewals {gap:?}; {faulted} faulted requests");
+    assert!(faulted >= 10, "the controller sent only {faulted} requests");
+    assert!(
+        gap <= SHORT_RETRY + Duration::from_millis(500),
+        "gap {gap:?}"
+    );
+    assert!(skiff.is_running(), "exited; log:\n{}", skiff.logs());
+    assert_eq!(holder(&server), leader);
+    assert!(!skiff.logs().contains("leader election lost"));
+}
+
+#[test]
+fn renews_every_retry_period_while_other_requests_are_delayed_5s() {
+    renewals_while_other_requests_suffer("delay", Fault::Delay(Duration::from_secs(5)));
+}
+
+#[test]
+fn renews_every_retry_period_while_other_requests_get_429() {
+    let fault = Fault::TooManyRequests {
+        retry_after_secs: 1,
+    };
+    renewals_while_other_requests_suffer("throttled", fault);
+}
