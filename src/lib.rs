@@ -15,6 +15,8 @@
 //! - [`log`]: the logger (text or JSON lines on stderr, bearer tokens scrubbed).
 //! - [`serve`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
 //! - [`signal`]: the one-shot signal shutdown is told with, at every level.
+//! - [`replica`]: one replica's clients, wired as the binary runs them (fenced main client,
+//!   elector on a lease client of its own).
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 #![forbid(unsafe_code)]
 
@@ -26,6 +28,7 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod mirror;
+pub mod replica;
 pub mod runtime;
 pub mod serve;
 pub mod signal;

@@ -1,20 +1,19 @@
-//! The skiff binary: flags → config → clients → manager → exit code.
+//! The skiff binary: flags → config → replica wiring → manager → exit code.
 //!
 //! Exit codes: 0 after a signal (and for `--help`), 2 for bad flags, 1 for a failure at start
 //! or a lost lease.
 #![forbid(unsafe_code)]
 
-use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_signal::{Signal, Signals};
-use skiff::flags::{self, FlagError, Settings, SourceNamespaces};
-use skiff::kube::{Client, Config, LoadOptions};
-use skiff::leader::{ClientLeaseApi, Elector, Timing};
+use skiff::flags::{self, FlagError, Settings};
+use skiff::kube::{Config, LoadOptions};
 use skiff::manager::{self, Shutdown};
-use skiff::mirror::{self, SourceScope};
+use skiff::mirror;
+use skiff::replica::Replica;
 use skiff::serve::{self, Probes};
 use smol::stream::StreamExt as _;
 
@@ -49,32 +48,21 @@ async fn run(settings: &Settings) -> Result<(), String> {
     // Registered first, so a signal during start-up or standby is not the default (kill).
     let mut signals = Signals::new([Signal::Term, Signal::Int])
         .map_err(|e| format!("cannot watch for SIGTERM/SIGINT: {e}"))?;
-    let mut config = Config::load(&LoadOptions {
+    let config = Config::load(&LoadOptions {
         kubeconfig: settings.kubeconfig.clone(),
         context: settings.context.clone(),
     })
     .map_err(|e| e.to_string())?;
-    config.qps = settings.kube_api_qps;
-    config.burst = settings.kube_api_burst.get();
-    let scope = source_scope(settings, config.namespace.as_deref())?;
     let identity = skiff::leader::identity();
+    let replica = Replica::wire(settings, config, &identity)?;
     let probes = Arc::new(Probes::new());
-    start_servers(settings, &probes).await?;
-
-    let main_client = Client::new(config.clone()).map_err(|e| e.to_string())?;
-    let (elector, main_client) = if settings.leader_elect {
-        let elector = elector(settings, &config, &identity)?;
+    if let Some(elector) = &replica.elector {
         let fence = elector.fence();
-        let health = fence.clone();
-        probes.add_check(
-            "leader-election",
-            Box::new(move || health.healthy(Instant::now())),
-        );
-        (Some(elector), main_client.with_write_guard(Arc::new(fence)))
-    } else {
-        (None, main_client)
-    };
-    let runnables = vec![mirror::runnable(main_client, scope, &identity)];
+        let check = move || fence.healthy(Instant::now());
+        probes.add_check("leader-election", Box::new(check));
+    }
+    start_servers(settings, &probes).await?;
+    let runnables = vec![mirror::runnable(replica.main, replica.scope, &identity)];
     let signal = async move {
         match signals.next().await {
             Some(Ok(signal)) => log::info!("received {signal:?}, shutting down"),
@@ -86,54 +74,9 @@ async fn run(settings: &Settings) -> Result<(), String> {
         graceful_timeout: settings.graceful_shutdown_timeout,
         release_on_cancel: settings.release_on_cancel,
     };
-    manager::run(elector, runnables, signal, shutdown)
+    manager::run(replica.elector, runnables, signal, shutdown)
         .await
         .map_err(|e| e.to_string())
-}
-
-/// The elector over a client of its own, derived from the base config (never shared).
-fn elector(
-    settings: &Settings,
-    config: &Config,
-    identity: &str,
-) -> Result<Elector<ClientLeaseApi>, String> {
-    let namespace = settings
-        .leader_election_namespace
-        .clone()
-        .or_else(|| config.namespace.clone())
-        .ok_or("--leader-election-namespace is needed: skiff is not running in a pod and the kubeconfig context names no namespace")?;
-    let lease_config =
-        config.for_leader_election(settings.leader_elect_qps, settings.leader_elect_burst.get());
-    let lease_client = Client::new(lease_config).map_err(|e| e.to_string())?;
-    let api = ClientLeaseApi::new(
-        lease_client,
-        &namespace,
-        &settings.leader_election_id,
-        identity,
-    );
-    let timing = Timing::new(
-        settings.lease_duration,
-        settings.renew_deadline,
-        settings.retry_period,
-    )
-    .map_err(|e| e.to_string())?;
-    log::info!(
-        "leader election on Lease {namespace}/{} as {identity}",
-        settings.leader_election_id
-    );
-    Elector::new(api, identity.to_owned(), timing).map_err(|e| e.to_string())
-}
-
-/// `--source-namespaces`, with "the namespace skiff runs in" resolved.
-fn source_scope(settings: &Settings, own: Option<&str>) -> Result<SourceScope, String> {
-    Ok(match &settings.source_namespaces {
-        SourceNamespaces::All => SourceScope::All,
-        SourceNamespaces::Only(list) => SourceScope::Namespaces(list.iter().cloned().collect()),
-        SourceNamespaces::Own => {
-            let own = own.ok_or("--source-namespaces is needed: skiff is not running in a pod and the kubeconfig context names no namespace")?;
-            SourceScope::Namespaces(BTreeSet::from([own.to_owned()]))
-        }
-    })
 }
 
 /// Binds the probe and metrics addresses (failing at start, naming the flag) and serves them.

@@ -9,6 +9,7 @@ use serde_json::json;
 use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, Config};
 use skiff::leader::{ClientLeaseApi, Elector, LeaderLost, LeaseLock, Timing};
+use skiff::replica::Replica;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, RequestClass, RequestRecord};
@@ -199,16 +200,30 @@ fn an_elector_sharing_the_main_client_loses_the_lease_when_its_bucket_is_saturat
     assert!(lost.reason.contains("renew deadline"), "{lost}");
 }
 
-/// The elector acquires and then is never polled again (a stuck task): the main client's
-/// writes pass until last renewal + renew deadline, then are refused before they leave.
+/// The replica as the binary wires it (`Replica::wire`): the elector acquires and then is never
+/// polled again (a stuck task); the main client's writes pass until last renewal + renew
+/// deadline, then are refused before they leave. Fails if the wiring drops the fence.
 #[test]
 fn a_fenced_main_client_refuses_writes_past_the_renew_deadline_while_the_elector_is_stuck() {
     let server = start_server();
-    let main = Client::new(base_config(&server)).expect("main client");
-    let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
-    let api = ClientLeaseApi::new(lease, NS, LEASE, "me_abc");
-    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
-    let fenced = main.with_write_guard(std::sync::Arc::new(elector.fence()));
+    let args: Vec<String> = [
+        "--leader-elect",
+        "--leader-election-namespace",
+        NS,
+        "--leader-elect-lease-duration=2s",
+        "--leader-elect-renew-deadline=1500ms",
+        "--leader-elect-retry-period=500ms",
+        "--source-namespaces",
+        NS,
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let settings = skiff::flags::parse(&args).expect("valid flags");
+    let replica = Replica::wire(&settings, base_config(&server), "me_abc").expect("wired");
+    let mut elector = replica.elector.expect("leader election is on");
+    let fenced = replica.main;
+    assert_eq!(elector.timing().renew_deadline, timing().renew_deadline);
     let write = |name: &str| {
         let cm: ConfigMap = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": NS}}))

@@ -1,0 +1,95 @@
+//! One replica's clients, wired as production runs them: the main client for controllers,
+//! fenced by the elector when leader election is on, and the elector on a lease client of its
+//! own, derived from the same base config but sharing nothing with the main client.
+//!
+//! `main` only adds signals, probes and the manager; keeping the wiring here lets tests build
+//! exactly what the binary builds.
+
+use crate::flags::{Settings, SourceNamespaces};
+use crate::kube::{Client, Config};
+use crate::leader::{ClientLeaseApi, Elector, Timing};
+use crate::mirror::SourceScope;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+pub struct Replica {
+    /// The controllers' client: fenced while leader election is on.
+    pub main: Client,
+    /// `None` without `--leader-elect`.
+    pub elector: Option<Elector<ClientLeaseApi>>,
+    /// Where Mirror sources may be read from, with "skiff's own namespace" resolved.
+    pub scope: SourceScope,
+}
+
+impl Replica {
+    /// `config` is the loaded base config; the flags' QPS and burst are applied here.
+    pub fn wire(
+        settings: &Settings,
+        mut config: Config,
+        identity: &str,
+    ) -> Result<Replica, String> {
+        config.qps = settings.kube_api_qps;
+        config.burst = settings.kube_api_burst.get();
+        let scope = source_scope(settings, config.namespace.as_deref())?;
+        let main = Client::new(config.clone()).map_err(|e| e.to_string())?;
+        if !settings.leader_elect {
+            return Ok(Replica {
+                main,
+                elector: None,
+                scope,
+            });
+        }
+        let elector = elector(settings, &config, identity)?;
+        let main = main.with_write_guard(Arc::new(elector.fence()));
+        Ok(Replica {
+            main,
+            elector: Some(elector),
+            scope,
+        })
+    }
+}
+
+/// The elector over a client of its own, derived from the base config (never shared).
+fn elector(
+    settings: &Settings,
+    config: &Config,
+    identity: &str,
+) -> Result<Elector<ClientLeaseApi>, String> {
+    let namespace = settings
+        .leader_election_namespace
+        .clone()
+        .or_else(|| config.namespace.clone())
+        .ok_or("--leader-election-namespace is needed: skiff is not running in a pod and the kubeconfig context names no namespace")?;
+    let lease_config =
+        config.for_leader_election(settings.leader_elect_qps, settings.leader_elect_burst.get());
+    let lease_client = Client::new(lease_config).map_err(|e| e.to_string())?;
+    let api = ClientLeaseApi::new(
+        lease_client,
+        &namespace,
+        &settings.leader_election_id,
+        identity,
+    );
+    let timing = Timing::new(
+        settings.lease_duration,
+        settings.renew_deadline,
+        settings.retry_period,
+    )
+    .map_err(|e| e.to_string())?;
+    log::info!(
+        "leader election on Lease {namespace}/{} as {identity}",
+        settings.leader_election_id
+    );
+    Elector::new(api, identity.to_owned(), timing).map_err(|e| e.to_string())
+}
+
+/// `--source-namespaces`, with "the namespace skiff runs in" resolved.
+fn source_scope(settings: &Settings, own: Option<&str>) -> Result<SourceScope, String> {
+    Ok(match &settings.source_namespaces {
+        SourceNamespaces::All => SourceScope::All,
+        SourceNamespaces::Only(list) => SourceScope::Namespaces(list.iter().cloned().collect()),
+        SourceNamespaces::Own => {
+            let own = own.ok_or("--source-namespaces is needed: skiff is not running in a pod and the kubeconfig context names no namespace")?;
+            SourceScope::Namespaces(BTreeSet::from([own.to_owned()]))
+        }
+    })
+}
