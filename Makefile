@@ -26,6 +26,7 @@ test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips building the co
 	else \
 		$(MAKE) testbin; \
 	fi
+	$(CARGO) build --example demo
 	$(CARGO) test --all-targets
 
 testbin: ## build kube-apiserver, etcd and kubectl into bin/ (only the missing ones)
