@@ -40,14 +40,7 @@ fn an_unmanaged_object_is_left_alone_and_reported() {
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "app-ca", "namespace": "team-b", "labels": {"owner": "someone"}},
         "data": {"ca.crt": "THEIRS"}}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     let skiff = cluster.start(&[]);
 
     cluster.wait_ready(&skiff, HOME, "ca", "False", "Conflict");
@@ -172,14 +165,7 @@ fn a_conflict_in_another_namespace_does_not_hold_up_the_rest() {
     for ns in &namespaces[..3] {
         cluster.configmap(ns, "app-ca", json!({"ca.crt": "THEIRS"}));
     }
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     let skiff = cluster.start(&[]);
 
     cluster.wait_ready(&skiff, HOME, "ca", "False", "Conflict");
@@ -266,14 +252,7 @@ fn a_copy_whose_labels_are_stripped_by_hand_becomes_a_reported_conflict() {
     let mut cluster = Cluster::new("stripped");
     cluster.namespace("team-a", json!({"team": "yes"}));
     cluster.namespace("team-b", json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     let skiff = cluster.start(&[]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
 

@@ -9,14 +9,7 @@ use support::cluster::{Cluster, HOME, SOURCE_HASH};
 fn team_mirror(cluster: &Cluster) {
     cluster.namespace("team-a", json!({"team": "yes"}));
     cluster.namespace("team-b", json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
 }
 
 #[test]

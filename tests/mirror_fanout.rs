@@ -18,14 +18,7 @@ fn fans_out_to_every_selected_namespace_and_reports_ready() {
     let selected = cluster.namespaces("team", FAN_OUT, json!({"team": "yes"}));
     let others = cluster.namespaces("other", 5, json!({"team": "no"}));
     cluster.relabel_namespace(HOME, json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     let skiff = cluster.start(&[]);
 
     cluster.wait_for(&skiff, "a copy in every selected namespace", || {
@@ -164,14 +157,7 @@ fn a_source_update_reaches_every_copy() {
 fn a_namespace_created_later_gets_its_copy() {
     let mut cluster = Cluster::new("later");
     cluster.namespace("team-a", json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     let skiff = cluster.start(&[]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
     assert!(cluster.configmap_at("team-b", "app-ca").is_none());
@@ -190,14 +176,7 @@ fn a_namespace_created_later_gets_its_copy() {
 fn a_converged_controller_writes_nothing() {
     let mut cluster = Cluster::new("steady");
     cluster.namespaces("team", 20, json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     let skiff = cluster.start(&[]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
     cluster.wait_for(&skiff, "all 20 synced", || {
@@ -218,14 +197,7 @@ fn a_converged_controller_writes_nothing() {
 #[test]
 fn namespaces_arriving_during_a_fan_out_get_exactly_one_create_each() {
     let mut cluster = Cluster::new("arrivals");
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     let skiff = cluster.start(&[]);
     cluster.wait_watching(&skiff, 1);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");

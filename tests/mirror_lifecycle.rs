@@ -12,14 +12,7 @@ const MIRROR_PATH: &str = "/apis/skiff.dev/v1alpha1/namespaces/skiff-system/mirr
 
 fn team_mirror(cluster: &Cluster, namespaces: usize) -> Vec<String> {
     let selected = cluster.namespaces("team", namespaces, json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
     selected
 }
 

@@ -7,14 +7,7 @@ use serde_json::json;
 use support::cluster::{Cluster, HOME, describe};
 
 fn team_mirror(cluster: &Cluster) {
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror();
 }
 
 #[test]

@@ -99,6 +99,19 @@ impl Cluster {
             "spec": {"source": {"kind": kind, "name": source}, "namespaceSelector": selector}}))
     }
 
+    /// The common scenario: source ConfigMap `app-ca` (`ca.crt: PEM`) in [`HOME`] and the
+    /// Mirror `ca` copying it into every namespace labelled `team: yes`.
+    pub fn team_ca_mirror(&self) {
+        self.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
+        self.mirror(
+            HOME,
+            "ca",
+            "ConfigMap",
+            "app-ca",
+            json!({"matchLabels": {"team": "yes"}}),
+        );
+    }
+
     pub fn mirror_object(&self, ns: &str, name: &str) -> Option<Value> {
         self.server.get(&format!(
             "/apis/skiff.dev/v1alpha1/namespaces/{ns}/mirrors/{name}"
