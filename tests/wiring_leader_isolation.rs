@@ -8,30 +8,15 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
 use support::skiff::{
-    LEASE_PATH, SHORT_LEASE, SHORT_RETRY, Skiff, TempDir, eventually, fan_out_world,
-    is_controller_write, is_lease_hold, longest_gap, write_kubeconfig,
+    LEASE_PATH, SHORT_RETRY, Skiff, TempDir, eventually, is_controller_write, is_lease_hold,
+    longest_gap,
 };
 
 const NAMESPACES: usize = 1000;
 const LEASE_UA: &str = "skiff/leader-election";
 
-/// Starts a leader over a 1,000-namespace fan-out with `extra` flags; returns once it leads
-/// and its controller has written at least `writes` copies.
 fn leader_under_load(tag: &str, extra: &[&str], writes: usize) -> (FakeServer, TempDir, Skiff) {
-    let server = FakeServer::start();
-    fan_out_world(&server, NAMESPACES);
-    let dir = TempDir::new(tag);
-    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, "skiff-system");
-    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
-    args.extend_from_slice(extra);
-    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
-    let busy = eventually(Duration::from_secs(20), || {
-        let records = server.requests();
-        records.iter().any(is_lease_hold)
-            && records.iter().filter(|r| is_controller_write(r)).count() >= writes
-    });
-    assert!(busy, "not leading and writing; log:\n{}", skiff.logs());
-    (server, dir, skiff)
+    support::skiff::leader_under_load(tag, NAMESPACES, extra, writes)
 }
 
 fn holder(server: &FakeServer) -> String {

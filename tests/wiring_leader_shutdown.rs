@@ -7,8 +7,8 @@ mod support;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
 use support::skiff::{
-    LEASE_PATH, SHORT_LEASE, SHORT_RENEW_DEADLINE, Skiff, TempDir, eventually, fan_out_world,
-    is_controller_write, is_lease_hold, is_lease_release, write_kubeconfig,
+    LEASE_PATH, SHORT_RENEW_DEADLINE, Skiff, TempDir, is_controller_write, is_lease_hold,
+    is_lease_release,
 };
 
 const NAMESPACES: usize = 1000;
@@ -18,20 +18,7 @@ const TRANSIT: Duration = Duration::from_millis(50);
 /// A leader over a 1,000-namespace fan-out at the default QPS (20): it is still writing
 /// copies (about 50 s of work) when the test acts.
 fn writing_leader(tag: &str, extra: &[&str]) -> (FakeServer, TempDir, Skiff) {
-    let server = FakeServer::start();
-    fan_out_world(&server, NAMESPACES);
-    let dir = TempDir::new(tag);
-    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, "skiff-system");
-    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
-    args.extend_from_slice(extra);
-    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
-    let writing = eventually(Duration::from_secs(20), || {
-        let records = server.requests();
-        records.iter().any(is_lease_hold)
-            && records.iter().filter(|r| is_controller_write(r)).count() >= 40
-    });
-    assert!(writing, "not leading and writing; log:\n{}", skiff.logs());
-    (server, dir, skiff)
+    support::skiff::leader_under_load(tag, NAMESPACES, extra, 40)
 }
 
 fn last_index(records: &[RequestRecord], test: impl Fn(&RequestRecord) -> bool) -> Option<usize> {

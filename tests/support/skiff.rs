@@ -244,6 +244,30 @@ pub fn is_mutating(r: &super::fake::RequestRecord) -> bool {
 }
 
 /// A controller's write: mutating and not on a Lease.
+/// Starts a leader (short lease timings plus `extra` flags) over a fan-out to `namespaces`
+/// namespaces; returns once it holds the lease and has written at least `writes` copies.
+pub fn leader_under_load(
+    tag: &str,
+    namespaces: usize,
+    extra: &[&str],
+    writes: usize,
+) -> (super::fake::FakeServer, TempDir, Skiff) {
+    let server = super::fake::FakeServer::start();
+    fan_out_world(&server, namespaces);
+    let dir = TempDir::new(tag);
+    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, "skiff-system");
+    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    args.extend_from_slice(extra);
+    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
+    let busy = eventually(Duration::from_secs(20), || {
+        let records = server.requests();
+        records.iter().any(is_lease_hold)
+            && records.iter().filter(|r| is_controller_write(r)).count() >= writes
+    });
+    assert!(busy, "not leading and writing; log:\n{}", skiff.logs());
+    (server, dir, skiff)
+}
+
 pub fn is_controller_write(r: &super::fake::RequestRecord) -> bool {
     is_mutating(r) && r.class == super::fake::RequestClass::Other
 }
