@@ -213,6 +213,11 @@ mod tests {
         })
     }
 
+    /// Runs the manager to its end (at most 3 s).
+    fn finish(run: impl Future<Output = Result<(), ManagerError>>) -> Result<(), ManagerError> {
+        smol::block_on(within(ms(3000), run)).expect("manager returned")
+    }
+
     async fn after(delay: Duration) {
         smol::Timer::after(delay).await;
     }
@@ -226,7 +231,7 @@ mod tests {
             after(ms(200)),
             shutdown(true),
         );
-        let result = smol::block_on(within(ms(3000), run)).expect("manager returned");
+        let result = finish(run);
         assert!(result.is_ok());
         let log = log.lock().expect("log lock").clone();
         assert_eq!(
@@ -260,11 +265,7 @@ mod tests {
             after(ms(300)),
             shutdown(true),
         );
-        assert!(
-            smol::block_on(within(ms(3000), run))
-                .expect("manager returned")
-                .is_ok()
-        );
+        assert!(finish(run).is_ok());
         assert!(
             log.lock().expect("log lock").is_empty(),
             "a standby started a controller"
@@ -285,11 +286,7 @@ mod tests {
             after(ms(200)),
             shutdown(false),
         );
-        assert!(
-            smol::block_on(within(ms(3000), run))
-                .expect("manager returned")
-                .is_ok()
-        );
+        assert!(finish(run).is_ok());
         assert_eq!(store.holder().as_deref(), Some(ME));
     }
 
@@ -302,16 +299,13 @@ mod tests {
             stop.wait().await;
         });
         let started = Instant::now();
-        let result = smol::block_on(within(
-            ms(3000),
-            run(
-                Some(elector(&store)),
-                vec![runnable],
-                future::pending(),
-                shutdown(true),
-            ),
-        ));
-        let err = result.expect("manager returned").expect_err("lease lost");
+        let run = run(
+            Some(elector(&store)),
+            vec![runnable],
+            future::pending(),
+            shutdown(true),
+        );
+        let err = finish(run).expect_err("lease lost");
         assert!(err.to_string().contains("leader election lost"), "{err}");
         assert!(started.elapsed() < ms(1000), "took {:?}", started.elapsed());
         assert!(log.lock().expect("log lock").is_empty());
@@ -328,11 +322,7 @@ mod tests {
             after(ms(100)),
             shutdown(true),
         );
-        assert!(
-            smol::block_on(within(ms(3000), run))
-                .expect("manager returned")
-                .is_ok()
-        );
+        assert!(finish(run).is_ok());
         assert!(started.elapsed() < ms(1500), "took {:?}", started.elapsed());
         assert_eq!(
             store.holder().as_deref(),
@@ -350,11 +340,7 @@ mod tests {
             after(ms(100)),
             shutdown(true),
         );
-        assert!(
-            smol::block_on(within(ms(3000), run))
-                .expect("manager returned")
-                .is_ok()
-        );
+        assert!(finish(run).is_ok());
         assert_eq!(log.lock().expect("log lock").len(), 2);
         assert!(
             store.requests().is_empty(),

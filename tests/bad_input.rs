@@ -78,16 +78,21 @@ fn unknown_context_exits_1_listing_the_known_ones() {
     );
 }
 
-#[test]
-fn missing_ca_file_exits_1_naming_the_path() {
-    let dir = TempDir::new("bad-ca-missing");
-    let ca = dir.0.join("missing-ca.crt");
+/// Runs skiff with a kubeconfig whose cluster names `ca` as its certificate-authority file.
+fn run_with_ca_path(dir: &TempDir, ca: &std::path::Path) -> (i32, String) {
     let cluster = format!(
         "    server: https://127.0.0.1:1\n    certificate-authority: {}\n",
         ca.display()
     );
-    let path = kubeconfig_with(&dir, &cluster, "    {}\n");
-    let (code, stderr) = run(&dir, &path, &[]);
+    let path = kubeconfig_with(dir, &cluster, "    {}\n");
+    run(dir, &path, &[])
+}
+
+#[test]
+fn missing_ca_file_exits_1_naming_the_path() {
+    let dir = TempDir::new("bad-ca-missing");
+    let ca = dir.0.join("missing-ca.crt");
+    let (code, stderr) = run_with_ca_path(&dir, &ca);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains(&ca.display().to_string()), "{stderr}");
 }
@@ -97,12 +102,7 @@ fn ca_path_that_is_a_directory_exits_1_naming_the_path() {
     let dir = TempDir::new("bad-ca-dir");
     let ca = dir.0.join("ca-dir");
     std::fs::create_dir_all(&ca).unwrap();
-    let cluster = format!(
-        "    server: https://127.0.0.1:1\n    certificate-authority: {}\n",
-        ca.display()
-    );
-    let path = kubeconfig_with(&dir, &cluster, "    {}\n");
-    let (code, stderr) = run(&dir, &path, &[]);
+    let (code, stderr) = run_with_ca_path(&dir, &ca);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains(&ca.display().to_string()), "{stderr}");
 }
@@ -112,12 +112,7 @@ fn ca_file_that_is_not_a_certificate_exits_1() {
     let dir = TempDir::new("bad-ca-garbage");
     let ca = dir.0.join("ca.crt");
     std::fs::write(&ca, "this is not a certificate\n").unwrap();
-    let cluster = format!(
-        "    server: https://127.0.0.1:1\n    certificate-authority: {}\n",
-        ca.display()
-    );
-    let path = kubeconfig_with(&dir, &cluster, "    {}\n");
-    let (code, stderr) = run(&dir, &path, &[]);
+    let (code, stderr) = run_with_ca_path(&dir, &ca);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
 }
