@@ -6,8 +6,10 @@ CARGO ?= cargo
 KUBECTL ?= $(if $(wildcard bin/kubectl),bin/kubectl,kubectl)
 CONTAINER_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 IMAGE ?= skiff:latest
-MUSL_TARGET := x86_64-unknown-linux-musl
-STATIC_BINARY := target/$(MUSL_TARGET)/release/skiff
+# The image's binary: glibc linked statically (static-pie), so it runs in a FROM-scratch image
+# with the toolchain already on the machine (no musl target or musl C compiler needed).
+STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
+STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
 ARGS ?=
 
 .PHONY: help build test testbin lint fmt run bench static image deploy demo clean
@@ -24,7 +26,7 @@ test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips building the co
 	elif [ "$${SKIFF_SKIP_E2E:-}" = 1 ]; then \
 		echo "make test: SKIFF_SKIP_E2E=1, e2e suite skipped"; \
 	else \
-		$(MAKE) testbin; \
+		$(MAKE) testbin static; \
 	fi
 	$(CARGO) build --example demo
 	$(CARGO) test --all-targets
@@ -45,14 +47,15 @@ run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kin
 bench: ## run the benchmarks (benches/) and record the figures in BENCHMARKS.md
 	$(CARGO) bench
 
-static: ## statically linked binary for the image (needs the musl target and a musl C compiler)
-	$(CARGO) build --release --target $(MUSL_TARGET)
+static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff)
+	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --target $(STATIC_TARGET)
 
-image: ## container image from Containerfile (needs `make static` first)
-	@test -x $(STATIC_BINARY) || { \
-		echo "make image: $(STATIC_BINARY) is missing; run 'make static' first" \
-		     "(needs 'rustup target add $(MUSL_TARGET)' and musl-gcc)"; exit 1; }
-	$(CONTAINER_TOOL) build -f Containerfile -t $(IMAGE) .
+image: static ## container image (IMAGE, default skiff:latest) from Containerfile (podman, or docker if podman is absent)
+	@command -v $(CONTAINER_TOOL) >/dev/null || { \
+		echo "make image: $(CONTAINER_TOOL) not found; install podman (e.g. apt-get install podman)"; exit 1; }
+	$(CONTAINER_TOOL) build -f Containerfile --build-arg BINARY=$(STATIC_BINARY) -t $(IMAGE) .
+	@$(CONTAINER_TOOL) image inspect $(IMAGE) \
+		--format 'make image: $(IMAGE) {{.Size}} bytes, user {{.Config.User}}, entrypoint {{.Config.Entrypoint}}'
 
 deploy: ## apply manifests/ to the cluster of the current kubeconfig
 	$(KUBECTL) apply -k manifests/

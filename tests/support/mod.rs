@@ -9,6 +9,7 @@ pub mod fake;
 pub mod keepalive;
 pub mod kubectl;
 pub mod lease;
+pub mod pod;
 pub mod scrape;
 pub mod skiff;
 pub mod watchdog;
