@@ -5,11 +5,20 @@
 //! updated one as stale, and write again. Like controller-runtime's "expectations", the
 //! reconciler records each write here and reads the cache through it; an entry is dropped as
 //! soon as the cache has moved past the version the write replaced.
+//!
+//! An entry whose copy is never looked at again (its namespace was deleted, or its Mirror) would
+//! stay forever, so entries also expire, like the expectations of kube-controller-manager, after
+//! [`EXPIRY`]. An expired entry only costs efficiency: the server refuses a write based on a
+//! stale cache (409, or 404 for a delete), and the reconciler recovers from that.
 
 use super::copy::{CopyInfo, Owner};
 use super::types::SourceKind;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a write is remembered at most; a watch delivers its event within seconds.
+const EXPIRY: Duration = Duration::from_secs(5 * 60);
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct CopyKey {
@@ -24,14 +33,36 @@ struct Write {
     replaced: Option<String>,
     /// The copy after the write (`None`: deleted).
     now: Option<CopyInfo>,
+    at: Instant,
 }
 
-#[derive(Default)]
 pub struct Written {
-    writes: Mutex<HashMap<CopyKey, Write>>,
+    expiry: Duration,
+    state: Mutex<State>,
+}
+
+struct State {
+    writes: HashMap<CopyKey, Write>,
+    swept: Instant,
+}
+
+impl Default for Written {
+    fn default() -> Self {
+        Written::expiring_after(EXPIRY)
+    }
 }
 
 impl Written {
+    fn expiring_after(expiry: Duration) -> Written {
+        Written {
+            expiry,
+            state: Mutex::new(State {
+                writes: HashMap::new(),
+                swept: Instant::now(),
+            }),
+        }
+    }
+
     /// Records a successful create, update (`now` = the copy written) or delete (`None`).
     pub fn record(
         &self,
@@ -46,7 +77,15 @@ impl Written {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
         };
-        self.lock().insert(key, Write { replaced, now });
+        let at = Instant::now();
+        let mut state = self.lock();
+        if at.duration_since(state.swept) >= self.expiry {
+            state
+                .writes
+                .retain(|_, w| at.duration_since(w.at) < self.expiry);
+            state.swept = at;
+        }
+        state.writes.insert(key, Write { replaced, now, at });
     }
 
     /// The copy as it is after this replica's writes, given what the cache shows (`cached`).
@@ -62,15 +101,15 @@ impl Written {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
         };
-        let mut writes = self.lock();
-        let Some(write) = writes.get(&key) else {
+        let mut state = self.lock();
+        let Some(write) = state.writes.get(&key) else {
             return cached;
         };
         let cached_version = cached.as_ref().map(|c| c.resource_version.clone());
-        if cached_version == write.replaced {
+        if cached_version == write.replaced && write.at.elapsed() < self.expiry {
             write.now.clone()
         } else {
-            writes.remove(&key);
+            state.writes.remove(&key);
             cached
         }
     }
@@ -82,23 +121,25 @@ impl Written {
         in_cache: impl Fn(SourceKind, &str, &str) -> bool,
     ) -> Vec<CopyInfo> {
         self.lock()
+            .writes
             .iter()
-            .filter(|(k, w)| w.replaced.is_none() && !in_cache(k.kind, &k.namespace, &k.name))
+            .filter(|(_, w)| w.replaced.is_none() && w.at.elapsed() < self.expiry)
+            .filter(|(k, _)| !in_cache(k.kind, &k.namespace, &k.name))
             .filter_map(|(_, w)| w.now.clone())
             .filter(|c| c.owner.as_ref() == Some(owner))
             .collect()
     }
 
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().writes.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CopyKey, Write>> {
-        self.writes.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -179,5 +220,29 @@ mod tests {
         assert_eq!(w.created_unseen(&me, |_, _, _| false).len(), 1);
         assert!(w.created_unseen(&me, |_, _, _| true).is_empty());
         assert!(w.created_unseen(&other, |_, _, _| false).is_empty());
+    }
+
+    #[test]
+    fn an_expired_write_is_ignored_and_swept() {
+        let w = Written::expiring_after(Duration::ZERO);
+        w.record(SourceKind::ConfigMap, "a", "ca", None, Some(info("5", "h")));
+        assert_eq!(w.resolve(SourceKind::ConfigMap, "a", "ca", None), None);
+        let me = Owner {
+            namespace: "src".into(),
+            name: "m".into(),
+        };
+        w.record(SourceKind::ConfigMap, "b", "ca", None, Some(info("6", "h")));
+        assert!(w.created_unseen(&me, |_, _, _| false).is_empty());
+        w.record(SourceKind::ConfigMap, "c", "ca", None, Some(info("7", "h")));
+        assert_eq!(w.len(), 1, "each record sweeps what has expired");
+    }
+
+    #[test]
+    fn a_write_within_its_lifetime_is_kept() {
+        let w = Written::expiring_after(Duration::from_secs(3600));
+        w.record(SourceKind::ConfigMap, "a", "ca", None, Some(info("5", "h")));
+        w.record(SourceKind::ConfigMap, "b", "ca", None, Some(info("6", "h")));
+        assert_eq!(w.len(), 2);
+        assert!(w.resolve(SourceKind::ConfigMap, "a", "ca", None).is_some());
     }
 }
