@@ -78,6 +78,12 @@ impl Written {
             name: name.to_owned(),
         };
         let at = Instant::now();
+        self.insert(key, Write { replaced, now, at });
+    }
+
+    /// Stores a write, first dropping the expired ones if no sweep ran for an expiry period.
+    fn insert(&self, key: CopyKey, write: Write) {
+        let at = write.at;
         let mut state = self.lock();
         if at.duration_since(state.swept) >= self.expiry {
             state
@@ -85,7 +91,7 @@ impl Written {
                 .retain(|_, w| at.duration_since(w.at) < self.expiry);
             state.swept = at;
         }
-        state.writes.insert(key, Write { replaced, now, at });
+        state.writes.insert(key, write);
     }
 
     /// The copy as it is after this replica's writes, given what the cache shows (`cached`).
@@ -244,5 +250,32 @@ mod tests {
         w.record(SourceKind::ConfigMap, "b", "ca", None, Some(info("6", "h")));
         assert_eq!(w.len(), 2);
         assert!(w.resolve(SourceKind::ConfigMap, "a", "ca", None).is_some());
+    }
+
+    #[test]
+    fn a_sweep_keeps_the_writes_that_have_not_expired() {
+        let w = Written::expiring_after(Duration::from_secs(10));
+        let start = Instant::now();
+        let key = |namespace: &str| CopyKey {
+            kind: SourceKind::ConfigMap,
+            namespace: namespace.into(),
+            name: "ca".into(),
+        };
+        let write_at = |secs| Write {
+            replaced: None,
+            now: Some(info("5", "h")),
+            at: start + Duration::from_secs(secs),
+        };
+        w.insert(key("old"), write_at(0));
+        w.insert(key("young"), write_at(5));
+        w.insert(key("new"), write_at(12)); // sweeps: "old" is 12 s old, "young" 7 s
+        let mut left: Vec<String> = w
+            .lock()
+            .writes
+            .keys()
+            .map(|k| k.namespace.clone())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["new", "young"]);
     }
 }
