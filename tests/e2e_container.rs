@@ -111,9 +111,7 @@ fn the_image_binary_runs_as_the_deployment_pod() {
         "/metrics does not report leading:\n{metrics}"
     );
 
-    pod.skiff.signal("TERM");
-    let code = pod.skiff.wait_exit(STEP_TIMEOUT);
-    assert_eq!(code, Some(0), "exit after SIGTERM; log:\n{}", logs(&pod));
+    pod.skiff.terminate(STEP_TIMEOUT);
     let released = lease.read().expect("the Lease exists");
     assert_eq!(
         (released.holder.as_str(), released.duration_seconds),

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use support::cluster::{Cluster, HOME, MANAGED_BY, MIRROR_NAME, describe};
 use support::fake::RequestRecord;
+use support::skiff::Skiff;
 
 /// The Events skiff posted into `ns`.
 fn events_posted(cluster: &Cluster, ns: &str) -> Vec<Value> {
@@ -28,6 +29,29 @@ fn writes_to(records: Vec<RequestRecord>, path: &str) -> Vec<RequestRecord> {
         .into_iter()
         .filter(|r| r.path == path || (r.method == "POST" && r.path == collection))
         .collect()
+}
+
+/// `team-a` holding the copy of the Mirror `first` (source `app-ca`), and the source
+/// `other-ca` for a second Mirror.
+fn first_mirror_synced(tag: &str) -> (Cluster, Skiff) {
+    let mut cluster = Cluster::new(tag);
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "FIRST"}));
+    cluster.configmap(HOME, "other-ca", json!({"ca.crt": "SECOND"}));
+    cluster.mirror_to_teams("first", "ConfigMap", "app-ca");
+    let skiff = cluster.start(&[]);
+    cluster.wait_ready(&skiff, HOME, "first", "True", "Synced");
+    (cluster, skiff)
+}
+
+/// The Mirror `second`: `other-ca` copied as `app-ca`, into the namespaces `first` writes to.
+fn second_mirror(cluster: &Cluster) {
+    cluster
+        .server
+        .insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+        "metadata": {"name": "second", "namespace": HOME},
+        "spec": {"source": {"kind": "ConfigMap", "name": "other-ca"}, "targetName": "app-ca",
+            "namespaceSelector": {"matchLabels": {"team": "yes"}}}}));
 }
 
 #[test]
@@ -100,27 +124,10 @@ fn an_unmanaged_object_is_left_alone_and_reported() {
 
 #[test]
 fn a_second_mirror_for_the_same_name_reports_a_conflict_and_never_overwrites() {
-    let mut cluster = Cluster::new("two-mirrors");
-    cluster.namespace("team-a", json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "FIRST"}));
-    cluster.configmap(HOME, "other-ca", json!({"ca.crt": "SECOND"}));
-    cluster.mirror(
-        HOME,
-        "first",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
-    let skiff = cluster.start(&[]);
-    cluster.wait_ready(&skiff, HOME, "first", "True", "Synced");
+    let (cluster, skiff) = first_mirror_synced("two-mirrors");
 
     let mark = cluster.server.requests().len();
-    cluster
-        .server
-        .insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
-        "metadata": {"name": "second", "namespace": HOME},
-        "spec": {"source": {"kind": "ConfigMap", "name": "other-ca"}, "targetName": "app-ca",
-            "namespaceSelector": {"matchLabels": {"team": "yes"}}}}));
+    second_mirror(&cluster);
     cluster.wait_ready(&skiff, HOME, "second", "False", "Conflict");
     let ready = cluster.ready(HOME, "second");
     assert!(
@@ -281,25 +288,8 @@ fn a_copy_whose_labels_are_stripped_by_hand_becomes_a_reported_conflict() {
 
 #[test]
 fn the_losing_mirror_takes_over_once_the_winner_is_deleted() {
-    let mut cluster = Cluster::new("take-over");
-    cluster.namespace("team-a", json!({"team": "yes"}));
-    cluster.configmap(HOME, "app-ca", json!({"ca.crt": "FIRST"}));
-    cluster.configmap(HOME, "other-ca", json!({"ca.crt": "SECOND"}));
-    cluster.mirror(
-        HOME,
-        "first",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
-    let skiff = cluster.start(&[]);
-    cluster.wait_ready(&skiff, HOME, "first", "True", "Synced");
-    cluster
-        .server
-        .insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
-        "metadata": {"name": "second", "namespace": HOME},
-        "spec": {"source": {"kind": "ConfigMap", "name": "other-ca"}, "targetName": "app-ca",
-            "namespaceSelector": {"matchLabels": {"team": "yes"}}}}));
+    let (cluster, skiff) = first_mirror_synced("take-over");
+    second_mirror(&cluster);
     cluster.wait_ready(&skiff, HOME, "second", "False", "Conflict");
 
     cluster

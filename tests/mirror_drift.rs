@@ -90,13 +90,7 @@ fn a_secret_copy_keeps_its_type_and_data() {
         .insert(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "tls", "namespace": HOME},
         "type": "kubernetes.io/tls", "data": data}));
-    cluster.mirror(
-        HOME,
-        "tls",
-        "Secret",
-        "tls",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.mirror_to_teams("tls", "Secret", "tls");
     let skiff = cluster.start(&[]);
 
     cluster.wait_ready(&skiff, HOME, "tls", "True", "Synced");
@@ -131,13 +125,7 @@ fn a_configmap_copy_keeps_its_binary_data() {
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "blobs", "namespace": HOME},
         "data": {"text": "hello"}, "binaryData": {"bin": "AAECAw=="}}));
-    cluster.mirror(
-        HOME,
-        "blobs",
-        "ConfigMap",
-        "blobs",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.mirror_to_teams("blobs", "ConfigMap", "blobs");
     let skiff = cluster.start(&[]);
 
     cluster.wait_ready(&skiff, HOME, "blobs", "True", "Synced");

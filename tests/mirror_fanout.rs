@@ -77,13 +77,7 @@ fn copies_carry_the_managed_labels_and_the_payload_hash() {
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "app-ca", "namespace": HOME, "labels": {"mine": "source-only"}},
         "data": data, "binaryData": binary}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.mirror_to_teams("ca", "ConfigMap", "app-ca");
     let skiff = cluster.start(&[]);
 
     cluster.wait_for(&skiff, "the copy", || {
@@ -109,13 +103,7 @@ fn a_source_update_reaches_every_copy() {
     let mut cluster = Cluster::new("update");
     let selected = cluster.namespaces("team", 10, json!({"team": "yes"}));
     let mut source = cluster.configmap(HOME, "app-ca", json!({"ca.crt": "v1"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.mirror_to_teams("ca", "ConfigMap", "app-ca");
     let skiff = cluster.start(&[]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
 

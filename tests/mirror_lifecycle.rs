@@ -16,6 +16,15 @@ fn team_mirror(cluster: &Cluster, namespaces: usize) -> Vec<String> {
     selected
 }
 
+/// Three selected namespaces synced by a skiff that then stopped; returns their names.
+fn synced_then_stopped(cluster: &mut Cluster) -> Vec<String> {
+    let selected = team_mirror(cluster, 3);
+    let mut first = cluster.start(&[]);
+    cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
+    first.terminate(Duration::from_secs(5));
+    selected
+}
+
 #[test]
 fn deleting_a_mirror_deletes_its_copies_before_the_finalizer_goes() {
     let mut cluster = Cluster::new("finalize");
@@ -108,13 +117,7 @@ fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
         .insert(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "tls", "namespace": HOME}, "type": "kubernetes.io/tls",
         "data": {"tls.crt": "Q0VSVA==", "tls.key": "S0VZ"}}));
-    cluster.mirror(
-        HOME,
-        "tls",
-        "Secret",
-        "tls",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.mirror_to_teams("tls", "Secret", "tls");
     // An object skiff doesn't manage blocks "ca" in one namespace: the cache cannot see it.
     cluster.configmap("team-19", "app-ca", json!({"ca.crt": "THEIRS"}));
     let mut first = cluster.start(&[]);
@@ -133,13 +136,7 @@ fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
         "spec": {"source": {"kind": "Secret", "name": "tls"},
             "namespaceSelector": {"matchLabels": {"team": "yes"}}}}));
     cluster.wait_ready(&first, HOME, "rival", "False", "Conflict");
-    first.signal("TERM");
-    assert_eq!(
-        first.wait_exit(Duration::from_secs(5)),
-        Some(0),
-        "{}",
-        first.logs()
-    );
+    first.terminate(Duration::from_secs(5));
 
     let mark = cluster.server.requests().len();
     let port = free_port();
@@ -174,16 +171,7 @@ fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
 #[test]
 fn a_mirror_deleted_while_skiff_was_down_is_cleaned_up_at_start() {
     let mut cluster = Cluster::new("deleted-offline");
-    let selected = team_mirror(&cluster, 3);
-    let mut first = cluster.start(&[]);
-    cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
-    first.signal("TERM");
-    assert_eq!(
-        first.wait_exit(Duration::from_secs(5)),
-        Some(0),
-        "{}",
-        first.logs()
-    );
+    let selected = synced_then_stopped(&mut cluster);
 
     cluster.server.remove(MIRROR_PATH);
     let held = cluster
@@ -205,16 +193,7 @@ fn a_mirror_deleted_while_skiff_was_down_is_cleaned_up_at_start() {
 #[test]
 fn copies_whose_mirror_is_gone_are_deleted_at_start() {
     let mut cluster = Cluster::new("orphans");
-    let selected = team_mirror(&cluster, 3);
-    let mut first = cluster.start(&[]);
-    cluster.wait_ready(&first, HOME, "ca", "True", "Synced");
-    first.signal("TERM");
-    assert_eq!(
-        first.wait_exit(Duration::from_secs(5)),
-        Some(0),
-        "{}",
-        first.logs()
-    );
+    let selected = synced_then_stopped(&mut cluster);
 
     // Gone without its finalizer running (someone removed the finalizer by hand).
     let mut mirror = cluster.mirror_object(HOME, "ca").expect("mirror");

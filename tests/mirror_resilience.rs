@@ -29,13 +29,7 @@ fn converged(tag: &str) -> (Cluster, Skiff) {
     cluster.namespace("solo-ns", json!({"solo": "yes"}));
     cluster.configmap(HOME, "app-ca", json!({"ca.crt": "v1"}));
     cluster.configmap(HOME, "solo", json!({"k": "v"}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.mirror_to_teams("ca", "ConfigMap", "app-ca");
     cluster.mirror(
         HOME,
         "solo",

@@ -152,14 +152,7 @@ fn a_mirror_outside_the_source_namespaces_writes_no_copy() {
     let mut cluster = Cluster::new("not-allowed");
     cluster.namespace("elsewhere", json!({}));
     cluster.namespace("team-a", json!({"team": "yes"}));
-    cluster.configmap("elsewhere", "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        "elsewhere",
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror_in("elsewhere");
     let skiff = cluster.start(&[]);
 
     cluster.wait_ready(
@@ -192,14 +185,7 @@ fn source_namespaces_flag_allows_the_listed_namespaces() {
     let mut cluster = Cluster::new("allowed");
     cluster.namespace("shared", json!({}));
     cluster.namespace("team-a", json!({"team": "yes"}));
-    cluster.configmap("shared", "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        "shared",
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror_in("shared");
     let skiff = cluster.start(&["--source-namespaces=skiff-system,shared"]);
 
     cluster.wait_ready(&skiff, "shared", "ca", "True", "Synced");
@@ -211,14 +197,7 @@ fn source_namespaces_star_allows_every_namespace() {
     let mut cluster = Cluster::new("star");
     cluster.namespace("anywhere", json!({}));
     cluster.namespace("team-a", json!({"team": "yes"}));
-    cluster.configmap("anywhere", "app-ca", json!({"ca.crt": "PEM"}));
-    cluster.mirror(
-        "anywhere",
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.team_ca_mirror_in("anywhere");
     let skiff = cluster.start(&["--source-namespaces=*"]);
 
     cluster.wait_ready(&skiff, "anywhere", "ca", "True", "Synced");

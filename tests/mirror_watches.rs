@@ -64,20 +64,8 @@ fn converged_requests(tag: &str, flags: &[&str]) -> Vec<RequestRecord> {
         .server
         .insert(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "tls", "namespace": HOME}, "data": {"k": "dg=="}}));
-    cluster.mirror(
-        HOME,
-        "ca",
-        "ConfigMap",
-        "app-ca",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
-    cluster.mirror(
-        HOME,
-        "tls",
-        "Secret",
-        "tls",
-        json!({"matchLabels": {"team": "yes"}}),
-    );
+    cluster.mirror_to_teams("ca", "ConfigMap", "app-ca");
+    cluster.mirror_to_teams("tls", "Secret", "tls");
     let skiff = cluster.start(flags);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
     cluster.wait_ready(&skiff, HOME, "tls", "True", "Synced");

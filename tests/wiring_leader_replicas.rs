@@ -70,13 +70,7 @@ fn the_standby_leads_within_300ms_of_the_leaders_release() {
     let b = start(&dir, &kubeconfig, "replica-b", &args);
     assert!(standby_is_watching(&server), "log:\n{}", b.logs());
     std::thread::sleep(Duration::from_millis(200));
-    a.signal("TERM");
-    assert_eq!(
-        a.wait_exit(Duration::from_secs(10)),
-        Some(0),
-        "log:\n{}",
-        a.logs()
-    );
+    a.terminate(Duration::from_secs(10));
     assert!(leads(&server, "replica-b"), "log:\n{}", b.logs());
     let records = server.requests();
     let release = records

@@ -99,17 +99,21 @@ impl Cluster {
             "spec": {"source": {"kind": kind, "name": source}, "namespaceSelector": selector}}))
     }
 
+    /// A Mirror in [`HOME`] of `kind`/`source` selecting the namespaces labelled `team: yes`.
+    pub fn mirror_to_teams(&self, name: &str, kind: &str, source: &str) -> Value {
+        self.mirror(HOME, name, kind, source, teams())
+    }
+
     /// The common scenario: source ConfigMap `app-ca` (`ca.crt: PEM`) in [`HOME`] and the
     /// Mirror `ca` copying it into every namespace labelled `team: yes`.
     pub fn team_ca_mirror(&self) {
-        self.configmap(HOME, "app-ca", json!({"ca.crt": "PEM"}));
-        self.mirror(
-            HOME,
-            "ca",
-            "ConfigMap",
-            "app-ca",
-            json!({"matchLabels": {"team": "yes"}}),
-        );
+        self.team_ca_mirror_in(HOME);
+    }
+
+    /// [`Cluster::team_ca_mirror`] with the source and the Mirror in `ns`.
+    pub fn team_ca_mirror_in(&self, ns: &str) {
+        self.configmap(ns, "app-ca", json!({"ca.crt": "PEM"}));
+        self.mirror(ns, "ca", "ConfigMap", "app-ca", teams());
     }
 
     pub fn mirror_object(&self, ns: &str, name: &str) -> Option<Value> {
@@ -252,4 +256,9 @@ pub fn metric(text: &str, prefix: &str) -> f64 {
         .and_then(|line| line.rsplit(' ').next())
         .and_then(|value| value.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// The selector of the namespaces labelled `team: yes`.
+fn teams() -> Value {
+    json!({"matchLabels": {"team": "yes"}})
 }

@@ -117,6 +117,13 @@ impl Skiff {
         assert!(status.success(), "kill -{name} failed");
     }
 
+    /// Sends SIGTERM and asserts that the process exits 0 within `limit`, showing its log if not.
+    pub fn terminate(&mut self, limit: Duration) {
+        self.signal("TERM");
+        let code = self.wait_exit(limit);
+        assert_eq!(code, Some(0), "exit after SIGTERM; log:\n{}", self.logs());
+    }
+
     /// The exit code, waiting at most `limit`.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
         self.wait_exit_at(limit).map(|(code, _)| code)
