@@ -140,11 +140,7 @@ fn route(shared: &Shared, head: &RequestHead, body: &[u8]) -> Result<Reply, ApiE
             },
         ) => {
             let key = ObjectKey::new(&resource, namespace.as_deref(), &name);
-            let mode = if status {
-                WriteMode::Status
-            } else {
-                WriteMode::Main
-            };
+            let mode = WriteMode::of_request(status);
             Ok(Reply::json(
                 200,
                 &store.replace(&key, parse_body(body)?, mode, &resource)?,
@@ -164,11 +160,7 @@ fn route(shared: &Shared, head: &RequestHead, body: &[u8]) -> Result<Reply, ApiE
                 return Err(ApiError::unsupported_media_type(content_type));
             }
             let key = ObjectKey::new(&resource, namespace.as_deref(), &name);
-            let mode = if status {
-                WriteMode::Status
-            } else {
-                WriteMode::Main
-            };
+            let mode = WriteMode::of_request(status);
             Ok(Reply::json(
                 200,
                 &store.patch(&key, &parse_body(body)?, mode, &resource)?,

@@ -41,6 +41,17 @@ pub enum WriteMode {
     Force,
 }
 
+impl WriteMode {
+    /// The mode of a client's PUT or PATCH, on `/status` or on the main resource.
+    pub fn of_request(status: bool) -> WriteMode {
+        if status {
+            WriteMode::Status
+        } else {
+            WriteMode::Main
+        }
+    }
+}
+
 /// One page of a LIST.
 pub struct ListPage {
     pub items: Vec<Value>,
