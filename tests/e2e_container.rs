@@ -46,9 +46,8 @@ fn source_and_mirror(cp: &ControlPlane) -> Value {
 }
 
 fn copy_data(cp: &ControlPlane, namespace: &str) -> Option<Value> {
-    let output = cp.kubectl(&["get", "configmap", "pod-ca", "-n", namespace, "-o", "json"]);
-    let copy: Value = serde_json::from_slice(&output.stdout).ok()?;
-    Some(copy["data"].clone())
+    cp.object("configmap", namespace, "pod-ca")
+        .map(|copy| copy["data"].clone())
 }
 
 #[test]

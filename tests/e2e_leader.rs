@@ -48,8 +48,9 @@ fn held_by(replica: &str) -> impl Fn(&LeaseRecord) -> bool + '_ {
 }
 
 fn leader_election_events(cp: &ControlPlane) -> Vec<serde_json::Value> {
-    let json = cp.kubectl_ok(&["get", "events", "-n", "skiff-system", "-o", "json"]);
-    let list: serde_json::Value = serde_json::from_str(&json).expect("kubectl prints JSON");
+    let list = cp
+        .get_json(&["events", "-n", "skiff-system"])
+        .expect("kubectl get events");
     let items = list["items"].as_array().cloned().unwrap_or_default();
     items
         .into_iter()

@@ -59,22 +59,6 @@ fn with_skiff(name: &str, test: impl FnOnce(&'static ControlPlane)) {
     assert_eq!(code, Some(0), "skiff exit; log:\n{}", skiff.logs());
 }
 
-/// `kubectl get ARGS -o json` as the admin; None if it fails (e.g. NotFound).
-fn get_json(cp: &ControlPlane, args: &[&str]) -> Option<Value> {
-    let mut all = vec!["get"];
-    all.extend(args);
-    all.extend(["-o", "json"]);
-    let output = cp.kubectl(&all);
-    if !output.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&output.stdout).ok()
-}
-
-fn object(cp: &ControlPlane, kind: &str, namespace: &str, name: &str) -> Option<Value> {
-    get_json(cp, &[kind, name, "-n", namespace])
-}
-
 /// Waits until `check` holds, polling with kubectl; panics naming `what` after the timeout.
 fn wait_until(what: &str, check: impl FnMut() -> bool) {
     assert!(eventually(STEP_TIMEOUT, check), "timed out: {what}");
@@ -121,7 +105,7 @@ fn columns_are(cp: &ControlPlane, name: &str, wanted: [&str; 4]) -> bool {
 
 /// A managed copy of `mirror` with `data` exists in `namespace`.
 fn has_copy(cp: &ControlPlane, kind: &str, namespace: &str, target: &str, data: &Value) -> bool {
-    let Some(copy) = object(cp, kind, namespace, target) else {
+    let Some(copy) = cp.object(kind, namespace, target) else {
         return false;
     };
     let labels = &copy["metadata"]["labels"];
@@ -129,7 +113,7 @@ fn has_copy(cp: &ControlPlane, kind: &str, namespace: &str, target: &str, data: 
 }
 
 fn absent(cp: &ControlPlane, kind: &str, namespace: &str, name: &str) -> bool {
-    object(cp, kind, namespace, name).is_none()
+    cp.object(kind, namespace, name).is_none()
 }
 
 #[test]
@@ -215,7 +199,9 @@ fn an_unmanaged_object_with_the_target_name_is_untouched_and_reported() {
                 "metadata": {{"name": "shared-settings", "namespace": "{taken}"}},
                 "data": {{"owner": "team"}}}}"#
         ));
-        let before = object(cp, "cm", &taken, "shared-settings").expect("unmanaged ConfigMap");
+        let before = cp
+            .object("cm", &taken, "shared-settings")
+            .expect("unmanaged ConfigMap");
         source_configmap(cp, "shared-settings", r#"{"mode": "mirrored"}"#);
         mirror(cp, "conflict", "ConfigMap", "shared-settings", "", label);
 
@@ -224,7 +210,7 @@ fn an_unmanaged_object_with_the_target_name_is_untouched_and_reported() {
             has_copy(cp, "cm", &free, "shared-settings", &data)
         });
         let ready = || {
-            let mirror = object(cp, "mirror", OPERATOR_NAMESPACE, "conflict")?;
+            let mirror = cp.object("mirror", OPERATOR_NAMESPACE, "conflict")?;
             let conditions = mirror["status"]["conditions"].as_array()?.clone();
             conditions.into_iter().find(|c| c["type"] == "Ready")
         };
@@ -235,7 +221,9 @@ fn an_unmanaged_object_with_the_target_name_is_untouched_and_reported() {
                     && c["message"].as_str().unwrap_or("").contains(&taken)
             })
         });
-        let after = object(cp, "cm", &taken, "shared-settings").expect("unmanaged ConfigMap");
+        let after = cp
+            .object("cm", &taken, "shared-settings")
+            .expect("unmanaged ConfigMap");
         assert_eq!(
             after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
             "the unmanaged ConfigMap was written: {after:#}"
@@ -243,7 +231,7 @@ fn an_unmanaged_object_with_the_target_name_is_untouched_and_reported() {
         assert_eq!(after["data"], serde_json::json!({"owner": "team"}));
 
         wait_until("a Warning event on the Mirror names the conflict", || {
-            let Some(events) = get_json(cp, &["events", "-n", OPERATOR_NAMESPACE]) else {
+            let Some(events) = cp.get_json(&["events", "-n", OPERATOR_NAMESPACE]) else {
                 return false;
             };
             let items = events["items"].as_array().cloned().unwrap_or_default();
@@ -271,7 +259,8 @@ fn a_secret_copy_keeps_the_secret_type() {
                 "metadata": {{"name": "registry-credentials", "namespace": "{OPERATOR_NAMESPACE}"}},
                 "stringData": {{".dockerconfigjson": "{{\"auths\":{{}}}}"}}}}"#
         ));
-        let source = object(cp, "secret", OPERATOR_NAMESPACE, "registry-credentials")
+        let source = cp
+            .object("secret", OPERATOR_NAMESPACE, "registry-credentials")
             .expect("source Secret");
         let extra = r#""targetName": "registry-pull","#;
         mirror(cp, "secret", "Secret", "registry-credentials", extra, label);
@@ -279,7 +268,9 @@ fn a_secret_copy_keeps_the_secret_type() {
         wait_until("Secret copy with the source's data", || {
             has_copy(cp, "secret", &namespace, "registry-pull", &source["data"])
         });
-        let copy = object(cp, "secret", &namespace, "registry-pull").expect("copy");
+        let copy = cp
+            .object("secret", &namespace, "registry-pull")
+            .expect("copy");
         assert_eq!(copy["type"], "kubernetes.io/dockerconfigjson", "{copy:#}");
     });
 }
@@ -303,7 +294,9 @@ fn deleting_a_mirror_deletes_its_copies_before_it_goes() {
                 .iter()
                 .all(|ns| has_copy(cp, "cm", ns, "cleanup-settings", &data))
         });
-        let mirror = object(cp, "mirror", OPERATOR_NAMESPACE, "cleanup").expect("Mirror");
+        let mirror = cp
+            .object("mirror", OPERATOR_NAMESPACE, "cleanup")
+            .expect("Mirror");
         let finalizers = mirror["metadata"]["finalizers"].to_string();
         assert!(finalizers.contains("skiff.dev/cleanup"), "{finalizers}");
 
@@ -323,7 +316,7 @@ fn deleting_a_mirror_deletes_its_copies_before_it_goes() {
                 "copy left in {namespace} after the Mirror was deleted"
             );
         }
-        let source = object(cp, "cm", OPERATOR_NAMESPACE, "cleanup-settings");
+        let source = cp.object("cm", OPERATOR_NAMESPACE, "cleanup-settings");
         assert!(source.is_some(), "the source was deleted with the Mirror");
     });
 }

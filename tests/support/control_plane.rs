@@ -222,6 +222,23 @@ impl ControlPlane {
         self.admin().ok(args)
     }
 
+    /// `kubectl get ARGS -o json` as the admin, parsed; None if it fails (e.g. NotFound).
+    pub fn get_json(&self, args: &[&str]) -> Option<serde_json::Value> {
+        let mut all = vec!["get"];
+        all.extend(args);
+        all.extend(["-o", "json"]);
+        let output = self.kubectl(&all);
+        if !output.status.success() {
+            return None;
+        }
+        serde_json::from_slice(&output.stdout).ok()
+    }
+
+    /// The object `kind`/`name` in `namespace`, as the admin sees it; None if there is none.
+    pub fn object(&self, kind: &str, namespace: &str, name: &str) -> Option<serde_json::Value> {
+        self.get_json(&[kind, name, "-n", namespace])
+    }
+
     /// As [`Self::kubectl`] with `stdin` piped in (for `apply -f -`).
     pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
         self.admin().run_with_stdin(args, stdin)
