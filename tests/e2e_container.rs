@@ -72,7 +72,6 @@ fn the_image_binary_runs_as_the_deployment_pod() {
         &spec,
         &spec.args_on_ports(probe_port, metrics_port),
     );
-    let logs = |pod: &support::pod::Pod| pod.skiff.logs();
 
     let mut lease = LeaseReader::new(cp);
     let holder_prefix = format!("{POD}_");
@@ -87,7 +86,7 @@ fn the_image_binary_runs_as_the_deployment_pod() {
     assert!(
         leads && exit.is_none(),
         "the pod never held the Lease (exit: {exit:?}); log:\n{}",
-        logs(&pod)
+        pod.skiff.logs()
     );
     eprintln!(
         "container: the pod led {} ms after start",
@@ -98,10 +97,10 @@ fn the_image_binary_runs_as_the_deployment_pod() {
         let copied = eventually(STEP_TIMEOUT, || {
             copy_data(cp, namespace) == Some(data.clone())
         });
-        assert!(copied, "no copy in {namespace}; log:\n{}", logs(&pod));
+        assert!(copied, "no copy in {namespace}; log:\n{}", pod.skiff.logs());
     }
     let ready = http_get(probe_port, "/readyz").map(|(status, _)| status);
-    assert_eq!(ready, Some(200), "/readyz; log:\n{}", logs(&pod));
+    assert_eq!(ready, Some(200), "/readyz; log:\n{}", pod.skiff.logs());
     let metrics = http_get(metrics_port, "/metrics")
         .map(|(_, body)| body)
         .unwrap_or_default();
@@ -116,10 +115,10 @@ fn the_image_binary_runs_as_the_deployment_pod() {
         (released.holder.as_str(), released.duration_seconds),
         ("", 1),
         "the Deployment's args release the Lease on SIGTERM; log:\n{}",
-        logs(&pod)
+        pod.skiff.logs()
     );
 
-    let log = logs(&pod);
+    let log = pod.skiff.logs();
     let not_json: Vec<&str> = log
         .lines()
         .filter(|line| serde_json::from_str::<Value>(line).is_err())

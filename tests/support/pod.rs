@@ -104,7 +104,8 @@ pub struct Pod {
 }
 
 impl Drop for Pod {
-    /// Makes the root writable again, so the temp dir it lives in can be removed.
+    /// Stops the pod first (it must never see a writable root), then makes the root writable
+    /// again so that the temp dir holding it can be removed.
     fn drop(&mut self) {
         let _ = self.skiff.child.kill();
         let _ = self.skiff.child.wait();
