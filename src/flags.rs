@@ -17,6 +17,7 @@ use argh::FromArgs;
 use log::LevelFilter;
 
 use crate::duration::{format_duration, parse_duration};
+use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
 
 pub use argv::parse_bool;
@@ -27,12 +28,6 @@ pub const DEFAULT_KUBE_API_QPS: f32 = 20.0;
 pub const DEFAULT_KUBE_API_BURST: u32 = 30;
 /// Lease name: skiff's own.
 pub const DEFAULT_LEADER_ELECTION_ID: &str = "skiff-leader";
-/// Lease duration: client-go / controller-runtime default.
-pub const DEFAULT_LEASE_DURATION: &str = "15s";
-/// Renew deadline: client-go / controller-runtime default.
-pub const DEFAULT_RENEW_DEADLINE: &str = "10s";
-/// Retry period: client-go / controller-runtime default.
-pub const DEFAULT_RETRY_PERIOD: &str = "2s";
 /// Lease client QPS: skiff's own budget for a few lease requests per retry period.
 pub const DEFAULT_LEADER_ELECT_QPS: f32 = 5.0;
 /// Lease client burst: skiff's own.
@@ -42,7 +37,7 @@ pub const DEFAULT_HEALTH_PROBE_BIND_ADDRESS: &str = ":8081";
 /// Metrics address: kubebuilder's scaffold (`0` disables).
 pub const DEFAULT_METRICS_BIND_ADDRESS: &str = ":8080";
 /// Graceful shutdown timeout: controller-runtime's default.
-pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: &str = "30s";
+pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// skiff copies a ConfigMap or Secret into every namespace matching a label selector.
 #[derive(FromArgs, Debug)]
@@ -71,25 +66,13 @@ struct Options {
     #[argh(option, default = "String::new()")]
     leader_election_namespace: String,
     /// how long a Lease is valid without renewal (default 15s)
-    #[argh(
-        option,
-        default = "dur(DEFAULT_LEASE_DURATION)",
-        from_str_fn(duration_arg)
-    )]
+    #[argh(option, default = "timing::LEASE_DURATION", from_str_fn(duration_arg))]
     leader_elect_lease_duration: Duration,
     /// how long the leader keeps retrying a failed renewal (default 10s)
-    #[argh(
-        option,
-        default = "dur(DEFAULT_RENEW_DEADLINE)",
-        from_str_fn(duration_arg)
-    )]
+    #[argh(option, default = "timing::RENEW_DEADLINE", from_str_fn(duration_arg))]
     leader_elect_renew_deadline: Duration,
     /// wait between lease attempts (default 2s)
-    #[argh(
-        option,
-        default = "dur(DEFAULT_RETRY_PERIOD)",
-        from_str_fn(duration_arg)
-    )]
+    #[argh(option, default = "timing::RETRY_PERIOD", from_str_fn(duration_arg))]
     leader_elect_retry_period: Duration,
     /// release the Lease on shutdown so a standby leads at once (default true)
     #[argh(option, default = "true", from_str_fn(parse_bool))]
@@ -109,7 +92,7 @@ struct Options {
     /// how long controllers may take to stop on shutdown (default 30s)
     #[argh(
         option,
-        default = "dur(DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT)",
+        default = "DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT",
         from_str_fn(duration_arg)
     )]
     graceful_shutdown_timeout: Duration,
@@ -137,9 +120,8 @@ pub struct Settings {
     pub leader_election_id: String,
     /// `None` = the namespace skiff runs in (in-cluster file or kubeconfig context).
     pub leader_election_namespace: Option<String>,
-    pub lease_duration: Duration,
-    pub renew_deadline: Duration,
-    pub retry_period: Duration,
+    /// `--leader-elect-lease-duration`, `-renew-deadline` and `-retry-period`, checked together.
+    pub timing: Timing,
     pub release_on_cancel: bool,
     pub leader_elect_qps: f32,
     pub leader_elect_burst: NonZeroU32,
@@ -201,11 +183,6 @@ fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
 
-/// Parses a default duration constant; the constants are tested to parse.
-fn dur(text: &str) -> Duration {
-    parse_duration(text).unwrap_or_default()
-}
-
 impl fmt::Display for Settings {
     /// One line of `flag=value` pairs for the start-up log (holds no secrets).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -235,9 +212,9 @@ impl fmt::Display for Settings {
             self.leader_elect,
             self.leader_election_id,
             or(&self.leader_election_namespace, "(own namespace)"),
-            format_duration(self.lease_duration),
-            format_duration(self.renew_deadline),
-            format_duration(self.retry_period),
+            format_duration(self.timing.lease_duration),
+            format_duration(self.timing.renew_deadline),
+            format_duration(self.timing.retry_period),
             self.release_on_cancel,
             self.leader_elect_qps,
             self.leader_elect_burst,
@@ -273,7 +250,11 @@ mod tests {
         assert_eq!(s.leader_election_id, "skiff-leader");
         assert_eq!(s.leader_election_namespace, None);
         assert_eq!(
-            (s.lease_duration, s.renew_deadline, s.retry_period),
+            (
+                s.timing.lease_duration,
+                s.timing.renew_deadline,
+                s.timing.retry_period
+            ),
             (secs(15), secs(10), secs(2))
         );
         assert!(s.release_on_cancel);
@@ -292,18 +273,6 @@ mod tests {
             (s.log_format, s.log_level),
             (LogFormat::Text, LevelFilter::Info)
         );
-    }
-
-    #[test]
-    fn default_duration_constants_parse() {
-        for text in [
-            DEFAULT_LEASE_DURATION,
-            DEFAULT_RENEW_DEADLINE,
-            DEFAULT_RETRY_PERIOD,
-            DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
-        ] {
-            assert!(parse_duration(text).is_ok_and(|d| !d.is_zero()), "{text}");
-        }
     }
 
     #[test]
@@ -338,7 +307,11 @@ mod tests {
         assert!(s.leader_elect);
         assert_eq!(s.leader_election_id, "lock");
         assert_eq!(
-            (s.lease_duration, s.renew_deadline, s.retry_period),
+            (
+                s.timing.lease_duration,
+                s.timing.renew_deadline,
+                s.timing.retry_period
+            ),
             (secs(60), secs(40), Duration::from_millis(500))
         );
         assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (7.0, 3));

@@ -7,7 +7,7 @@
 
 use crate::flags::{Settings, SourceNamespaces};
 use crate::kube::{Client, Config};
-use crate::leader::{ClientLeaseApi, Elector, Timing};
+use crate::leader::{ClientLeaseApi, Elector};
 use crate::mirror::SourceScope;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -69,17 +69,11 @@ fn elector(
         &settings.leader_election_id,
         identity,
     );
-    let timing = Timing::new(
-        settings.lease_duration,
-        settings.renew_deadline,
-        settings.retry_period,
-    )
-    .map_err(|e| e.to_string())?;
     log::info!(
         "leader election on Lease {namespace}/{} as {identity}",
         settings.leader_election_id
     );
-    Elector::new(api, identity.to_owned(), timing).map_err(|e| e.to_string())
+    Elector::new(api, identity.to_owned(), settings.timing).map_err(|e| e.to_string())
 }
 
 /// `--source-namespaces`, with "the namespace skiff runs in" resolved.

@@ -3,24 +3,21 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::{FlagError, Options, Settings, SourceNamespaces};
-use crate::duration::format_duration;
-
-/// client-go's `JitterFactor`: the renew deadline must exceed 1.2 × the retry period.
-const JITTER_FACTOR_TENTHS: u128 = 12;
+use crate::leader::Timing;
 
 fn invalid(flag: &'static str, message: String) -> FlagError {
     FlagError::Invalid { flag, message }
 }
 
 pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
-    check_timings(
+    let timing = Timing::new(
         o.leader_elect_lease_duration,
         o.leader_elect_renew_deadline,
         o.leader_elect_retry_period,
-    )?;
+    )
+    .map_err(|e| invalid(e.flag, e.message))?;
     Ok(Settings {
         kubeconfig: non_empty(o.kubeconfig).map(PathBuf::from),
         context: non_empty(o.context),
@@ -32,9 +29,7 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
             Some(ns) => Some(name("--leader-election-namespace", ns, 63)?),
             None => None,
         },
-        lease_duration: o.leader_elect_lease_duration,
-        renew_deadline: o.leader_elect_renew_deadline,
-        retry_period: o.leader_elect_retry_period,
+        timing,
         release_on_cancel: o.leader_elect_release_on_cancel,
         leader_elect_qps: qps("--leader-elect-qps", o.leader_elect_qps)?,
         leader_elect_burst: burst("--leader-elect-burst", o.leader_elect_burst)?,
@@ -55,40 +50,6 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
 
 fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
-}
-
-/// lease > renew > 1.2 × retry > 0, as client-go's `NewLeaderElector` demands.
-fn check_timings(lease: Duration, renew: Duration, retry: Duration) -> Result<(), FlagError> {
-    let show = format_duration;
-    if retry.is_zero() {
-        return Err(invalid(
-            "--leader-elect-retry-period",
-            "--leader-elect-retry-period must be greater than 0 (e.g. 2s)".to_owned(),
-        ));
-    }
-    if renew.as_nanos() * 10 <= retry.as_nanos() * JITTER_FACTOR_TENTHS {
-        return Err(invalid(
-            "--leader-elect-renew-deadline",
-            format!(
-                "--leader-elect-renew-deadline ({}) must be longer than 1.2 × \
-                 --leader-elect-retry-period ({}), so a renewal can be retried before the deadline",
-                show(renew),
-                show(retry)
-            ),
-        ));
-    }
-    if renew >= lease {
-        return Err(invalid(
-            "--leader-elect-renew-deadline",
-            format!(
-                "--leader-elect-renew-deadline ({}) must be shorter than \
-                 --leader-elect-lease-duration ({}), so the leader stops before another may take over",
-                show(renew),
-                show(lease)
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn qps(flag: &'static str, value: f32) -> Result<f32, FlagError> {
@@ -214,6 +175,13 @@ mod tests {
             "--leader-elect-retry-period=2s",
         ];
         assert!(try_parse(&just_enough).is_ok());
+    }
+
+    #[test]
+    fn lease_duration_must_fit_the_leases_seconds_field() {
+        let (flag, message) = rejected_flag(&["--leader-elect-lease-duration=1000000h"]);
+        assert_eq!(flag, "--leader-elect-lease-duration");
+        assert!(message.contains("leaseDurationSeconds"), "{message}");
     }
 
     #[test]

@@ -280,7 +280,7 @@ mod tests {
             retry_period: ms(50),
         };
         let err = Elector::new(FakeStore::default().api(), ME.into(), bad).err();
-        assert!(err.is_some_and(|e| e.0.contains("--leader-elect-lease-duration")));
+        assert!(err.is_some_and(|e| e.message.contains("--leader-elect-lease-duration")));
     }
 
     #[test]

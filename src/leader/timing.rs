@@ -6,6 +6,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::duration::format_duration;
+
 /// LEASE_DURATION: 15 s, client-go's (and controller-runtime's) default.
 pub const LEASE_DURATION: Duration = Duration::from_secs(15);
 /// RENEW_DEADLINE: 10 s, client-go's default.
@@ -27,13 +29,16 @@ pub struct Timing {
     pub retry_period: Duration,
 }
 
-/// A timing combination that cannot work; the message names the flags to change.
+/// A timing combination that cannot work: the flag to change, and a message naming it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidTiming(pub String);
+pub struct InvalidTiming {
+    pub flag: &'static str,
+    pub message: String,
+}
 
 impl fmt::Display for InvalidTiming {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid leader-election timing: {}", self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -66,30 +71,44 @@ impl Timing {
     }
 
     pub fn validate(&self) -> Result<(), InvalidTiming> {
+        let show = format_duration;
+        let invalid = |flag, message| Err(InvalidTiming { flag, message });
         if self.retry_period.is_zero() {
-            return Err(InvalidTiming(format!(
-                "{RETRY_PERIOD_FLAG} must be greater than 0"
-            )));
+            return invalid(
+                RETRY_PERIOD_FLAG,
+                format!("{RETRY_PERIOD_FLAG} must be greater than 0 (e.g. 2s)"),
+            );
         }
         if self.renew_deadline.as_secs_f64() <= JITTER_FACTOR * self.retry_period.as_secs_f64() {
-            return Err(InvalidTiming(format!(
-                "{RENEW_DEADLINE_FLAG} ({:?}) must be greater than {JITTER_FACTOR} × \
-                 {RETRY_PERIOD_FLAG} ({:?}); lower the retry period or raise the renew deadline",
-                self.renew_deadline, self.retry_period
-            )));
+            return invalid(
+                RENEW_DEADLINE_FLAG,
+                format!(
+                    "{RENEW_DEADLINE_FLAG} ({}) must be longer than {JITTER_FACTOR} × \
+                     {RETRY_PERIOD_FLAG} ({}), so a renewal can be retried before the deadline",
+                    show(self.renew_deadline),
+                    show(self.retry_period)
+                ),
+            );
         }
-        if self.lease_duration <= self.renew_deadline {
-            return Err(InvalidTiming(format!(
-                "{LEASE_DURATION_FLAG} ({:?}) must be greater than {RENEW_DEADLINE_FLAG} ({:?}); \
-                 otherwise another replica may take the lease while this one still acts as leader",
-                self.lease_duration, self.renew_deadline
-            )));
+        if self.renew_deadline >= self.lease_duration {
+            return invalid(
+                RENEW_DEADLINE_FLAG,
+                format!(
+                    "{RENEW_DEADLINE_FLAG} ({}) must be shorter than {LEASE_DURATION_FLAG} ({}), \
+                     so the leader stops before another may take over",
+                    show(self.renew_deadline),
+                    show(self.lease_duration)
+                ),
+            );
         }
         if self.lease_duration_seconds().is_none() {
-            return Err(InvalidTiming(format!(
-                "{LEASE_DURATION_FLAG} ({:?}) is too long for a Lease's leaseDurationSeconds",
-                self.lease_duration
-            )));
+            return invalid(
+                LEASE_DURATION_FLAG,
+                format!(
+                    "{LEASE_DURATION_FLAG} ({}) is too long for a Lease's leaseDurationSeconds",
+                    show(self.lease_duration)
+                ),
+            );
         }
         Ok(())
     }
@@ -126,22 +145,22 @@ mod tests {
     #[test]
     fn lease_not_longer_than_renew_deadline_names_both_flags() {
         let err = Timing::new(ms(10_000), ms(10_000), ms(2_000)).unwrap_err();
-        assert!(err.0.contains(LEASE_DURATION_FLAG), "{err}");
-        assert!(err.0.contains(RENEW_DEADLINE_FLAG), "{err}");
+        assert!(err.message.contains(LEASE_DURATION_FLAG), "{err}");
+        assert!(err.message.contains(RENEW_DEADLINE_FLAG), "{err}");
     }
 
     #[test]
     fn renew_deadline_within_jittered_retry_names_both_flags() {
         let err = Timing::new(ms(15_000), ms(2_400), ms(2_000)).unwrap_err();
-        assert!(err.0.contains(RENEW_DEADLINE_FLAG), "{err}");
-        assert!(err.0.contains(RETRY_PERIOD_FLAG), "{err}");
+        assert!(err.message.contains(RENEW_DEADLINE_FLAG), "{err}");
+        assert!(err.message.contains(RETRY_PERIOD_FLAG), "{err}");
         assert!(Timing::new(ms(15_000), ms(2_401), ms(2_000)).is_ok());
     }
 
     #[test]
     fn zero_retry_period_is_rejected() {
         let err = Timing::new(ms(15_000), ms(10_000), ms(0)).unwrap_err();
-        assert!(err.0.contains(RETRY_PERIOD_FLAG), "{err}");
+        assert!(err.message.contains(RETRY_PERIOD_FLAG), "{err}");
     }
 
     #[test]
