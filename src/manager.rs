@@ -131,8 +131,10 @@ async fn run_elected<A: LeaseApi>(
 
 /// The runnables while they run. Dropping it cancels them.
 struct Running {
-    stop: Trigger,
+    // Field order is drop order: the tasks are cancelled before the stop signal fires, so a
+    // runnable dropped here never runs on into its own shutdown steps.
     tasks: Vec<(String, smol::Task<()>)>,
+    stop: Trigger,
 }
 
 impl Running {
@@ -145,7 +147,7 @@ impl Running {
                 (r.name, smol::spawn((r.start)(receiver.clone())))
             })
             .collect();
-        Running { stop, tasks }
+        Running { tasks, stop }
     }
 
     /// Signals stop and waits for every runnable, cancelling the ones still running after
@@ -292,11 +294,21 @@ mod tests {
 
     #[test]
     fn losing_the_lease_cancels_controllers_and_is_an_error() {
+        /// Logs "cancelled" when the runnable's future is dropped.
+        struct OnDrop(Log);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                push(&self.0, "cancelled".into());
+            }
+        }
         let (store, log) = (FakeStore::default(), Log::default());
-        let failing = store.clone();
+        let (failing, runnable_log) = (store.clone(), log.clone());
         let runnable = Runnable::new("trips-the-store", move |stop| async move {
+            let _guard = OnDrop(runnable_log.clone());
+            push(&runnable_log, "started".into());
             failing.fail_all(true);
             stop.wait().await;
+            push(&runnable_log, "stopped normally".into());
         });
         let started = Instant::now();
         let run = run(
@@ -308,7 +320,13 @@ mod tests {
         let err = finish(run).expect_err("lease lost");
         assert!(err.to_string().contains("leader election lost"), "{err}");
         assert!(started.elapsed() < ms(1000), "took {:?}", started.elapsed());
-        assert!(log.lock().expect("log lock").is_empty());
+        let cancelled_without_stopping =
+            || *log.lock().expect("log lock") == ["started", "cancelled"];
+        let deadline = Instant::now() + ms(1000);
+        while !cancelled_without_stopping() && Instant::now() < deadline {
+            std::thread::sleep(ms(10));
+        }
+        assert_eq!(*log.lock().expect("log lock"), ["started", "cancelled"]);
     }
 
     #[test]
