@@ -225,12 +225,12 @@ impl LeaseMetrics {
             renew_duration: metrics::histogram(
                 "skiff_lease_renew_duration_seconds",
                 "Duration of lease renewal attempts.",
-                &[],
+                &[("name", name)],
             ),
             last_renew: metrics::gauge(
                 "skiff_lease_last_renew_timestamp_seconds",
                 "Unix time of the last successful lease renewal.",
-                &[],
+                &[("name", name)],
             ),
         }
     }
@@ -401,11 +401,17 @@ mod tests {
         assert_eq!(status(), 0.0);
         smol::block_on(within(ms(1000), e.acquire())).expect("did not acquire");
         assert_eq!(status(), 1.0);
+        let labels = [("name", "metrics-lease")];
+        let renewals = || metrics::histogram("skiff_lease_renew_duration_seconds", "", &labels);
+        let last = || metrics::gauge("skiff_lease_last_renew_timestamp_seconds", "", &labels);
+        let (count_at_acquire, last_at_acquire) = (renewals().count(), last().get());
+        assert!(last_at_acquire > 1.7e9, "{last_at_acquire}");
         smol::block_on(within(ms(120), e.keep_renewing()));
-        let last = metrics::gauge("skiff_lease_last_renew_timestamp_seconds", "", &[]).get();
-        assert!(last > 1.7e9, "{last}");
-        let renewals = metrics::histogram("skiff_lease_renew_duration_seconds", "", &[]);
-        assert!(renewals.count() >= 1);
+        assert!(renewals().count() > count_at_acquire);
+        assert!(
+            last().get() > last_at_acquire,
+            "the renewals moved the timestamp"
+        );
         smol::block_on(e.release()).unwrap();
         assert_eq!(status(), 0.0);
     }
