@@ -158,8 +158,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Breaches of the one-leader rule between consecutive readings: the holder changes only by a
 /// release (holder "", duration 1, transitions kept) or a takeover (transitions + 1) of a lease
-/// that was released (`released` holders) or had expired (no renewal seen for its duration).
-pub fn one_leader_violations(records: &[LeaseRecord], released: &[String]) -> Vec<String> {
+/// that was released (a `released` holder, read after it was told to release) or had expired (no
+/// renewal seen for its duration).
+pub fn one_leader_violations(
+    records: &[LeaseRecord],
+    released: &[(String, Instant)],
+) -> Vec<String> {
     let mut violations = Vec::new();
     let mut last_change = records.first().map(|r| r.at);
     for pair in records.windows(2) {
@@ -178,7 +182,7 @@ fn change_violation(
     before: &LeaseRecord,
     after: &LeaseRecord,
     last_change: Option<Instant>,
-    released: &[String],
+    released: &[(String, Instant)],
 ) -> Option<&'static str> {
     let transitions = after.transitions - before.transitions;
     if after.holder == before.holder {
@@ -193,7 +197,10 @@ fn change_violation(
     if transitions != 1 {
         return Some("new holder without exactly one more transition");
     }
-    if before.holder.is_empty() || released.contains(&before.holder) {
+    let was_released = released
+        .iter()
+        .any(|(holder, told)| *holder == before.holder && after.at >= *told);
+    if before.holder.is_empty() || was_released {
         return None;
     }
     let lease = Duration::from_secs(before.duration_seconds.max(0) as u64);
@@ -252,8 +259,10 @@ mod tests {
             at(t, 1100, "b", 1, "r3"),
         ];
         assert_eq!(one_leader_violations(&records, &[]).len(), 1);
-        let released = ["a".to_owned()];
+        let released = [("a".to_owned(), t)];
         assert!(one_leader_violations(&records, &released).is_empty());
+        let released_too_late = [("a".to_owned(), t + Duration::from_millis(2000))];
+        assert_eq!(one_leader_violations(&records, &released_too_late).len(), 1);
     }
 
     #[test]
