@@ -6,7 +6,6 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
 
 use async_signal::{Signal, Signals};
 use skiff::flags::{self, FlagError, Settings};
@@ -55,12 +54,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let identity = skiff::leader::identity();
     let replica = Replica::wire(settings, config, &identity)?;
-    let probes = Arc::new(Probes::new());
-    if let Some(elector) = &replica.elector {
-        let fence = elector.fence();
-        let check = move || fence.healthy(Instant::now());
-        probes.add_check("leader-election", Box::new(check));
-    }
+    let probes = Arc::new(Probes::new(replica.health_checks()));
     start_servers(settings, &probes).await?;
     let runnables = vec![mirror::runnable(replica.main, replica.scope, &identity)];
     let signal = async move {

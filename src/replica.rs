@@ -9,6 +9,7 @@ use crate::flags::{Settings, SourceNamespaces};
 use crate::kube::{Client, Config};
 use crate::leader::{ClientLeaseApi, Elector};
 use crate::mirror::SourceScope;
+use crate::serve::Check;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -46,6 +47,19 @@ impl Replica {
             elector: Some(elector),
             scope,
         })
+    }
+}
+
+impl Replica {
+    /// The liveness checks `/healthz` runs: with leader election on, that the last successful
+    /// renewal of a leading replica is recent enough ([`crate::leader::Fence::healthy`]).
+    pub fn health_checks(&self) -> Vec<(&'static str, Check)> {
+        let Some(elector) = &self.elector else {
+            return Vec::new();
+        };
+        let fence = elector.fence();
+        let check: Check = Box::new(move |now| fence.healthy(now));
+        vec![("leader-election", check)]
     }
 }
 

@@ -5,9 +5,9 @@
 //! [`bind`]) so that "address in use" stops the process at start, naming the flag.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http_types::{Request, Response, StatusCode};
 use smol::net::{TcpListener, TcpStream};
@@ -17,23 +17,22 @@ pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop never spins hot.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
-/// A liveness check: `Err(why)` makes `/healthz` answer 500 with the reason.
-pub type Check = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+/// A liveness check at a given instant: `Err(why)` makes `/healthz` answer 500 with the reason.
+pub type Check = Box<dyn Fn(Instant) -> Result<(), String> + Send + Sync>;
 
 /// The state behind `/readyz` and `/healthz`, shared (in an `Arc`) with whoever knows it.
-///
-/// The checks live behind a mutex because components register them while the server already
-/// runs (the elector adds its renew check when it starts).
-#[derive(Default)]
 pub struct Probes {
     ready: AtomicBool,
-    checks: Mutex<Vec<(&'static str, Check)>>,
+    checks: Vec<(&'static str, Check)>,
 }
 
 impl Probes {
-    /// Not ready, no liveness checks.
-    pub fn new() -> Self {
-        Self::default()
+    /// Not ready yet, with the named liveness checks `/healthz` runs.
+    pub fn new(checks: Vec<(&'static str, Check)>) -> Self {
+        Probes {
+            ready: AtomicBool::new(false),
+            checks,
+        }
     }
 
     pub fn set_ready(&self, ready: bool) {
@@ -44,22 +43,12 @@ impl Probes {
         self.ready.load(Ordering::Relaxed)
     }
 
-    /// Adds a liveness check, run on every `/healthz` request.
-    pub fn add_check(&self, name: &'static str, check: Check) {
-        self.lock_checks().push((name, check));
-    }
-
-    /// Runs every check in order; the first failure is `Err("name: why")`.
-    pub fn health(&self) -> Result<(), String> {
-        for (name, check) in self.lock_checks().iter() {
-            check().map_err(|why| format!("{name}: {why}"))?;
+    /// Runs every check as of `now`, in order; the first failure is `Err("name: why")`.
+    pub fn health(&self, now: Instant) -> Result<(), String> {
+        for (name, check) in &self.checks {
+            check(now).map_err(|why| format!("{name}: {why}"))?;
         }
         Ok(())
-    }
-
-    fn lock_checks(&self) -> std::sync::MutexGuard<'_, Vec<(&'static str, Check)>> {
-        // A panicking check must not take the probe down with it.
-        self.checks.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -115,7 +104,7 @@ async fn serve_connection(stream: TcpStream, routes: Routes) {
 
 fn respond(req: &Request, routes: &Routes) -> Response {
     match (req.url().path(), &routes.probes) {
-        ("/healthz", Some(probes)) => match probes.health() {
+        ("/healthz", Some(probes)) => match probes.health(Instant::now()) {
             Ok(()) => text(StatusCode::Ok, "ok"),
             Err(why) => text(StatusCode::InternalServerError, &why),
         },
@@ -165,7 +154,7 @@ mod tests {
     #[test]
     fn probes_answer_healthz_and_readyz() {
         smol::block_on(async {
-            let probes = Arc::new(Probes::new());
+            let probes = Arc::new(Probes::new(Vec::new()));
             let addr = start(Some(probes.clone()), false).await;
             assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
             assert_eq!(
@@ -183,18 +172,15 @@ mod tests {
     #[test]
     fn a_failing_check_makes_healthz_fail_with_its_message() {
         smol::block_on(async {
-            let probes = Arc::new(Probes::new());
-            let addr = start(Some(probes.clone()), false).await;
             let healthy = Arc::new(AtomicBool::new(true));
             let flag = healthy.clone();
-            probes.add_check("ok-check", Box::new(|| Ok(())));
-            probes.add_check(
-                "lease",
-                Box::new(move || match flag.load(Ordering::Relaxed) {
-                    true => Ok(()),
-                    false => Err("last renew 40s ago".to_owned()),
-                }),
-            );
+            let ok: Check = Box::new(|_| Ok(()));
+            let lease: Check = Box::new(move |_| match flag.load(Ordering::Relaxed) {
+                true => Ok(()),
+                false => Err("last renew 40s ago".to_owned()),
+            });
+            let probes = Arc::new(Probes::new(vec![("ok-check", ok), ("lease", lease)]));
+            let addr = start(Some(probes.clone()), false).await;
             assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
             healthy.store(false, Ordering::Relaxed);
             let (status, body, _) = get(addr, "/healthz").await;

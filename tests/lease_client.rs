@@ -10,6 +10,7 @@ use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, Config};
 use skiff::leader::{ClientLeaseApi, Elector, LeaderLost, LeaseLock, Timing};
 use skiff::replica::Replica;
+use skiff::serve::Probes;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, RequestClass, RequestRecord};
@@ -200,14 +201,10 @@ fn an_elector_sharing_the_main_client_loses_the_lease_when_its_bucket_is_saturat
     assert!(lost.reason.contains("renew deadline"), "{lost}");
 }
 
-/// The replica as the binary wires it (`Replica::wire`): the elector acquires and then is never
-/// polled again (a stuck task); the main client's writes pass until last renewal + renew
-/// deadline, then are refused before they leave. Fails if the wiring drops the fence.
-#[test]
-fn a_fenced_main_client_refuses_writes_past_the_renew_deadline_while_the_elector_is_stuck() {
-    let server = start_server();
+/// The replica as the binary wires it, with `timing()`'s durations.
+fn wired_replica(server: &FakeServer, leader_elect: bool) -> Replica {
     let args: Vec<String> = [
-        "--leader-elect",
+        &format!("--leader-elect={leader_elect}"),
         "--leader-election-namespace",
         NS,
         "--leader-elect-lease-duration=2s",
@@ -220,7 +217,38 @@ fn a_fenced_main_client_refuses_writes_past_the_renew_deadline_while_the_elector
     .map(|a| a.to_string())
     .collect();
     let settings = skiff::flags::parse(&args).expect("valid flags");
-    let replica = Replica::wire(&settings, base_config(&server), "me_abc").expect("wired");
+    Replica::wire(&settings, base_config(server), "me_abc").expect("wired")
+}
+
+/// `/healthz` as the binary builds it (`Replica::health_checks`): a leader whose renewals stop
+/// fails liveness once the last renewal is older than the lease duration + 20 s; without
+/// leader election there is nothing to check. Fails if the wiring drops the check.
+#[test]
+fn a_leader_that_stops_renewing_fails_its_liveness_probe() {
+    let server = start_server();
+    let replica = wired_replica(&server, true);
+    let probes = Probes::new(replica.health_checks());
+    let mut elector = replica.elector.expect("leader election is on");
+    let before_acquire = Instant::now();
+    smol::block_on(elector.acquire());
+    assert_eq!(probes.health(Instant::now()), Ok(()));
+    let stale = before_acquire + timing().lease_duration + Duration::from_secs(20) + ms(100);
+    let failed = probes
+        .health(stale)
+        .expect_err("stale renewal while leading");
+    assert!(failed.starts_with("leader-election: "), "{failed}");
+
+    let without = wired_replica(&server, false);
+    assert!(without.health_checks().is_empty());
+}
+
+/// The replica as the binary wires it (`Replica::wire`): the elector acquires and then is never
+/// polled again (a stuck task); the main client's writes pass until last renewal + renew
+/// deadline, then are refused before they leave. Fails if the wiring drops the fence.
+#[test]
+fn a_fenced_main_client_refuses_writes_past_the_renew_deadline_while_the_elector_is_stuck() {
+    let server = start_server();
+    let replica = wired_replica(&server, true);
     let mut elector = replica.elector.expect("leader election is on");
     let fenced = replica.main;
     assert_eq!(elector.timing().renew_deadline, timing().renew_deadline);
