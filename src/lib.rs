@@ -9,7 +9,8 @@
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
 //! - [`runtime`]: watcher → store → work queue → controller, the general controller machinery.
 //! - [`mirror`]: the Mirror controller (types, selection, plan, status).
-//! - [`time`]: RFC 3339 timestamps for the wire and logs.
+//! - [`time`]: RFC 3339 timestamps for the wire and logs; [`random`]: identity suffixes and
+//!   retry jitter.
 //! - [`flags`]: kubebuilder's flags, validated into [`flags::Settings`]; [`duration`] parses
 //!   their Go-syntax durations.
 //! - [`log`]: the logger (text or JSON lines on stderr, bearer tokens scrubbed).
@@ -28,6 +29,7 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod mirror;
+pub mod random;
 pub mod replica;
 pub mod runtime;
 pub mod serve;

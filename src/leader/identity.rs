@@ -3,7 +3,7 @@
 //! The suffix makes a restarted process a new holder, so it never mistakes the previous
 //! incarnation's lease for its own.
 
-use super::random::Random;
+use crate::random::Random;
 
 /// Length of the random suffix (36^10 ≈ 3.7e15 possibilities).
 const SUFFIX_LEN: usize = 10;

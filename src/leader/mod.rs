@@ -1,7 +1,7 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease: client-go's semantics, then beyond.
 //!
 //! - [`timing`]: lease duration, renew deadline, retry period, validated together.
-//! - [`identity`]: this replica's holder name; [`random`]: the randomness behind it and jitter.
+//! - [`identity`]: this replica's holder name.
 //! - [`record`]: the observed lease and its expiry by *local* monotonic observation.
 //! - [`lock`]: [`LeaseApi`] and the [`LeaseLock`] over it; [`api`]: `LeaseApi` for the
 //!   dedicated lease client.
@@ -12,7 +12,6 @@ pub mod elector;
 pub mod fence;
 pub mod identity;
 pub mod lock;
-pub mod random;
 pub mod record;
 pub mod standby;
 pub mod timing;

@@ -6,10 +6,10 @@
 //! watch at most once per wait, so a failing watch never becomes a hot loop).
 
 use super::lock::{LeaseApi, LeaseLock, before};
-use super::random::Random;
 use super::timing::{JITTER_FACTOR, Timing};
 use crate::kube::api::Lease;
 use crate::kube::{Error, Event};
+use crate::random::Random;
 use smol::Timer;
 use smol::stream::StreamExt;
 use std::pin::Pin;

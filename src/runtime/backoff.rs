@@ -2,11 +2,11 @@
 //!
 //! Two policies, both from the Kubernetes Go libraries so skiff behaves as operators expect:
 //! the watcher's jittered exponential backoff (client-go's reflector), and the work queue's
-//! per-key exponential failure delay (controller-runtime's default rate limiter). The jitter
-//! comes from a tiny PRNG seeded from the clock; it spreads retries, it is not cryptography.
+//! per-key exponential failure delay (controller-runtime's default rate limiter).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::random::Random;
 
 /// First retry delay of the watcher: 800 ms, client-go reflector's backoff manager.
 pub const WATCH_BACKOFF_INITIAL: Duration = Duration::from_millis(800);
@@ -37,7 +37,7 @@ pub struct Backoff {
     initial: Duration,
     max: Duration,
     failures: u32,
-    jitter: Jitter,
+    jitter: Random,
 }
 
 impl Backoff {
@@ -46,7 +46,7 @@ impl Backoff {
             initial,
             max,
             failures: 0,
-            jitter: Jitter::from_clock(),
+            jitter: Random::from_entropy(),
         }
     }
 
@@ -54,7 +54,7 @@ impl Backoff {
     pub fn next_delay(&mut self) -> Duration {
         let nominal = exponential(self.initial, self.max, self.failures);
         self.failures = self.failures.saturating_add(1);
-        nominal.mul_f64(1.0 + self.jitter.next_unit())
+        nominal.mul_f64(1.0 + self.jitter.next_f64())
     }
 
     /// Forgets past failures, after a success.
@@ -72,40 +72,6 @@ impl Default for Backoff {
     /// The watcher's policy: 800 ms doubling to 30 s, with jitter.
     fn default() -> Backoff {
         Backoff::new(WATCH_BACKOFF_INITIAL, WATCH_BACKOFF_MAX)
-    }
-}
-
-/// A small splitmix64 generator for spreading retries and timeouts.
-#[derive(Debug, Clone)]
-pub struct Jitter(u64);
-
-impl Jitter {
-    /// A generator seeded from the wall clock and a process-wide counter, so two generators
-    /// created in the same instant still differ.
-    pub fn from_clock() -> Jitter {
-        static CREATED: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let count = CREATED.fetch_add(1, Ordering::Relaxed);
-        Jitter(nanos ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-
-    pub fn seeded(seed: u64) -> Jitter {
-        Jitter(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn next_unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -148,19 +114,12 @@ mod tests {
     }
 
     #[test]
-    fn jitter_is_spread_over_the_unit_interval() {
-        let mut j = Jitter::seeded(7);
-        let samples: Vec<f64> = (0..1000).map(|_| j.next_unit()).collect();
-        assert!(samples.iter().all(|u| (0.0..1.0).contains(u)));
-        let low = samples.iter().filter(|u| **u < 0.5).count();
-        assert!((400..600).contains(&low), "{low} of 1000 below 0.5");
-    }
-
-    #[test]
-    fn generators_created_together_differ() {
-        assert_ne!(
-            Jitter::from_clock().next_u64(),
-            Jitter::from_clock().next_u64()
+    fn backoffs_made_together_jitter_apart() {
+        let ms = Duration::from_millis;
+        let (mut a, mut b) = (
+            Backoff::new(ms(100), ms(1000)),
+            Backoff::new(ms(100), ms(1000)),
         );
+        assert_ne!(a.next_delay(), b.next_delay());
     }
 }

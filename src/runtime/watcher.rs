@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use smol::Timer;
 
-use super::backoff::{Backoff, Jitter};
+use super::backoff::{Backoff, WATCH_BACKOFF_INITIAL, WATCH_BACKOFF_MAX};
 use crate::kube::api::{ObjectList, Resource};
+use crate::kube::client::DEFAULT_PAGE_SIZE;
 use crate::kube::{Error, Event, ListParams, WatchParams};
+use crate::random::Random;
 
-/// Items per LIST page: 500, client-go's pager default.
-pub const PAGE_SIZE: u32 = 500;
 /// Server-side watch timeout before jitter: 290 s, kube-runtime's default. Watches end and
 /// resume regularly, so a connection that died silently is replaced within minutes.
 pub const WATCH_TIMEOUT: Duration = Duration::from_secs(290);
@@ -52,24 +52,27 @@ pub enum WatcherEvent<K> {
     Deleted(K),
 }
 
-/// What to watch and how patiently.
+/// What to watch and how patiently. Only policy: each watcher keeps its own backoff state and
+/// random jitter, so watchers made from one config never retry in lockstep.
 #[derive(Debug, Clone)]
 pub struct WatcherConfig {
     pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
+    /// Items per LIST page.
     pub page_size: u32,
     pub watch_timeout: Duration,
-    pub backoff: Backoff,
+    /// First retry delay after a failure, doubling up to `backoff_max` (both jittered).
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
 }
 
 impl Default for WatcherConfig {
     fn default() -> Self {
         WatcherConfig {
             label_selector: None,
-            field_selector: None,
-            page_size: PAGE_SIZE,
+            page_size: DEFAULT_PAGE_SIZE,
             watch_timeout: WATCH_TIMEOUT,
-            backoff: Backoff::default(),
+            backoff_initial: WATCH_BACKOFF_INITIAL,
+            backoff_max: WATCH_BACKOFF_MAX,
         }
     }
 }
@@ -77,11 +80,6 @@ impl Default for WatcherConfig {
 impl WatcherConfig {
     pub fn labels(mut self, selector: &str) -> Self {
         self.label_selector = Some(selector.to_owned());
-        self
-    }
-
-    pub fn fields(mut self, selector: &str) -> Self {
-        self.field_selector = Some(selector.to_owned());
         self
     }
 }
@@ -113,17 +111,20 @@ pub struct Watcher<K: Resource, S: ListWatch<K>> {
     config: WatcherConfig,
     state: State<K, S::Stream>,
     retry_at: Option<Instant>,
-    jitter: Jitter,
+    backoff: Backoff,
+    jitter: Random,
 }
 
 impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     pub fn new(source: S, config: WatcherConfig) -> Self {
+        let backoff = Backoff::new(config.backoff_initial, config.backoff_max);
         Watcher {
             source,
             config,
             state: State::Empty,
             retry_at: None,
-            jitter: Jitter::from_clock(),
+            backoff,
+            jitter: Random::from_entropy(),
         }
     }
 
@@ -143,7 +144,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
 
     /// Consecutive failures since the last success (drives the backoff).
     pub fn failures(&self) -> u32 {
-        self.config.backoff.failures()
+        self.backoff.failures()
     }
 
     /// Advances the state machine by one request or one watch event.
@@ -167,10 +168,9 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         };
         ListParams {
             label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
             limit: Some(self.config.page_size),
             continue_token,
-            resource_version: None,
+            ..ListParams::default()
         }
     }
 
@@ -199,7 +199,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
                     resource_version: meta.resource_version.unwrap_or_default(),
                     stream: None,
                 };
-                self.config.backoff.reset();
+                self.backoff.reset();
                 Some(Ok(WatcherEvent::Restarted(items)))
             }
         }
@@ -214,10 +214,10 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         };
         let params = WatchParams {
             label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
             resource_version: Some(resource_version.clone()),
             timeout_seconds: Some(self.jittered_timeout()),
             allow_bookmarks: true,
+            ..WatchParams::default()
         };
         match self.source.watch(&params).await {
             Ok(stream) => {
@@ -264,7 +264,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         if let Some(open) = stream {
             open.events += 1;
         }
-        self.config.backoff.reset();
+        self.backoff.reset();
         let (new_version, output) = match event {
             Event::Added(o) | Event::Modified(o) => {
                 (version_of(&o), Some(WatcherEvent::Applied(o)))
@@ -293,12 +293,12 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     }
 
     fn schedule_retry(&mut self) {
-        self.retry_at = Some(Instant::now() + self.config.backoff.next_delay());
+        self.retry_at = Some(Instant::now() + self.backoff.next_delay());
     }
 
     /// The watch timeout ± 10 %, so watches of many replicas do not all end together.
     fn jittered_timeout(&mut self) -> u32 {
-        let spread = 0.9 + 0.2 * self.jitter.next_unit();
+        let spread = 0.9 + 0.2 * self.jitter.next_f64();
         self.config.watch_timeout.mul_f64(spread).as_secs().max(1) as u32
     }
 }

@@ -68,9 +68,9 @@ fn server_error() -> Error {
 fn watcher(lists: Vec<Page>, watches: Vec<Events>) -> (Watcher<ConfigMap, Arc<Fake>>, Arc<Fake>) {
     let fake = Arc::new(Fake::default());
     *fake.script.lock().unwrap() = (lists.into(), watches.into());
-    let backoff = Backoff::new(Duration::from_millis(1), Duration::from_secs(1));
     let config = WatcherConfig {
-        backoff,
+        backoff_initial: Duration::from_millis(1),
+        backoff_max: Duration::from_secs(1),
         ..WatcherConfig::default().labels("app=x")
     };
     (Watcher::new(Arc::clone(&fake), config), fake)
@@ -98,7 +98,7 @@ fn lists_every_page_then_watches_from_the_lists_version() {
     let (lists, watches) = fake.calls.lock().unwrap().clone();
     let tokens: Vec<_> = lists.iter().map(|p| p.continue_token.clone()).collect();
     assert_eq!(tokens, [None, Some("c1".to_owned())]);
-    assert!(lists.iter().all(|p| p.limit == Some(PAGE_SIZE)));
+    assert!(lists.iter().all(|p| p.limit == Some(DEFAULT_PAGE_SIZE)));
     assert_eq!(watches[0].resource_version.as_deref(), Some("10"));
     assert_eq!(watches[0].label_selector.as_deref(), Some("app=x"));
     assert!(watches[0].allow_bookmarks);

@@ -1,9 +1,11 @@
 //! Small, hand-rolled randomness for identity suffixes and retry jitter (no `rand` crate).
 //!
 //! Not cryptographic: it only has to make two replicas on the same host pick different
-//! identities and spread their retries. Seeded from wall time, monotonic time, the process id
-//! and a stack address (address-space layout randomisation), mixed by SplitMix64.
+//! identities and spread their retries. Seeded from wall time, monotonic time, the process id,
+//! a stack address (address-space layout randomisation) and a per-process counter (so two
+//! generators made in the same instant differ), mixed by SplitMix64.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// A SplitMix64 generator.
@@ -45,6 +47,8 @@ impl Random {
 }
 
 fn entropy() -> u64 {
+    static CREATED: AtomicU64 = AtomicU64::new(0);
+    let count = CREATED.fetch_add(1, Ordering::Relaxed);
     let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -52,8 +56,10 @@ fn entropy() -> u64 {
     let local = 0u8;
     let stack_address = std::ptr::addr_of!(local) as usize as u64;
     let monotonic = format!("{:?}", Instant::now());
-    let mut seed =
-        wall ^ u64::from(std::process::id()).rotate_left(32) ^ stack_address.rotate_left(17);
+    let mut seed = wall
+        ^ u64::from(std::process::id()).rotate_left(32)
+        ^ stack_address.rotate_left(17)
+        ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     for byte in monotonic.bytes() {
         seed = seed.rotate_left(5) ^ u64::from(byte);
     }
@@ -71,6 +77,9 @@ mod tests {
             let x = r.next_f64();
             assert!((0.0..1.0).contains(&x), "{x}");
         }
+        let mut r = Random::seeded(7);
+        let low = (0..1000).filter(|_| r.next_f64() < 0.5).count();
+        assert!((400..600).contains(&low), "{low} of 1000 below 0.5");
     }
 
     #[test]
