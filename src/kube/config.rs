@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use super::incluster::SERVICE_ACCOUNT_DIR;
-pub use super::tokenfile::{TOKEN_FILE_REFRESH, TokenFile};
+pub use super::tokenfile::TokenFile;
 
 /// Main client QPS: the kubebuilder `--kube-api-qps` default (client-go's own is 5).
 pub const DEFAULT_QPS: f32 = 20.0;
@@ -128,22 +128,6 @@ impl Config {
         context: Option<&str>,
     ) -> Result<Config, ConfigError> {
         super::kubeconfig::load_files(paths, context, "the kubeconfig path list")
-    }
-
-    /// The pod's service-account config (env `KUBERNETES_SERVICE_HOST` / `_PORT`).
-    pub fn in_cluster() -> Result<Config, ConfigError> {
-        let host = std::env::var("KUBERNETES_SERVICE_HOST").ok();
-        let port = std::env::var("KUBERNETES_SERVICE_PORT").ok();
-        Config::in_cluster_from(Path::new(SERVICE_ACCOUNT_DIR), host, port)
-    }
-
-    /// In-cluster loading with the service-account directory and env values given.
-    pub fn in_cluster_from(
-        dir: &Path,
-        host: Option<String>,
-        port: Option<String>,
-    ) -> Result<Config, ConfigError> {
-        super::incluster::load(dir, host, port, Instant::now())
     }
 
     /// The lease client's config: a copy with its own rate limits and name; `self` is untouched.

@@ -7,11 +7,11 @@
 use super::record::{ObservedLease, holder_of};
 use crate::kube::api::{Lease, LeaseSpec, ObjectMeta};
 use crate::kube::{Error, Event};
-use crate::time::rfc3339_micros as micro_time;
+use crate::time::now_micros;
 use smol::Timer;
 use smol::stream::Stream;
 use std::future::Future;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 /// RELEASE_ATTEMPTS: a release that loses 409 races this many times gives up (the lease then
 /// expires on its own).
@@ -185,7 +185,7 @@ impl<A: LeaseApi> LeaseLock<A> {
             if holder_of(&current.spec) != Some(self.identity.as_str()) {
                 return Ok(false);
             }
-            let now = micro_time(SystemTime::now());
+            let now = now_micros();
             let spec = LeaseSpec {
                 holder_identity: Some(String::new()),
                 lease_duration_seconds: Some(1),
@@ -203,7 +203,7 @@ impl<A: LeaseApi> LeaseLock<A> {
     }
 
     async fn create(&mut self, deadline: Instant) -> Result<Attempt, Error> {
-        let now = micro_time(SystemTime::now());
+        let now = now_micros();
         let lease = Lease {
             metadata: ObjectMeta::named(None, self.api.name()),
             spec: LeaseSpec {
@@ -223,7 +223,7 @@ impl<A: LeaseApi> LeaseLock<A> {
 
     /// The spec we write to hold the lease; `taking` starts a new term for this holder.
     fn next_spec(&self, current: &Lease, taking: bool) -> LeaseSpec {
-        let now = micro_time(SystemTime::now());
+        let now = now_micros();
         let old = &current.spec;
         let holder_changes = holder_of(old) != Some(self.identity.as_str());
         let transitions = old.lease_transitions.unwrap_or(0);
