@@ -9,6 +9,7 @@ use super::Error;
 use super::api::{ObjectList, Resource};
 use super::config::Config;
 use super::connect::Connector;
+use super::error::or_timeout;
 use super::guard::WriteGuard;
 use super::params::{ListParams, WatchParams};
 use super::pool::{MAX_IDLE, Pool};
@@ -223,12 +224,7 @@ impl Client {
         let started = Instant::now();
         let result =
             super::request::start_watch(&self.inner.pool, &self.inner.config, &spec, timeout).await;
-        let code = match &result {
-            Ok(_) => Some(200),
-            Err(Error::Api { code, .. }) => Some(*code),
-            Err(Error::Expired(_)) => Some(410),
-            Err(_) => None,
-        };
+        let code = result.as_ref().map_or_else(Error::code, |_| Some(200));
         self.record(&spec, code, started);
         result.map(WatchStream::from_reader)
     }
@@ -292,14 +288,13 @@ impl Client {
         let timeout = self.timeout()?;
         let started = Instant::now();
         let attempt = send_pooled(&self.inner.pool, &self.inner.config, spec);
-        let expire = async {
-            smol::Timer::after(timeout).await;
-            Err(Error::Timeout(format!(
+        let result = or_timeout(attempt, smol::Timer::after(timeout), || {
+            format!(
                 "{} {} got no complete reply within {timeout:?}",
                 spec.method, spec.path
-            )))
-        };
-        let result = smol::future::or(attempt, expire).await;
+            )
+        })
+        .await;
         self.record(spec, result.as_ref().ok().map(|r| r.code), started);
         result
     }

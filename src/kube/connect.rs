@@ -6,6 +6,7 @@
 
 use super::Error;
 use super::config::{Config, TlsOptions};
+use super::error::or_timeout;
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 use std::io;
@@ -99,14 +100,13 @@ impl Connector {
             };
             Ok(Connection::new(stream))
         };
-        let timeout = async {
-            smol::Timer::after(self.connect_timeout).await;
-            Err(Error::Timeout(format!(
+        or_timeout(dial, smol::Timer::after(self.connect_timeout), || {
+            format!(
                 "connecting to {}:{} took longer than {:?}",
                 self.host, self.port, self.connect_timeout
-            )))
-        };
-        smol::future::or(dial, timeout).await
+            )
+        })
+        .await
     }
 
     async fn handshake(

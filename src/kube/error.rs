@@ -1,6 +1,7 @@
 //! The client's one error type; whether an error is worth retrying is decided here, once.
 
 use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 
 /// Everything a request to the API server can end in, other than success.
@@ -77,6 +78,20 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Runs `work`, failing with `Error::Timeout(describe())` if `timer` fires first (the work is
+/// then dropped, with whatever connection it held).
+pub async fn or_timeout<T>(
+    work: impl Future<Output = Result<T, Error>>,
+    timer: smol::Timer,
+    describe: impl FnOnce() -> String,
+) -> Result<T, Error> {
+    let expired = async {
+        timer.await;
+        Err(Error::Timeout(describe()))
+    };
+    smol::future::or(work, expired).await
+}
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@ use super::Error;
 use super::api::Status;
 use super::config::Config;
 use super::connect::Connection;
+use super::error::or_timeout;
 use super::pool::Pool;
 use http_types::{Body, Method, Request, Response, Url};
 use std::time::Duration;
@@ -163,14 +164,13 @@ pub async fn start_watch(
             body,
         }))
     };
-    let expire = async {
-        smol::Timer::after(timeout).await;
-        Err(Error::Timeout(format!(
+    or_timeout(head, smol::Timer::after(timeout), || {
+        format!(
             "watch {} got no response head within {timeout:?}",
             spec.path
-        )))
-    };
-    smol::future::or(head, expire).await
+        )
+    })
+    .await
 }
 
 /// Whether the connection may carry another request after this (fully read) response.

@@ -6,6 +6,7 @@
 
 use super::Error;
 use super::api::{ObjectMeta, Resource, Status, WatchEvent};
+use super::request::preview;
 use super::watch::Event;
 use smol::io::{AsyncRead, AsyncReadExt};
 use std::marker::PhantomData;
@@ -151,11 +152,6 @@ fn status_error(object: serde_json::Value) -> Error {
             retry_after: None,
         },
     }
-}
-
-fn preview(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    text.chars().take(120).collect()
 }
 
 #[cfg(test)]

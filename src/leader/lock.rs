@@ -6,6 +6,7 @@
 
 use super::record::{ObservedLease, holder_of};
 use crate::kube::api::{Lease, LeaseSpec, ObjectMeta};
+use crate::kube::error::or_timeout;
 use crate::kube::{Error, Event};
 use crate::time::now_micros;
 use smol::Timer;
@@ -62,13 +63,10 @@ pub async fn before<T>(
     what: &str,
     request: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let expired = async {
-        Timer::at(deadline).await;
-        Err(Error::Timeout(format!(
-            "lease {what} did not finish before its deadline"
-        )))
-    };
-    smol::future::or(request, expired).await
+    or_timeout(request, Timer::at(deadline), || {
+        format!("lease {what} did not finish before its deadline")
+    })
+    .await
 }
 
 pub struct LeaseLock<A> {
