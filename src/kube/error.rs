@@ -79,18 +79,19 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Runs `work`, failing with `Error::Timeout(describe())` if `timer` fires first (the work is
-/// then dropped, with whatever connection it held).
-pub async fn or_timeout<T>(
+/// `work`, failing with `Error::Timeout(describe())` if `timer` fires first (the work is then
+/// dropped, with whatever connection it held). A plain function, not `async`, so the work's
+/// future is stored once, not again in a wrapper's state.
+pub fn or_timeout<T>(
     work: impl Future<Output = Result<T, Error>>,
     timer: smol::Timer,
     describe: impl FnOnce() -> String,
-) -> Result<T, Error> {
-    let expired = async {
+) -> impl Future<Output = Result<T, Error>> {
+    let expired = async move {
         timer.await;
         Err(Error::Timeout(describe()))
     };
-    smol::future::or(work, expired).await
+    smol::future::or(work, expired)
 }
 
 #[cfg(test)]
