@@ -7,6 +7,7 @@
 
 use super::Error;
 use super::api::{ObjectList, Resource};
+use super::client_metrics::ClientMetrics;
 use super::config::Config;
 use super::connect::Connector;
 use super::error::or_timeout;
@@ -56,6 +57,7 @@ struct Inner {
     config: Config,
     pool: Pool,
     bucket: TokenBucket,
+    metrics: ClientMetrics,
 }
 
 impl Client {
@@ -67,6 +69,7 @@ impl Client {
             inner: Arc::new(Inner {
                 pool: Pool::new(connector, MAX_IDLE),
                 bucket,
+                metrics: ClientMetrics::new(&config.name),
                 config,
             }),
             deadline: None,
@@ -337,12 +340,8 @@ impl Client {
                 Ok(())
             }
         };
-        crate::metrics::histogram(
-            "rest_client_rate_limiter_duration_seconds",
-            "Time requests waited for the client-side rate limiter.",
-            &[("client", self.name())],
-        )
-        .observe(started.elapsed().as_secs_f64());
+        let waited = started.elapsed().as_secs_f64();
+        self.inner.metrics.rate_limited(waited);
         result
     }
 
@@ -361,29 +360,16 @@ impl Client {
 
     fn record(&self, spec: &RequestSpec, code: Option<u16>, started: Instant) {
         let elapsed = started.elapsed();
-        let code = code.map_or_else(|| "<error>".to_owned(), |c| c.to_string());
         log::debug!(
-            "{} {} {code} {:.1}ms",
+            "{} {} {} {:.1}ms",
             spec.method,
             spec.path,
+            code.map_or_else(|| "<error>".to_owned(), |c| c.to_string()),
             elapsed.as_secs_f64() * 1000.0
         );
-        crate::metrics::counter(
-            "rest_client_requests_total",
-            "API server requests by client, status code and method.",
-            &[
-                ("client", self.name()),
-                ("code", &code),
-                ("method", spec.method.as_ref()),
-            ],
-        )
-        .inc();
-        crate::metrics::histogram(
-            "rest_client_request_duration_seconds",
-            "API server request latency by client and verb.",
-            &[("client", self.name()), ("verb", spec.verb)],
-        )
-        .observe(elapsed.as_secs_f64());
+        let method = spec.method.as_ref();
+        let seconds = elapsed.as_secs_f64();
+        self.inner.metrics.request(spec.verb, method, code, seconds);
     }
 }
 

@@ -14,6 +14,7 @@
 //! - [`events`]: best-effort Kubernetes Events (leader changes, conflicts).
 pub mod api;
 pub mod client;
+mod client_metrics;
 pub mod config;
 pub mod connect;
 mod credentials;
