@@ -281,7 +281,7 @@ fn handover(demo: &Demo, replicas: &mut [Replica]) -> Result<(), String> {
     let exited = exited.ok_or("replica-a did not exit")?;
     let took_over = took_over.ok_or("replica-b did not take over")?;
     let log = std::fs::read_to_string(demo.cp.dir().join("replica-a.log")).unwrap_or_default();
-    let released = log.contains("lease released");
+    let released = log.contains("released lease");
     demo.say(&format!(
         "  replica-a stopped its controller, {} and exited {} ms after SIGTERM.",
         if released {

@@ -70,7 +70,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     };
     manager::run(replica.elector, runnables, signal, shutdown)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|lost| format!("{lost}; controllers cancelled"))
 }
 
 /// Binds the probe and metrics addresses (failing at start, naming the flag) and serves them.

@@ -9,7 +9,6 @@
 use crate::leader::{Elector, LeaderLost, LeaseApi};
 use crate::signal::{Signal, Trigger, signal};
 use smol::future::FutureExt as _;
-use std::fmt;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
@@ -35,23 +34,6 @@ impl Runnable {
     }
 }
 
-/// Why [`Manager::run`] returned an error.
-#[derive(Debug)]
-pub enum ManagerError {
-    /// The lease could not be renewed before the renew deadline.
-    LeaderLost(LeaderLost),
-}
-
-impl fmt::Display for ManagerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ManagerError::LeaderLost(lost) => write!(f, "{lost}"),
-        }
-    }
-}
-
-impl std::error::Error for ManagerError {}
-
 /// How the manager ends things.
 #[derive(Debug, Clone, Copy)]
 pub struct Shutdown {
@@ -68,7 +50,7 @@ pub async fn run<A: LeaseApi>(
     runnables: Vec<Runnable>,
     signal: impl Future<Output = ()>,
     shutdown: Shutdown,
-) -> Result<(), ManagerError> {
+) -> Result<(), LeaderLost> {
     match elector {
         None => {
             let running = Running::start(runnables);
@@ -85,7 +67,7 @@ async fn run_elected<A: LeaseApi>(
     runnables: Vec<Runnable>,
     signal: impl Future<Output = ()>,
     shutdown: Shutdown,
-) -> Result<(), ManagerError> {
+) -> Result<(), LeaderLost> {
     let mut signal = Box::pin(signal);
     let acquired = async {
         elector.acquire().await;
@@ -116,15 +98,12 @@ async fn run_elected<A: LeaseApi>(
         .or(async { Some(elector.keep_renewing().await) })
         .await
     {
-        log::error!("{lost}; controllers cancelled");
-        return Err(ManagerError::LeaderLost(lost));
+        // Cancelled by dropping them; `main` reports the loss.
+        return Err(lost);
     }
     if shutdown.release_on_cancel {
-        match elector.release().await {
-            Ok(true) => log::info!("lease released"),
-            Ok(false) => log::info!("lease not held any more; nothing to release"),
-            Err(e) => log::warn!("could not release the lease, it will expire instead: {e}"),
-        }
+        // The elector logs how the release went; a failed one leaves the lease to expire.
+        let _ = elector.release().await;
     }
     Ok(())
 }
@@ -216,7 +195,7 @@ mod tests {
     }
 
     /// Runs the manager to its end (at most 3 s).
-    fn finish(run: impl Future<Output = Result<(), ManagerError>>) -> Result<(), ManagerError> {
+    fn finish(run: impl Future<Output = Result<(), LeaderLost>>) -> Result<(), LeaderLost> {
         smol::block_on(within(ms(3000), run)).expect("manager returned")
     }
 

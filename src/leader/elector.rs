@@ -150,7 +150,10 @@ impl<A: LeaseApi> Elector<A> {
                 "lease {} no longer held; nothing to release",
                 self.lock.api().name()
             ),
-            Err(e) => log::warn!("could not release lease {}: {e}", self.lock.api().name()),
+            Err(e) => log::warn!(
+                "could not release lease {}, it will expire instead: {e}",
+                self.lock.api().name()
+            ),
         }
         released
     }
@@ -201,9 +204,7 @@ impl<A: LeaseApi> Elector<A> {
     fn lost(&mut self, reason: String) -> LeaderLost {
         self.fence.close();
         self.metrics.master_status.set(0.0);
-        let lost = LeaderLost { reason };
-        log::info!("{lost}");
-        lost
+        LeaderLost { reason }
     }
 }
 
