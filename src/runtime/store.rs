@@ -9,7 +9,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use smol::channel::{Receiver, Sender};
+use crate::signal::{Signal, Trigger, signal};
 
 use super::watcher::WatcherEvent;
 use crate::kube::api::{ObjectMeta, Resource};
@@ -63,8 +63,8 @@ type Project<K, P> = Arc<dyn Fn(&K) -> P + Send + Sync>;
 /// `await`: readers copy out what they need, the watcher task writes one event at a time.
 pub struct Store<K, P> {
     shared: Arc<RwLock<HashMap<ObjectKey, P>>>,
-    /// Closed by the first `Restarted`: a closed channel wakes every waiter, now and later.
-    ready: (Sender<()>, Receiver<()>),
+    /// Fired by the first `Restarted`; shared by every clone.
+    ready: (Arc<Trigger>, Signal),
     project: Project<K, P>,
     kind: PhantomData<fn(&K)>,
 }
@@ -92,7 +92,10 @@ impl<K: Resource, P: Clone> Store<K, P> {
     pub fn new(project: impl Fn(&K) -> P + Send + Sync + 'static) -> Store<K, P> {
         Store {
             shared: Arc::default(),
-            ready: smol::channel::bounded(1),
+            ready: {
+                let (trigger, ready) = signal();
+                (Arc::new(trigger), ready)
+            },
             project: Arc::new(project),
             kind: PhantomData,
         }
@@ -108,7 +111,7 @@ impl<K: Resource, P: Clone> Store<K, P> {
                     .filter_map(|o| Some((ObjectKey::of(o)?, (self.project)(o))))
                     .collect();
                 *self.write() = fresh;
-                self.ready.0.close();
+                self.ready.0.fire();
             }
             WatcherEvent::Applied(object) => {
                 if let Some(key) = ObjectKey::of(object) {
@@ -153,13 +156,13 @@ impl<K: Resource, P: Clone> Store<K, P> {
 
     /// Whether a full list has been applied; before that the store may be missing objects.
     pub fn ready(&self) -> bool {
-        self.ready.0.is_closed()
+        self.ready.1.is_fired()
     }
 
     /// Waits until a full list has been applied. A controller must not act on absences
     /// (e.g. delete a copy in a namespace it has not seen) before this.
     pub async fn wait_until_ready(&self) {
-        let _ = self.ready.1.recv().await;
+        self.ready.1.wait().await;
     }
 
     fn read(&self) -> RwLockReadGuard<'_, HashMap<ObjectKey, P>> {
