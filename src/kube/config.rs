@@ -315,24 +315,95 @@ mod tests {
 
     #[test]
     fn load_order_prefers_flag_then_env_then_in_cluster_then_home() {
-        let empty = |_: &str| None;
-        let err =
-            load_with(&LoadOptions::default(), &empty, Path::new("/nonexistent")).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("$KUBECONFIG") && text.contains("in-cluster"),
-            "{text}"
+        let nothing = load_with(
+            &LoadOptions::default(),
+            &|_| None,
+            Path::new("/nonexistent"),
+        );
+        let tried = [
+            "--kubeconfig (not given)",
+            "$KUBECONFIG (not set)",
+            "in-cluster (KUBERNETES_SERVICE_HOST/_PORT not set)",
+            "~/.kube/config ($HOME not set)",
+        ];
+        match nothing {
+            Err(ConfigError::NothingFound { tried: all }) => assert_eq!(all, tried),
+            other => panic!("expected NothingFound, got {other:?}"),
+        }
+
+        // ~/.kube/config is read when nothing before it applies.
+        let home = super::super::test_dir::temp_dir("load-order");
+        std::fs::create_dir_all(home.join(".kube")).expect("create ~/.kube");
+        std::fs::write(home.join(".kube/config"), HOME_KUBECONFIG).expect("write ~/.kube/config");
+        let home_text = home.display().to_string();
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            let home = home_text.clone();
+            move |name: &str| match name {
+                "HOME" => Some(home.clone()),
+                _ => vars
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned()),
+            }
+        };
+        let from_home = load_with(&LoadOptions::default(), &env(&[]), Path::new("/x"));
+        assert_eq!(
+            from_home.map(|c| c.server.to_string()),
+            Ok("https://home.example:6443/".to_owned())
         );
 
-        let env = |name: &str| (name == "KUBECONFIG").then(|| "/nonexistent/kc".to_owned());
-        let err = load_with(&LoadOptions::default(), &env, Path::new("/x")).unwrap_err();
-        assert!(err.to_string().contains("$KUBECONFIG"), "{err}");
+        // In-cluster comes before ~/.kube/config (here it fails: no service-account files).
+        const IN_CLUSTER: &[(&str, &str)] = &[
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ];
+        let err = load_with(
+            &LoadOptions::default(),
+            &env(IN_CLUSTER),
+            Path::new("/nonexistent"),
+        );
+        assert!(
+            matches!(err, Err(ConfigError::NotInCluster { .. })),
+            "{err:?}"
+        );
 
+        // $KUBECONFIG comes before in-cluster, and --kubeconfig before $KUBECONFIG.
+        const BOTH: &[(&str, &str)] = &[
+            ("KUBECONFIG", "/nonexistent/kc"),
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ];
+        let err = load_with(&LoadOptions::default(), &env(BOTH), Path::new("/x"));
+        assert!(
+            matches!(&err, Err(ConfigError::MissingFile { source, .. }) if source == "$KUBECONFIG"),
+            "{err:?}"
+        );
         let opts = LoadOptions {
             kubeconfig: Some("/nonexistent/flag".into()),
             context: None,
         };
-        let err = load_with(&opts, &env, Path::new("/x")).unwrap_err();
-        assert!(err.to_string().contains("--kubeconfig"), "{err}");
+        let err = load_with(&opts, &env(BOTH), Path::new("/x"));
+        assert!(
+            matches!(&err, Err(ConfigError::MissingFile { source, .. }) if source == "--kubeconfig"),
+            "{err:?}"
+        );
     }
+
+    const HOME_KUBECONFIG: &str = "apiVersion: v1
+kind: Config
+clusters:
+- name: home
+  cluster:
+    server: https://home.example:6443
+users:
+- name: home
+  user:
+    token: t
+contexts:
+- name: home
+  context:
+    cluster: home
+    user: home
+current-context: home
+";
 }
