@@ -11,10 +11,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use support::control_plane::{ControlPlane, e2e_enabled};
+use support::lease::LEASE_PATH;
 
 /// The API server picks up a new FlowSchema from its informer within a second or two.
 const CLASSIFICATION_TIMEOUT: Duration = Duration::from_secs(30);
-const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/skiff-system/leases/skiff-leader";
 
 /// The shared control plane with the manifests and skiff's Lease (created once: concurrent
 /// applies of a new object race to create it).
@@ -65,11 +65,11 @@ fn lease_requests_of_the_operator_use_the_leader_election_level() {
     let cp = control_plane();
     let level = uid(cp, "prioritylevelconfiguration", "leader-election");
     let schema = uid(cp, "flowschema", "skiff-leader-election");
-    let watch = format!("{LEASE}?watch=1&timeoutSeconds=1").replace(
+    let watch = format!("{LEASE_PATH}?watch=1&timeoutSeconds=1").replace(
         "/skiff-leader?",
         "?fieldSelector=metadata.name%3Dskiff-leader&",
     );
-    for path in [LEASE.to_owned(), watch] {
+    for path in [LEASE_PATH.to_owned(), watch] {
         let (got_schema, got_level) = classify(cp, &path, |l| l == level);
         assert_eq!(
             got_level, level,

@@ -6,7 +6,9 @@ mod support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::cluster::{Cluster, FINALIZER, HOME, describe, free_port, metric, scrape_metrics};
+use support::cluster::{Cluster, FINALIZER, HOME, describe};
+use support::scrape::{scrape, sum_samples};
+use support::skiff::free_port;
 
 const MIRROR_PATH: &str = "/apis/skiff.dev/v1alpha1/namespaces/skiff-system/mirrors/ca";
 
@@ -143,13 +145,14 @@ fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
     let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{port}");
     let second = cluster.start(&[&metrics_flag]);
     cluster.wait_caches_filled(&second);
-    let total = |result: &str| {
-        format!(r#"controller_runtime_reconcile_total{{controller="mirror",result="{result}"}}"#)
+    let total = |text: &str, result: &str| {
+        let labels = [("controller", "mirror"), ("result", result)];
+        sum_samples(text, "controller_runtime_reconcile_total", &labels)
     };
     // "ca" asks to be looked at again later (it is blocked); the others are done.
     cluster.wait_for(&second, "every Mirror reconciled by the second run", || {
-        let text = scrape_metrics(port);
-        metric(&text, &total("success")) + metric(&text, &total("requeue_after")) >= 3.0
+        let text = scrape(port);
+        total(&text, "success") + total(&text, "requeue_after") >= 3.0
     });
     std::thread::sleep(Duration::from_secs(1));
 

@@ -11,46 +11,12 @@ use support::fake::RequestRecord;
 
 const MANAGED: &str = "app.kubernetes.io/managed-by=skiff";
 
-/// Decodes a query string (`%XX`, `+`) into its parameters.
-fn params(query: &str) -> HashMap<String, String> {
-    let decode = |text: &str| {
-        let bytes = text.replace('+', " ").into_bytes();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < bytes.len() {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            match (bytes[i], hex) {
-                (b'%', Some(byte)) => {
-                    out.push(byte);
-                    i += 3;
-                }
-                (byte, _) => {
-                    out.push(byte);
-                    i += 1;
-                }
-            }
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    };
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
 /// List and watch requests (GETs of collections) for `plural`, as (path, params).
 fn reads_of(records: &[RequestRecord], plural: &str) -> Vec<(String, HashMap<String, String>)> {
     records
         .iter()
         .filter(|r| r.method == "GET" && r.path.ends_with(&format!("/{plural}")))
-        .map(|r| (r.path.clone(), params(&r.query)))
+        .map(|r| (r.path.clone(), r.params()))
         .collect()
 }
 

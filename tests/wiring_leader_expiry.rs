@@ -6,8 +6,9 @@ mod support;
 use serde_json::json;
 use std::time::Duration;
 use support::fake::FakeServer;
+use support::lease::LEASE_PATH;
 use support::skiff::{
-    HOME_NS, LEASE_PATH, SHORT_LEASE, Skiff, TempDir, eventually, is_lease_hold, write_kubeconfig,
+    HOME_NS, SHORT_LEASE, Skiff, TempDir, eventually, is_lease_hold, write_kubeconfig,
 };
 
 /// A lease held by a replica that stopped renewing, claiming `renew_time`; returns how long

@@ -7,9 +7,9 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
+use support::lease::LEASE_PATH;
 use support::skiff::{
-    LEASE_PATH, SHORT_RETRY, Skiff, TempDir, eventually, is_controller_write, is_lease_hold,
-    longest_gap,
+    SHORT_RETRY, Skiff, TempDir, eventually, is_controller_write, is_lease_hold, longest_gap,
 };
 
 const NAMESPACES: usize = 1000;

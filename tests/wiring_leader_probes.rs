@@ -6,9 +6,9 @@ mod support;
 
 use std::time::Duration;
 use support::fake::FakeServer;
+use support::lease::LEASE_PATH;
 use support::skiff::{
-    LEASE_PATH, SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, free_port, http_get,
-    write_kubeconfig,
+    SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, free_port, http_get, write_kubeconfig,
 };
 
 const LEADING: &str = "leader_election_master_status{name=\"skiff-leader\"} 1";

@@ -7,9 +7,10 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, RequestClass, RequestRecord};
+use support::lease::LEASE_PATH;
 use support::skiff::{
-    LEASE_PATH, SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, is_controller_write,
-    is_lease_hold, is_lease_release, lease_write_holder, write_kubeconfig,
+    SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, is_controller_write, is_lease_hold,
+    is_lease_release, lease_write_holder, write_kubeconfig,
 };
 
 fn holder(server: &FakeServer) -> String {

@@ -6,9 +6,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
+use support::lease::LEASE_PATH;
 use support::skiff::{
-    LEASE_PATH, SHORT_RENEW_DEADLINE, Skiff, TempDir, is_controller_write, is_lease_hold,
-    is_lease_release,
+    SHORT_RENEW_DEADLINE, Skiff, TempDir, is_controller_write, is_lease_hold, is_lease_release,
 };
 
 const NAMESPACES: usize = 1000;

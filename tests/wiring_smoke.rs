@@ -5,32 +5,20 @@ mod support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::fake::FakeServer;
-use support::skiff::{Skiff, TempDir, eventually, write_kubeconfig};
-
-fn namespace(name: &str, labels: serde_json::Value) -> serde_json::Value {
-    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
-}
+use support::cluster::Cluster;
+use support::lease::LEASE_PATH;
+use support::skiff::eventually;
 
 #[test]
 fn elected_binary_copies_a_configmap_and_releases_on_sigterm() {
-    let server = FakeServer::start();
-    for ns in ["skiff-system", "team-a", "team-b"] {
-        server.insert(namespace(ns, json!({"team": "yes"})));
+    let mut cluster = Cluster::new("smoke");
+    for ns in ["team-a", "team-b"] {
+        cluster.namespace(ns, json!({"team": "yes"}));
     }
-    server.insert(namespace("other", json!({})));
-    server.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "app-ca", "namespace": "skiff-system"}, "data": {"ca.crt": "PEM"}}));
-    server.insert(json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
-        "metadata": {"name": "ca", "namespace": "skiff-system"},
-        "spec": {"source": {"kind": "ConfigMap", "name": "app-ca"}, "namespaceSelector": {"matchLabels": {"team": "yes"}}}}));
-    let dir = TempDir::new("smoke");
-    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, "skiff-system");
-    let mut skiff = Skiff::start(
-        &kubeconfig,
-        dir.0.join("skiff.log"),
-        &["--leader-elect", "--log-level=debug"],
-    );
+    cluster.namespace("other", json!({}));
+    cluster.team_ca_mirror();
+    let mut skiff = cluster.start(&["--leader-elect", "--log-level=debug"]);
+    let server = &cluster.server;
 
     let copied = eventually(Duration::from_secs(10), || {
         ["team-a", "team-b"].iter().all(|ns| {
@@ -57,16 +45,8 @@ fn elected_binary_copies_a_configmap_and_releases_on_sigterm() {
     });
     assert!(ready, "mirror not Ready; log:\n{}", skiff.logs());
 
-    skiff.signal("TERM");
-    assert_eq!(
-        skiff.wait_exit(Duration::from_secs(5)),
-        Some(0),
-        "log:\n{}",
-        skiff.logs()
-    );
-    let lease = server
-        .get("/apis/coordination.k8s.io/v1/namespaces/skiff-system/leases/skiff-leader")
-        .expect("lease");
+    skiff.terminate(Duration::from_secs(5));
+    let lease = server.get(LEASE_PATH).expect("lease");
     assert_eq!(
         lease["spec"]["holderIdentity"],
         "",

@@ -223,41 +223,6 @@ pub fn configmap_hash(data: &Value, binary_data: &Value) -> String {
         .collect()
 }
 
-/// A loopback port that was free a moment ago (for `--metrics-bind-address`).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// The body of `GET /metrics` on `127.0.0.1:port` (empty if it cannot be read).
-pub fn scrape_metrics(port: u16) -> String {
-    use std::io::{Read as _, Write as _};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if stream.write_all(request.as_bytes()).is_err() {
-        return String::new();
-    }
-    let mut text = String::new();
-    let _ = stream.read_to_string(&mut text);
-    text.split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default()
-}
-
-/// The value of the first metric sample whose line starts with `prefix` (0 if none).
-pub fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .find(|line| line.starts_with(prefix))
-        .and_then(|line| line.rsplit(' ').next())
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// The selector of the namespaces labelled `team: yes`.
 fn teams() -> Value {
     json!({"matchLabels": {"team": "yes"}})

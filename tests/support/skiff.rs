@@ -215,9 +215,6 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 
 /// The namespace the kubeconfigs of the leader tests name (and the Lease lives in).
 pub const HOME_NS: &str = "skiff-system";
-/// The Lease of the default `--leader-election-id`.
-pub const LEASE_PATH: &str =
-    "/apis/coordination.k8s.io/v1/namespaces/skiff-system/leases/skiff-leader";
 /// Short leader-election timings: lease 2 s, renew deadline 1.5 s, retry period 500 ms.
 pub const SHORT_LEASE: [&str; 4] = [
     "--leader-elect",

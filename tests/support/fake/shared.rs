@@ -31,6 +31,13 @@ pub struct RequestRecord {
     pub watch: bool,
 }
 
+impl RequestRecord {
+    /// The query's parameters, decoded.
+    pub fn params(&self) -> std::collections::HashMap<String, String> {
+        super::routes::parse_query(&self.query)
+    }
+}
+
 /// Every lock is held only for a synchronous step, never across an await.
 pub struct Shared {
     pub store: Mutex<Store>,
