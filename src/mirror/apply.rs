@@ -277,18 +277,14 @@ impl Reconciler {
 
     /// Deletes every copy labelled for `owner` (Mirror deleted, or gone without its finalizer).
     pub(super) async fn delete_all_copies(self: &Arc<Self>, owner: &Owner) -> Result<(), Error> {
-        let copies = self.caches.copies_of(owner);
         let mut first_error = None;
-        for copy in copies {
+        // As this replica's own writes left them: a copy created a moment ago counts too.
+        for c in self.owned(owner) {
             if self.stopping.is_fired() {
                 return Err(Error::Refused(
                     "stopping before every copy was deleted; the next run deletes the rest".into(),
                 ));
             }
-            let current =
-                self.written
-                    .resolve(copy.kind, &copy.namespace, &copy.name, Some(copy.clone()));
-            let Some(c) = current else { continue };
             if let Done::Failed(e) = self
                 .delete_copy(c.kind, &c.namespace, &c.name, &c.resource_version)
                 .await

@@ -211,7 +211,7 @@ impl Reconciler {
     }
 
     /// This Mirror's copies as they are after this replica's own writes.
-    fn owned(&self, owner: &Owner) -> Vec<CopyInfo> {
+    pub(super) fn owned(&self, owner: &Owner) -> Vec<CopyInfo> {
         let mut owned: Vec<CopyInfo> = self
             .caches
             .copies_of(owner)
