@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use super::incluster::SERVICE_ACCOUNT_DIR;
+use super::kubeconfig::Source;
 pub use super::tokenfile::TokenFile;
 
 /// Main client QPS: the kubebuilder `--kube-api-qps` default (client-go's own is 5).
@@ -127,7 +128,7 @@ impl Config {
         paths: &[PathBuf],
         context: Option<&str>,
     ) -> Result<Config, ConfigError> {
-        super::kubeconfig::load_files(paths, context, "the kubeconfig path list")
+        super::kubeconfig::load_files(paths, context, Source::Given)
     }
 
     /// The lease client's config: a copy with its own rate limits and name; `self` is untouched.
@@ -150,14 +151,14 @@ fn load_with(
 ) -> Result<Config, ConfigError> {
     let context = opts.context.as_deref();
     if let Some(path) = &opts.kubeconfig {
-        return super::kubeconfig::load_files(std::slice::from_ref(path), context, "--kubeconfig");
+        return super::kubeconfig::load_files(std::slice::from_ref(path), context, Source::Flag);
     }
     let mut tried = vec!["--kubeconfig (not given)".to_owned()];
     if let Some(list) = env("KUBECONFIG") {
         let paths: Vec<PathBuf> = std::env::split_paths(&list)
             .filter(|p| !p.as_os_str().is_empty())
             .collect();
-        return super::kubeconfig::load_files(&paths, context, "$KUBECONFIG");
+        return super::kubeconfig::load_files(&paths, context, Source::Env);
     }
     tried.push("$KUBECONFIG (not set)".into());
     if let (Some(host), Some(port)) = (
@@ -170,7 +171,7 @@ fn load_with(
     if let Some(home) = env("HOME") {
         let path = Path::new(&home).join(".kube").join("config");
         if path.exists() {
-            return super::kubeconfig::load_files(&[path], context, "~/.kube/config");
+            return super::kubeconfig::load_files(&[path], context, Source::Home);
         }
         tried.push(format!("{} (does not exist)", path.display()));
     } else {

@@ -105,15 +105,37 @@ fn find<'a, T>(entries: &'a [Located<T>], name: &str) -> Option<&'a Located<T>> 
     entries.iter().find(|e| e.name == name)
 }
 
+/// Where kubeconfig paths came from: how errors name them, and whether missing files count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    Flag,
+    Env,
+    Home,
+    /// Paths given directly (tests).
+    Given,
+}
+
+impl Source {
+    fn label(self) -> &'static str {
+        match self {
+            Source::Flag => "--kubeconfig",
+            Source::Env => "$KUBECONFIG",
+            Source::Home => "~/.kube/config",
+            Source::Given => "the kubeconfig path list",
+        }
+    }
+}
+
 /// Reads `paths` (named by `source` in errors), merges them and resolves `context`.
 ///
 /// For `$KUBECONFIG` missing files are skipped, as kubectl does, unless none exists.
 pub(crate) fn load_files(
     paths: &[PathBuf],
     context: Option<&str>,
-    source: &str,
+    source: Source,
 ) -> Result<Config, ConfigError> {
-    let skip_missing = source == "$KUBECONFIG";
+    let skip_missing = source == Source::Env;
+    let source = source.label();
     let mut merged = Merged::default();
     let mut found = 0;
     for path in paths {
@@ -304,10 +326,10 @@ contexts:
     fn kubeconfig_list_skips_missing_files_but_not_when_none_exists() {
         let (dir, mut paths) = two_files("kc-missing");
         paths.insert(0, dir.join("absent"));
-        assert!(load_files(&paths, None, "$KUBECONFIG").is_ok());
-        let err = load_files(&[dir.join("absent")], None, "$KUBECONFIG").unwrap_err();
+        assert!(load_files(&paths, None, Source::Env).is_ok());
+        let err = load_files(&[dir.join("absent")], None, Source::Env).unwrap_err();
         assert!(matches!(err, ConfigError::MissingFile { .. }), "{err}");
-        let err = load_files(&[dir.join("absent")], None, "--kubeconfig").unwrap_err();
+        let err = load_files(&[dir.join("absent")], None, Source::Flag).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("absent") && text.contains("--kubeconfig"),
