@@ -4,7 +4,9 @@
 //! not by round trips. Each success is recorded in [`Written`](super::written::Written) so the
 //! next reconcile doesn't repeat it before the watch catches up.
 
-use super::copy::{CopyInfo, Owner, Payload, configmap_copy, copy_meta, owner_of, secret_copy};
+use super::copy::{
+    CopyInfo, Owner, Payload, SourceContent, configmap_copy, copy_meta, owner_of, secret_copy,
+};
 use super::plan::Plan;
 use super::reconcile::Reconciler;
 use super::types::{Mirror, SourceKind};
@@ -50,7 +52,7 @@ fn writes(plan: &Plan) -> impl Iterator<Item = Write<'_>> {
 
 /// A write with everything it needs, owned by its task.
 enum Job {
-    Write(Box<ObjectMeta>, Payload, Option<String>),
+    Write(Box<ObjectMeta>, Arc<SourceContent>, Option<String>),
     Delete(SourceKind, String, String, String),
 }
 
@@ -67,10 +69,10 @@ impl Reconciler {
     pub(super) async fn apply(
         self: &Arc<Self>,
         mirror: &Mirror,
-        payload: &Payload,
-        hash: &str,
+        content: &Arc<SourceContent>,
         plan: &Plan,
     ) -> Outcome {
+        let hash = &content.hash;
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
         let mut outcome = Outcome::default();
         let mut tasks = Vec::with_capacity(plan.writes());
@@ -85,12 +87,12 @@ impl Reconciler {
             let job = match write {
                 Write::Create(ns) => Job::Write(
                     Box::new(copy_meta(mirror, ns, hash, None)),
-                    payload.clone(),
+                    Arc::clone(content),
                     None,
                 ),
                 Write::Update(ns, rv) => Job::Write(
                     Box::new(copy_meta(mirror, ns, hash, Some(rv))),
-                    payload.clone(),
+                    Arc::clone(content),
                     Some(rv.clone()),
                 ),
                 Write::Delete(kind, ns, name, rv) => {
@@ -134,7 +136,7 @@ impl Reconciler {
     /// after it released its lease.
     async fn run(&self, job: Job) -> Done {
         let done = match job {
-            Job::Write(meta, payload, replaced) => self.write_copy(*meta, &payload, replaced).await,
+            Job::Write(meta, content, replaced) => self.write_copy(*meta, &content, replaced).await,
             Job::Delete(kind, ns, name, rv) => self.delete_copy(kind, &ns, &name, &rv).await,
         };
         match done {
@@ -148,9 +150,10 @@ impl Reconciler {
     async fn write_copy(
         &self,
         meta: ObjectMeta,
-        payload: &Payload,
+        content: &SourceContent,
         replaced: Option<String>,
     ) -> Done {
+        let payload = &content.payload;
         let (kind, ns, name) = (
             payload.kind(),
             meta.namespace().to_owned(),
@@ -165,14 +168,15 @@ impl Reconciler {
                 self.written.record(kind, &ns, &name, replaced, Some(info));
                 Done::Written
             }
-            Err(e) if e.is_already_exists() => self.adopt_or_refuse(meta, payload).await,
+            Err(e) if e.is_already_exists() => self.adopt_or_refuse(meta, content).await,
             Err(e) => Done::Failed(e),
         }
     }
 
     /// The create found an object with the copy's name: update it if it is this Mirror's
     /// (the cache had not seen it yet), otherwise leave it alone and report the conflict.
-    async fn adopt_or_refuse(&self, meta: ObjectMeta, payload: &Payload) -> Done {
+    async fn adopt_or_refuse(&self, meta: ObjectMeta, content: &SourceContent) -> Done {
+        let payload = &content.payload;
         let (ns, name) = (meta.namespace().to_owned(), meta.name().to_owned());
         let found = match self.fetch_copy(payload.kind(), &ns, &name).await {
             Ok(found) => found,
@@ -188,7 +192,7 @@ impl Reconciler {
             }
             return Done::Conflict(ns);
         }
-        if found.content_hash == payload.hash() {
+        if found.content_hash == content.hash {
             self.written
                 .record(payload.kind(), &ns, &name, None, Some(found));
             return Done::Written;

@@ -5,7 +5,7 @@
 //! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
 //! their content rather than the content.
 
-use super::copy::{CopyInfo, Payload, managed_selector};
+use super::copy::{CopyInfo, SourceContent, managed_selector};
 use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
 use super::selector::NamespaceInfo;
 use super::types::{Mirror, SourceKind};
@@ -15,6 +15,7 @@ use crate::runtime::{
     ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed,
 };
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// Where Mirror sources may be read from (`--source-namespaces`, resolved).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,11 +51,11 @@ impl SourceScope {
 /// Source payloads of one kind, one store per watched namespace (a store is filled by exactly
 /// one watcher, whose relist replaces its whole content).
 pub struct SourceStores<K: Resource> {
-    stores: HashMap<Option<String>, Store<K, Payload>>,
+    stores: HashMap<Option<String>, Store<K, Arc<SourceContent>>>,
 }
 
 impl<K: Resource + Clone> SourceStores<K> {
-    fn new(scope: &SourceScope, project: fn(&K) -> Payload) -> SourceStores<K> {
+    fn new(scope: &SourceScope, project: fn(&K) -> Arc<SourceContent>) -> SourceStores<K> {
         let stores = scope
             .watch_namespaces()
             .into_iter()
@@ -87,7 +88,7 @@ impl<K: Resource + Clone> SourceStores<K> {
             .collect()
     }
 
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Payload> {
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<SourceContent>> {
         let store = self
             .stores
             .get(&Some(namespace.to_owned()))
@@ -119,14 +120,19 @@ impl Caches {
         Caches {
             mirrors: Store::whole(),
             namespaces: Store::new(namespace_info),
-            configmap_sources: SourceStores::new(scope, Payload::of_configmap),
-            secret_sources: SourceStores::new(scope, Payload::of_secret),
+            configmap_sources: SourceStores::new(scope, SourceContent::of_configmap),
+            secret_sources: SourceStores::new(scope, SourceContent::of_secret),
             configmap_copies: Store::new(CopyInfo::of_configmap),
             secret_copies: Store::new(CopyInfo::of_secret),
         }
     }
 
-    pub fn source(&self, kind: SourceKind, namespace: &str, name: &str) -> Option<Payload> {
+    pub fn source(
+        &self,
+        kind: SourceKind,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<SourceContent>> {
         match kind {
             SourceKind::ConfigMap => self.configmap_sources.get(namespace, name),
             SourceKind::Secret => self.secret_sources.get(namespace, name),

@@ -10,6 +10,7 @@ use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "skiff";
@@ -65,6 +66,29 @@ impl Payload {
         let json = serde_json::to_vec(self).unwrap_or_default();
         let digest = Sha256::digest(&json);
         digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A source's payload with its hash, made once when the source enters the cache: every
+/// reconcile of every Mirror reading it shares this one (through an `Arc`), unhashed again.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SourceContent {
+    pub payload: Payload,
+    pub hash: String,
+}
+
+impl SourceContent {
+    pub fn of_configmap(cm: &ConfigMap) -> Arc<SourceContent> {
+        SourceContent::new(Payload::of_configmap(cm))
+    }
+
+    pub fn of_secret(secret: &Secret) -> Arc<SourceContent> {
+        SourceContent::new(Payload::of_secret(secret))
+    }
+
+    fn new(payload: Payload) -> Arc<SourceContent> {
+        let hash = payload.hash();
+        Arc::new(SourceContent { payload, hash })
     }
 }
 

@@ -5,7 +5,7 @@
 //! Mirror are never written: they are counted, named in the status and reported as an Event.
 
 use super::caches::{Caches, SourceScope};
-use super::copy::{CopyInfo, Owner, Payload};
+use super::copy::{CopyInfo, Owner, SourceContent};
 use super::mirror_writes::MirrorWrites;
 use super::plan::{Desired, Plan, plan};
 use super::selector::selects;
@@ -98,7 +98,7 @@ impl Reconciler {
         }
         let mirror = self.ensure_finalizer(mirror).await?;
         let source = &mirror.spec.source;
-        let Some(payload) =
+        let Some(content) =
             self.caches
                 .source(source.kind, mirror.metadata.namespace(), &source.name)
         else {
@@ -116,7 +116,7 @@ impl Reconciler {
                 .await?;
             return Ok(Action::Done);
         };
-        self.sync(&mirror, &owner, &payload).await
+        self.sync(&mirror, &owner, &content).await
     }
 
     /// Drops what is kept about a Mirror that is gone.
@@ -133,13 +133,13 @@ impl Reconciler {
         self: &Arc<Self>,
         mirror: &Mirror,
         owner: &Owner,
-        payload: &Payload,
+        content: &Arc<SourceContent>,
     ) -> Result<Action, Error> {
-        let hash = payload.hash();
+        let hash = &content.hash;
         let selected = self.selected(mirror);
         let unmanaged = self.find_unmanaged(mirror, owner, &selected).await;
-        let plan = self.plan(mirror, owner, &hash, &selected, &unmanaged);
-        let outcome = self.apply(mirror, payload, &hash, &plan).await;
+        let plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
+        let outcome = self.apply(mirror, content, &plan).await;
         if outcome.stopped {
             log::info!(
                 "Mirror {}/{}: stopping with writes left for the next run",
@@ -153,7 +153,7 @@ impl Reconciler {
         conflicts.sort();
         self.report_conflicts(mirror, owner, &conflicts).await;
         let observed = Observed {
-            source_hash: Some(hash),
+            source_hash: Some(hash.clone()),
             selected: selected.len() as u32,
             synced: plan.in_sync + outcome.written,
             conflicts,
