@@ -5,14 +5,12 @@ mod support;
 
 use serde_json::json;
 use skiff::kube::api::{ConfigMap, Namespace, ObjectMeta};
-use skiff::kube::{Client, Config, ListParams};
+use skiff::kube::{Client, ListParams};
 use skiff::mirror::{Mirror, MirrorStatus};
 use support::fake::FakeServer;
 
 fn client_for(server: &FakeServer) -> Client {
-    let mut config = Config::new(server.url().parse().expect("fake server URL"));
-    config.tls.ca_pem = server.ca_pem();
-    Client::new(config).expect("client")
+    Client::new(server.config()).expect("client")
 }
 
 fn config_map(namespace: &str, name: &str, value: &str) -> ConfigMap {

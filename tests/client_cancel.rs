@@ -5,13 +5,13 @@ mod support;
 
 use serde_json::json;
 use skiff::kube::api::ConfigMap;
-use skiff::kube::{Client, Config, Error};
+use skiff::kube::{Client, Error};
 use skiff::signal::signal;
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, Fault, RequestClass};
 
 fn client(server: &FakeServer, qps: f32, burst: u32) -> Client {
-    let mut config = Config::new(server.url().parse().expect("fake server URL"));
+    let mut config = server.config();
     config.qps = qps;
     config.burst = burst;
     Client::new(config).expect("client")

@@ -7,7 +7,7 @@ mod support;
 
 use serde_json::json;
 use skiff::kube::api::{ConfigMap, Lease};
-use skiff::kube::{Auth, Client, Config, Error, WatchParams};
+use skiff::kube::{Auth, Client, Error, WatchParams};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,14 +20,8 @@ const LEASE_BURST: u32 = 10;
 /// A short request timeout for the stall tests.
 const SHORT_TIMEOUT: Duration = Duration::from_millis(300);
 
-fn config_for(server: &FakeServer) -> Config {
-    let mut config = Config::new(server.url().parse().expect("fake server URL"));
-    config.tls.ca_pem = server.ca_pem();
-    config
-}
-
 fn client_for(server: &FakeServer) -> Client {
-    Client::new(config_for(server)).expect("client")
+    Client::new(server.config()).expect("client")
 }
 
 fn insert_config_map(server: &FakeServer) {
@@ -77,7 +71,7 @@ fn main_client_gives_up_after_a_bounded_number_of_429s() {
             retry_after_secs: 0,
         },
     );
-    let config = config_for(&server);
+    let config = server.config();
     let retries = config.retries_on_429;
     let err = get_config_map(&Client::new(config).unwrap()).unwrap_err();
     assert_eq!(err.code(), Some(429), "{err}");
@@ -96,7 +90,7 @@ fn lease_client_does_not_retry_429() {
         1,
     );
     let lease_client =
-        Client::new(config_for(&server).for_leader_election(LEASE_QPS, LEASE_BURST)).unwrap();
+        Client::new(server.config().for_leader_election(LEASE_QPS, LEASE_BURST)).unwrap();
     let started = Instant::now();
     let err = smol::block_on(lease_client.get::<Lease>(Some("a"), "skiff-leader")).unwrap_err();
     assert_eq!(err.code(), Some(429), "{err}");
@@ -126,7 +120,7 @@ fn wrong_token_is_reported_as_wrong_or_expired() {
     let server = FakeServer::start();
     insert_config_map(&server);
     server.require_token("the-right-token");
-    let mut config = config_for(&server);
+    let mut config = server.config();
     config.auth = Auth::Token("an-expired-token".into());
     let err = get_config_map(&Client::new(config).unwrap()).unwrap_err();
     assert_eq!(err.code(), Some(401), "{err}");
@@ -138,7 +132,7 @@ fn wrong_token_is_reported_as_wrong_or_expired() {
         "the token leaked: {message}"
     );
 
-    let mut config = config_for(&server);
+    let mut config = server.config();
     config.auth = Auth::Token("the-right-token".into());
     assert!(get_config_map(&Client::new(config).unwrap()).is_ok());
 }
@@ -147,7 +141,7 @@ fn wrong_token_is_reported_as_wrong_or_expired() {
 fn a_ca_that_did_not_sign_the_server_is_a_certificate_error() {
     let server = FakeServer::start_tls();
     let stranger = FakeServer::start_tls();
-    let mut config = config_for(&server);
+    let mut config = server.config();
     config.tls.ca_pem = stranger.ca_pem();
     let err = get_config_map(&Client::new(config).unwrap()).unwrap_err();
     let Error::Transport(message) = &err else {
@@ -196,7 +190,7 @@ fn stalled_server_times_out_at_the_request_timeout() {
     let server = FakeServer::start();
     insert_config_map(&server);
     server.set_fault_times(RequestClass::Other, Fault::Stall, 1);
-    let mut config = config_for(&server);
+    let mut config = server.config();
     config.request_timeout = SHORT_TIMEOUT;
     let client = Client::new(config).unwrap();
     let started = Instant::now();
@@ -232,7 +226,7 @@ fn stalled_server_times_out_at_the_deadline() {
 fn stalled_watch_head_times_out() {
     let server = FakeServer::start();
     server.set_fault_times(RequestClass::Other, Fault::Stall, 1);
-    let mut config = config_for(&server);
+    let mut config = server.config();
     config.request_timeout = SHORT_TIMEOUT;
     let client = Client::new(config).unwrap();
     let result =
@@ -258,7 +252,7 @@ fn lease_client_renews_on_its_own_connections_while_thousands_wait_on_the_main_b
     let server = FakeServer::start();
     insert_config_map(&server);
     insert_lease(&server);
-    let mut main_config = config_for(&server);
+    let mut main_config = server.config();
     main_config.qps = 1.0;
     main_config.burst = 1;
     let lease_client =
@@ -363,7 +357,7 @@ fn lease_client_renews_while_every_main_connection_is_stalled() {
     insert_config_map(&server);
     insert_lease(&server);
     server.set_fault(RequestClass::Other, Fault::Stall);
-    let config = config_for(&server);
+    let config = server.config();
     let lease_client = Client::new(config.for_leader_election(LEASE_QPS, LEASE_BURST)).unwrap();
     let main = Client::new(config).unwrap();
     let stalled: Vec<smol::Task<()>> = (0..STALLED)

@@ -5,7 +5,7 @@
 mod support;
 
 use skiff::kube::api::{ConfigMap, ObjectMeta};
-use skiff::kube::{Client, Config, Error, Event, ListParams, WatchParams, WatchStream};
+use skiff::kube::{Client, Error, Event, ListParams, WatchParams, WatchStream};
 use std::time::Duration;
 use support::fake::{FakeServer, Fault, RequestClass};
 
@@ -15,9 +15,7 @@ const EVENT_WAIT: Duration = Duration::from_secs(5);
 const QUIET_WAIT: Duration = Duration::from_millis(300);
 
 fn client_for(server: &FakeServer) -> Client {
-    let mut config = Config::new(server.url().parse().expect("fake server URL"));
-    config.tls.ca_pem = server.ca_pem();
-    Client::new(config).expect("client")
+    Client::new(server.config()).expect("client")
 }
 
 fn config_map(name: &str) -> ConfigMap {

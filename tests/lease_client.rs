@@ -4,7 +4,6 @@
 
 mod support;
 
-use http_types::Url;
 use serde_json::json;
 use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, Config};
@@ -26,8 +25,7 @@ fn ms(n: u64) -> Duration {
 }
 
 fn base_config(server: &FakeServer) -> Config {
-    let url = Url::parse(&server.url()).expect("fake server URL");
-    Config::new(url)
+    server.config()
 }
 
 fn start_server() -> FakeServer {

@@ -60,6 +60,14 @@ impl FakeServer {
         self.url.clone()
     }
 
+    /// A client config for this server: its URL, and its CA when it serves TLS.
+    pub fn config(&self) -> skiff::kube::Config {
+        let url = self.url.parse().expect("the fake server's URL parses");
+        let mut config = skiff::kube::Config::new(url);
+        config.tls.ca_pem = self.ca_pem();
+        config
+    }
+
     /// PEM of the CA that signed the server certificate (TLS only).
     pub fn ca_pem(&self) -> Option<Vec<u8>> {
         self.ca_pem.clone()
