@@ -2,7 +2,7 @@
 //! server, runs the built binary against it, and reads back copies, status and writes.
 
 use super::fake::{FakeServer, RequestRecord};
-use super::skiff::{Skiff, TempDir, eventually, write_kubeconfig};
+use super::skiff::{Skiff, TempDir, eventually, is_mutating, write_kubeconfig};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -174,7 +174,7 @@ impl Cluster {
     pub fn writes_since(&self, from: usize) -> Vec<RequestRecord> {
         self.requests_since(from)
             .into_iter()
-            .filter(|r| matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE"))
+            .filter(is_mutating)
             .collect()
     }
 

@@ -172,11 +172,6 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Resident set size of a process in KiB (`VmRSS`).
-pub fn rss_kib(pid: u32) -> Option<u64> {
-    proc_status_kib(pid, "VmRSS")
-}
-
 /// A loopback port that was free a moment ago (for `--metrics-bind-address` and the like).
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -247,7 +242,6 @@ pub fn is_mutating(r: &super::fake::RequestRecord) -> bool {
     matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE")
 }
 
-/// A controller's write: mutating and not on a Lease.
 /// Starts a leader (short lease timings plus `extra` flags) over a fan-out to `namespaces`
 /// namespaces; returns once it holds the lease and has written at least `writes` copies.
 pub fn leader_under_load(
@@ -272,6 +266,7 @@ pub fn leader_under_load(
     (server, dir, skiff)
 }
 
+/// A controller's write: mutating and not on a Lease.
 pub fn is_controller_write(r: &super::fake::RequestRecord) -> bool {
     is_mutating(r) && r.class == super::fake::RequestClass::Other
 }
