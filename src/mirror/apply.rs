@@ -1,13 +1,15 @@
 //! Carrying out a plan: the creates, updates and deletes, several at a time.
 //!
 //! Writes go out concurrently (bounded) so a fan-out is paced by the client's token bucket,
-//! not by round trips. Each success is recorded in [`Written`](super::written::Written) so the
+//! not by round trips. Each success is recorded in [`CopyWrites`](super::own_writes::CopyWrites) so the
 //! next reconcile doesn't repeat it before the watch catches up.
 
 use super::copy::{
     CopyInfo, Owner, Payload, SourceContent, configmap_copy, copy_meta, owner_of, secret_copy,
 };
+use super::own_writes::CopyKey;
 use super::plan::Plan;
+use super::progress::{Fanout, Progress};
 use super::reconcile::Reconciler;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Error;
@@ -15,6 +17,7 @@ use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Writes in flight at once for one reconcile: enough to keep a 20 QPS bucket busy over a
@@ -66,16 +69,26 @@ enum Done {
 }
 
 impl Reconciler {
+    /// Makes the plan's writes, reporting progress in the status of a long fan-out to the
+    /// `selected` namespaces.
     pub(super) async fn apply(
         self: &Arc<Self>,
         mirror: &Mirror,
         content: &Arc<SourceContent>,
         plan: &Plan,
+        selected: usize,
     ) -> Outcome {
         let hash = &content.hash;
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
         let mut outcome = Outcome::default();
         let mut tasks = Vec::with_capacity(plan.writes());
+        let mut progress = Progress::new(plan.in_sync);
+        let fanout = Fanout {
+            owner: &Owner::of(mirror),
+            hash,
+            selected,
+            conflicts: &plan.conflicts,
+        };
         for write in writes(plan) {
             // The permit is taken before the task exists, so a fan-out of thousands holds at
             // most MAX_IN_FLIGHT objects in memory at once.
@@ -99,11 +112,18 @@ impl Reconciler {
                     Job::Delete(*kind, ns.clone(), name.clone(), rv.clone())
                 }
             };
+            let written = progress.counter();
             tasks.push(smol::spawn(async move {
                 let done = this.run(job).await;
+                if let Done::Written = done {
+                    written.fetch_add(1, Ordering::Relaxed);
+                }
                 drop(permit);
                 done
             }));
+            if let Some(synced) = progress.due(Instant::now()) {
+                self.report_progress(mirror, &fanout, synced).await;
+            }
         }
         for task in tasks {
             match task.await {
@@ -165,7 +185,8 @@ impl Reconciler {
         };
         match result {
             Ok(info) => {
-                self.written.record(kind, &ns, &name, replaced, Some(info));
+                let key = CopyKey::new(kind, &ns, &name);
+                self.written.record(key, replaced.as_deref(), Some(info));
                 Done::Written
             }
             Err(e) if e.is_already_exists() => self.adopt_or_refuse(meta, content).await,
@@ -192,22 +213,17 @@ impl Reconciler {
             }
             return Done::Conflict(ns);
         }
+        let key = CopyKey::new(payload.kind(), &ns, &name);
         if found.content_hash == content.hash {
-            self.written
-                .record(payload.kind(), &ns, &name, None, Some(found));
+            self.written.record(key, None, Some(found));
             return Done::Written;
         }
         let mut meta = meta;
         meta.resource_version = Some(found.resource_version.clone());
         match self.send(meta, payload, true).await {
             Ok(info) => {
-                self.written.record(
-                    payload.kind(),
-                    &ns,
-                    &name,
-                    Some(found.resource_version),
-                    Some(info),
-                );
+                self.written
+                    .record(key, Some(&found.resource_version), Some(info));
                 Done::Written
             }
             Err(e) => Done::Failed(e),
@@ -271,7 +287,7 @@ impl Reconciler {
         match result {
             Ok(()) => {
                 self.written
-                    .record(kind, ns, name, Some(rv.to_owned()), None);
+                    .record(CopyKey::new(kind, ns, name), Some(rv), None);
                 Done::Deleted
             }
             Err(e) if e.is_not_found() => Done::Deleted,
@@ -301,7 +317,7 @@ impl Reconciler {
 
     fn remember_unmanaged(&self, meta: &ObjectMeta, ns: &str) {
         if let Some(owner) = owner_of(meta) {
-            self.unmanaged.remember(&owner, ns, Instant::now());
+            self.memory.remember_blocked(&owner, ns, Instant::now());
         }
     }
 }

@@ -4,9 +4,14 @@
 //! API allows: Mirrors and Namespaces (small), ConfigMaps and Secrets only in the namespaces
 //! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
 //! their content rather than the content.
+//!
+//! Each cache is indexed for the questions events and reconciles ask, so that their cost is
+//! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
+//! owning Mirror, and each Mirror's selected namespaces ([`Selections`]).
 
 use super::copy::{CopyInfo, SourceContent, managed_selector};
-use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
+use super::enqueue::{copy_owners, mirror_index, mirror_keys, mirrors_of_source, owner_index};
+use super::selection::Selections;
 use super::selector::NamespaceInfo;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
@@ -105,25 +110,24 @@ pub struct Caches {
     pub secret_sources: SourceStores<Secret>,
     pub configmap_copies: Store<ConfigMap, CopyInfo>,
     pub secret_copies: Store<Secret, CopyInfo>,
-}
-
-fn namespace_info(ns: &Namespace) -> NamespaceInfo {
-    NamespaceInfo {
-        name: ns.metadata.name().to_owned(),
-        labels: ns.metadata.labels.clone(),
-        terminating: ns.is_terminating(),
-    }
+    /// Which namespaces each Mirror selects, kept up to date by the Mirror and Namespace
+    /// watches.
+    pub selections: Selections,
 }
 
 impl Caches {
     pub fn new(scope: &SourceScope) -> Caches {
+        let mirrors = Store::whole().with_index(mirror_index);
+        let namespaces = Store::new(NamespaceInfo::of);
+        let by_owner = |c: &CopyInfo| c.owner.iter().map(owner_index).collect();
         Caches {
-            mirrors: Store::whole(),
-            namespaces: Store::new(namespace_info),
+            selections: Selections::new(&namespaces),
+            mirrors,
+            namespaces,
             configmap_sources: SourceStores::new(scope, SourceContent::of_configmap),
             secret_sources: SourceStores::new(scope, SourceContent::of_secret),
-            configmap_copies: Store::new(CopyInfo::of_configmap),
-            secret_copies: Store::new(CopyInfo::of_secret),
+            configmap_copies: Store::new(CopyInfo::of_configmap).with_index(by_owner),
+            secret_copies: Store::new(CopyInfo::of_secret).with_index(by_owner),
         }
     }
 
@@ -148,9 +152,9 @@ impl Caches {
 
     /// Every cached copy labelled for the Mirror `owner`, of either kind.
     pub fn copies_of(&self, owner: &super::copy::Owner) -> Vec<CopyInfo> {
-        let mine = |c: &CopyInfo| c.owner.as_ref() == Some(owner);
-        let mut copies = self.configmap_copies.filter(mine);
-        copies.extend(self.secret_copies.filter(mine));
+        let index = owner_index(owner);
+        let mut copies = self.configmap_copies.indexed(&index);
+        copies.extend(self.secret_copies.indexed(&index));
         copies
     }
 
@@ -183,7 +187,15 @@ impl Caches {
                 WatcherConfig::default(),
                 self.mirrors.clone(),
                 queue,
-                mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone()),
+                {
+                    let selections = self.selections.clone();
+                    let keys =
+                        mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone());
+                    move |event: &WatcherEvent<Mirror>| {
+                        selections.mirror_changed(event);
+                        keys(event)
+                    }
+                },
             ),
             spawn(
                 client,
@@ -192,8 +204,8 @@ impl Caches {
                 self.namespaces.clone(),
                 queue,
                 {
-                    let mirrors = self.mirrors.clone();
-                    move |_: &WatcherEvent<Namespace>| mirrors.keys()
+                    let selections = self.selections.clone();
+                    move |event: &WatcherEvent<Namespace>| selections.namespace_changed(event)
                 },
             ),
             spawn(

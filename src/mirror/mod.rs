@@ -10,22 +10,26 @@
 //! - [`copy`]: payload, content hash and the labels that mark a copy as skiff's.
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
 //! - [`status`]: the counts and `Ready` condition a Mirror reports.
-//! - [`unmanaged`]: objects with a copy's name that skiff must not touch, remembered.
-//! - [`mirror_writes`]: Mirror writes the Mirror cache has not seen yet.
-//! - [`written`]: writes the copy cache has not seen yet, so none is made twice.
+//! - [`selection`]: each Mirror's selected namespaces, kept up to date event by event.
+//! - [`conflicts`]: objects with a copy's name that skiff must not touch, found and announced;
+//!   [`memory`] keeps what is known of them per Mirror.
+//! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
+//! - [`progress`]: a long fan-out's progress, reported in the status.
 mod apply;
 pub mod caches;
+mod conflicts;
 pub mod controller;
 pub mod copy;
 pub mod enqueue;
-pub mod mirror_writes;
+pub mod memory;
+pub mod own_writes;
 pub mod plan;
+mod progress;
 pub mod reconcile;
+pub mod selection;
 pub mod selector;
 pub mod status;
 pub mod types;
-pub mod unmanaged;
-pub mod written;
 
 pub use caches::SourceScope;
 pub use controller::runnable;

@@ -6,20 +6,18 @@
 
 use super::caches::{Caches, SourceScope};
 use super::copy::{CopyInfo, Owner, SourceContent};
-use super::mirror_writes::MirrorWrites;
+use super::memory::{Memory, UNMANAGED_RECHECK};
+use super::own_writes::{CopyKey, CopyWrites, MirrorWrites};
 use super::plan::{Desired, Plan, plan};
-use super::selector::selects;
 use super::status::{self, Observed, Reason};
 use super::types::Mirror;
-use super::unmanaged::{UNMANAGED_RECHECK, Unmanaged};
-use super::written::Written;
-use crate::kube::events::{Recorder, reference_to};
+use crate::kube::events::Recorder;
 use crate::kube::{Client, Error};
 use crate::runtime::{Action, ObjectKey};
 use crate::signal::Signal;
 use serde_json::json;
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The finalizer that makes a Mirror's deletion wait until its copies are gone.
@@ -29,15 +27,13 @@ pub struct Reconciler {
     pub(super) client: Client,
     pub(super) caches: Caches,
     scope: SourceScope,
-    pub(super) written: Written,
-    /// Namespaces where an object that is not skiff's holds a copy's name.
-    pub(super) unmanaged: Unmanaged,
-    /// Per Mirror: the conflicts already reported with an Event (by this process, or by an
-    /// earlier one whose status still shows them).
-    reported: Mutex<HashMap<Owner, BTreeSet<String>>>,
+    /// Copies as this replica last wrote them, until the copy caches catch up.
+    pub(super) written: CopyWrites,
     /// Mirrors as this replica last wrote them, until the cache catches up (so a status or
     /// finalizer is not written twice).
-    mirrors_written: MirrorWrites,
+    pub(super) mirrors_written: MirrorWrites,
+    /// Per Mirror: blocked namespaces and the conflicts announced.
+    pub(super) memory: Memory,
     pub(super) recorder: Recorder,
     /// Set when the controller stops: writes not yet made are left to the next run.
     pub(super) stopping: Signal,
@@ -55,10 +51,9 @@ impl Reconciler {
             client,
             caches,
             scope,
-            written: Written::default(),
-            unmanaged: Unmanaged::default(),
-            reported: Mutex::default(),
+            written: CopyWrites::default(),
             mirrors_written: MirrorWrites::default(),
+            memory: Memory::default(),
             recorder,
             stopping,
         }
@@ -75,7 +70,7 @@ impl Reconciler {
             return Ok(Action::Done);
         };
         let owner = Owner::of(&mirror);
-        let mirror = self.mirrors_written.latest(&owner, mirror);
+        let mirror = self.latest(&owner, mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
             return self.finalize(&mirror, &owner).await;
         }
@@ -119,14 +114,17 @@ impl Reconciler {
         self.sync(&mirror, &owner, &content).await
     }
 
+    /// The Mirror as this replica last wrote it, or as cached when the cache has caught up.
+    pub(super) fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
+        self.mirrors_written
+            .resolve(owner, Some(cached.clone()))
+            .unwrap_or(cached)
+    }
+
     /// Drops what is kept about a Mirror that is gone.
     fn forget(&self, owner: &Owner) {
         self.mirrors_written.forget(owner);
-        self.unmanaged.forget(owner);
-        self.reported
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(owner);
+        self.memory.forget(owner);
     }
 
     async fn sync(
@@ -136,10 +134,13 @@ impl Reconciler {
         content: &Arc<SourceContent>,
     ) -> Result<Action, Error> {
         let hash = &content.hash;
+        let first_sight = self.memory.first_sight(owner);
         let selected = self.selected(mirror);
-        let unmanaged = self.find_unmanaged(mirror, owner, &selected).await;
+        let unmanaged = self
+            .find_unmanaged(mirror, owner, &selected, first_sight)
+            .await;
         let plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
-        let outcome = self.apply(mirror, content, &plan).await;
+        let outcome = self.apply(mirror, content, &plan, selected.len()).await;
         if outcome.stopped {
             log::info!(
                 "Mirror {}/{}: stopping with writes left for the next run",
@@ -151,7 +152,10 @@ impl Reconciler {
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
-        self.report_conflicts(mirror, owner, &conflicts).await;
+        self.report_conflicts(mirror, owner, &conflicts, first_sight)
+            .await;
+        // Progress reports during the fan-out may have written the status since.
+        let mirror = &self.latest(owner, mirror.clone());
         let observed = Observed {
             source_hash: Some(hash.clone()),
             selected: selected.len() as u32,
@@ -173,7 +177,7 @@ impl Reconciler {
         if let Some(e) = outcome.errors.into_iter().next() {
             return Err(e);
         }
-        let blocked = !self.unmanaged.blocked(owner, Instant::now()).is_empty();
+        let blocked = !self.memory.blocked(owner, Instant::now()).is_empty();
         Ok(if blocked {
             Action::RequeueAfter(UNMANAGED_RECHECK)
         } else {
@@ -198,8 +202,8 @@ impl Reconciler {
             hash,
         };
         let existing = |ns: &str| {
-            self.written
-                .resolve(kind, ns, name, self.caches.copy(kind, ns, name))
+            let key = CopyKey::new(kind, ns, name);
+            self.written.resolve(&key, self.caches.copy(kind, ns, name))
         };
         plan(
             &desired,
@@ -217,8 +221,8 @@ impl Reconciler {
             .copies_of(owner)
             .into_iter()
             .filter_map(|c| {
-                self.written
-                    .resolve(c.kind, &c.namespace.clone(), &c.name.clone(), Some(c))
+                let key = CopyKey::new(c.kind, &c.namespace, &c.name);
+                self.written.resolve(&key, Some(c))
             })
             .collect();
         owned.extend(self.written.created_unseen(owner, |kind, ns, name| {
@@ -228,51 +232,10 @@ impl Reconciler {
     }
 
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
-        let selector = mirror.spec.namespace_selector.as_ref();
-        let ns = mirror.metadata.namespace();
-        self.caches
-            .namespaces
-            .filter(|info| selects(selector, ns, info))
-            .into_iter()
-            .map(|info| info.name)
-            .collect()
+        self.caches.selections.of(mirror)
     }
 
-    async fn report_conflicts(&self, mirror: &Mirror, owner: &Owner, conflicts: &[String]) {
-        let new: Vec<String> = {
-            let mut reported = self.reported.lock().unwrap_or_else(|e| e.into_inner());
-            // First sight in this process: what the status shows was announced by an
-            // earlier run, so a restart does not post the same Events again.
-            let known = reported.entry(owner.clone()).or_insert_with(|| {
-                if status::already_reports(mirror, conflicts) {
-                    conflicts.iter().cloned().collect()
-                } else {
-                    BTreeSet::new()
-                }
-            });
-            let new = conflicts
-                .iter()
-                .filter(|ns| !known.contains(*ns))
-                .cloned()
-                .collect();
-            *known = conflicts.iter().cloned().collect();
-            new
-        };
-        if new.is_empty() {
-            return;
-        }
-        let message = format!(
-            "{} {} exists in {} and is not managed by this Mirror; it is left untouched",
-            mirror.spec.source.kind.as_str(),
-            mirror.spec.target_name(),
-            new.join(", ")
-        );
-        self.recorder
-            .warning(reference_to(mirror), "Conflict", &message)
-            .await;
-    }
-
-    async fn write_status(
+    pub(super) async fn write_status(
         &self,
         mirror: &Mirror,
         observed: &Observed,
@@ -292,8 +255,7 @@ impl Reconciler {
         let mut updated = mirror.clone();
         updated.status = Some(status);
         let written = self.client.replace_status(&updated).await?;
-        self.mirrors_written
-            .remember(mirror.metadata.resource_version(), written);
+        self.remember_mirror(mirror, written);
         Ok(())
     }
 
@@ -346,8 +308,13 @@ impl Reconciler {
                 &patch,
             )
             .await?;
-        self.mirrors_written
-            .remember(mirror.metadata.resource_version(), patched.clone());
+        self.remember_mirror(mirror, patched.clone());
         Ok(patched)
+    }
+
+    fn remember_mirror(&self, replaced: &Mirror, written: Mirror) {
+        let version = replaced.metadata.resource_version();
+        self.mirrors_written
+            .record(Owner::of(&written), Some(version), Some(written));
     }
 }

@@ -1,6 +1,7 @@
 //! Which namespaces a Mirror selects: its label selector, minus the ones that must never get a copy.
 
 use super::types::{LabelSelector, LabelSelectorRequirement};
+use crate::kube::api::Namespace;
 use std::collections::BTreeMap;
 
 /// Label that opts a namespace out of every Mirror.
@@ -12,6 +13,16 @@ pub struct NamespaceInfo {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub terminating: bool,
+}
+
+impl NamespaceInfo {
+    pub fn of(ns: &Namespace) -> NamespaceInfo {
+        NamespaceInfo {
+            name: ns.metadata.name().to_owned(),
+            labels: ns.metadata.labels.clone(),
+            terminating: ns.is_terminating(),
+        }
+    }
 }
 
 /// Whether `labels` satisfy `selector` (Kubernetes `metav1.LabelSelector` semantics).

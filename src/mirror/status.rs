@@ -9,6 +9,8 @@ use super::types::{Condition, Mirror, MirrorStatus};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
     Synced,
+    /// A fan-out is under way; the message counts the copies up to date so far.
+    Progressing,
     SourceNotFound,
     Conflict,
     SourceNamespaceNotAllowed,
@@ -19,6 +21,7 @@ impl Reason {
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Synced => "Synced",
+            Reason::Progressing => "Progressing",
             Reason::SourceNotFound => "SourceNotFound",
             Reason::Conflict => "Conflict",
             Reason::SourceNamespaceNotAllowed => "SourceNamespaceNotAllowed",
@@ -61,6 +64,11 @@ pub fn build(
             observed.synced, observed.selected
         ),
         Reason::Conflict => conflict_message(mirror, &observed.conflicts),
+        Reason::Progressing => format!(
+            "{} of {} copies up to date",
+            grouped(observed.synced),
+            grouped(observed.selected)
+        ),
         _ => message.to_owned(),
     };
     let status = if ready { "True" } else { "False" };
@@ -102,6 +110,19 @@ pub fn already_reports(mirror: &Mirror, conflicts: &[String]) -> bool {
                 && c.reason == Reason::Conflict.as_str()
                 && c.message == conflict_message(mirror, conflicts)
         })
+}
+
+/// `1234567` as `1,234,567`.
+fn grouped(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn conflict_message(mirror: &Mirror, namespaces: &[String]) -> String {
@@ -237,5 +258,25 @@ mod tests {
             m.status,
             Some(build(&m, &observed(2, 2, &[]), Reason::Synced, "", "t9"))
         );
+    }
+
+    #[test]
+    fn progress_is_not_ready_and_counts_the_copies_done() {
+        let s = build(
+            &mirror(),
+            &observed(1000, 412, &[]),
+            Reason::Progressing,
+            "",
+            "t1",
+        );
+        let c = &s.conditions[0];
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "Progressing")
+        );
+        assert_eq!(c.message, "412 of 1,000 copies up to date");
+        assert_eq!((s.selected, s.synced), (1000, 412));
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(grouped(999), "999");
     }
 }

@@ -4,7 +4,7 @@
 //! Keeping a projection instead of the object is what keeps memory independent of payloads:
 //! a controller watching copies of Secrets can keep name, labels, resourceVersion and a hash.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -56,17 +56,73 @@ impl fmt::Display for ObjectKey {
 }
 
 type Project<K, P> = Arc<dyn Fn(&K) -> P + Send + Sync>;
+/// The index values of a projection (for example the owner a copy names).
+type IndexFn<P> = Arc<dyn Fn(&P) -> Vec<String> + Send + Sync>;
 
-/// A cache of projections `P` of objects `K`, keyed by [`ObjectKey`].
+/// A cache of projections `P` of objects `K`, keyed by [`ObjectKey`], with an optional
+/// secondary index from string values to keys.
 ///
 /// Clones share one cache. The lock is a std `RwLock` because no one holds it across an
 /// `await`: readers copy out what they need, the watcher task writes one event at a time.
+/// The index lives under the same lock as the objects, so a reader never sees one without the
+/// other.
 pub struct Store<K, P> {
-    shared: Arc<RwLock<HashMap<ObjectKey, P>>>,
+    shared: Arc<RwLock<Contents<P>>>,
     /// Fired by the first `Restarted`; shared by every clone.
     ready: (Arc<Trigger>, Signal),
     project: Project<K, P>,
+    index: Option<IndexFn<P>>,
     kind: PhantomData<fn(&K)>,
+}
+
+struct Contents<P> {
+    objects: HashMap<ObjectKey, P>,
+    index: HashMap<String, HashSet<ObjectKey>>,
+}
+
+impl<P> Default for Contents<P> {
+    fn default() -> Self {
+        Contents {
+            objects: HashMap::new(),
+            index: HashMap::new(),
+        }
+    }
+}
+
+impl<P> Contents<P> {
+    fn insert(&mut self, index: Option<&IndexFn<P>>, key: ObjectKey, value: P) {
+        if let Some(index) = index {
+            for v in index(&value) {
+                self.index.entry(v).or_default().insert(key.clone());
+            }
+        }
+        if let Some(old) = self.objects.insert(key.clone(), value) {
+            self.unindex(index, &key, &old);
+        }
+    }
+
+    fn remove(&mut self, index: Option<&IndexFn<P>>, key: &ObjectKey) {
+        if let Some(old) = self.objects.remove(key) {
+            self.unindex(index, key, &old);
+        }
+    }
+
+    /// Drops `key` from the index values of `old` that its current projection no longer has.
+    fn unindex(&mut self, index: Option<&IndexFn<P>>, key: &ObjectKey, old: &P) {
+        let Some(index) = index else { return };
+        let current = self.objects.get(key).map(|p| index(p)).unwrap_or_default();
+        for v in index(old) {
+            if current.contains(&v) {
+                continue;
+            }
+            if let Some(keys) = self.index.get_mut(&v) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.index.remove(&v);
+                }
+            }
+        }
+    }
 }
 
 impl<K, P> Clone for Store<K, P> {
@@ -75,6 +131,7 @@ impl<K, P> Clone for Store<K, P> {
             shared: Arc::clone(&self.shared),
             ready: self.ready.clone(),
             project: Arc::clone(&self.project),
+            index: self.index.clone(),
             kind: PhantomData,
         }
     }
@@ -97,57 +154,106 @@ impl<K: Resource, P: Clone> Store<K, P> {
                 (Arc::new(trigger), ready)
             },
             project: Arc::new(project),
+            index: None,
             kind: PhantomData,
         }
+    }
+
+    /// The same store, also indexing each projection under the values `index` gives it, for
+    /// [`Store::indexed`] lookups that cost what they find rather than the whole cache.
+    pub fn with_index(
+        mut self,
+        index: impl Fn(&P) -> Vec<String> + Send + Sync + 'static,
+    ) -> Store<K, P> {
+        self.index = Some(Arc::new(index));
+        self
     }
 
     /// Applies one watcher event: `Restarted` replaces everything (objects deleted while the
     /// watch was down disappear) and makes the store ready.
     pub fn apply(&self, event: &WatcherEvent<K>) {
+        let index = self.index.as_ref();
         match event {
             WatcherEvent::Restarted(objects) => {
-                let fresh: HashMap<ObjectKey, P> = objects
-                    .iter()
-                    .filter_map(|o| Some((ObjectKey::of(o)?, (self.project)(o))))
-                    .collect();
+                let mut fresh = Contents::default();
+                for o in objects {
+                    if let Some(key) = ObjectKey::of(o) {
+                        fresh.insert(index, key, (self.project)(o));
+                    }
+                }
                 *self.write() = fresh;
                 self.ready.0.fire();
             }
             WatcherEvent::Applied(object) => {
                 if let Some(key) = ObjectKey::of(object) {
                     let projected = (self.project)(object);
-                    self.write().insert(key, projected);
+                    self.write().insert(index, key, projected);
                 }
             }
             WatcherEvent::Deleted(object) => {
                 if let Some(key) = ObjectKey::of(object) {
-                    self.write().remove(&key);
+                    self.write().remove(index, &key);
                 }
             }
         }
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<P> {
-        self.read().get(&ObjectKey::new(namespace, name)).cloned()
+        self.read()
+            .objects
+            .get(&ObjectKey::new(namespace, name))
+            .cloned()
     }
 
     /// Every projection, in no particular order.
     pub fn list(&self) -> Vec<P> {
-        self.read().values().cloned().collect()
+        self.read().objects.values().cloned().collect()
     }
 
     /// The projections for which `keep` is true.
     pub fn filter(&self, keep: impl Fn(&P) -> bool) -> Vec<P> {
-        self.read().values().filter(|p| keep(p)).cloned().collect()
+        self.read()
+            .objects
+            .values()
+            .filter(|p| keep(p))
+            .cloned()
+            .collect()
+    }
+
+    /// Calls `visit` on every key and projection under one read lock, copying nothing.
+    pub fn scan(&self, mut visit: impl FnMut(&ObjectKey, &P)) {
+        for (key, p) in &self.read().objects {
+            visit(key, p);
+        }
+    }
+
+    /// The projections indexed under `value` (empty without an index).
+    pub fn indexed(&self, value: &str) -> Vec<P> {
+        let contents = self.read();
+        let Some(keys) = contents.index.get(value) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|k| contents.objects.get(k).cloned())
+            .collect()
+    }
+
+    /// The keys indexed under `value` (empty without an index).
+    pub fn indexed_keys(&self, value: &str) -> Vec<ObjectKey> {
+        self.read()
+            .index
+            .get(value)
+            .map(|keys| keys.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Every key, in no particular order.
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.read().keys().cloned().collect()
+        self.read().objects.keys().cloned().collect()
     }
 
     pub fn len(&self) -> usize {
-        self.read().len()
+        self.read().objects.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -165,11 +271,11 @@ impl<K: Resource, P: Clone> Store<K, P> {
         self.ready.1.wait().await;
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, HashMap<ObjectKey, P>> {
+    fn read(&self) -> RwLockReadGuard<'_, Contents<P>> {
         self.shared.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, HashMap<ObjectKey, P>> {
+    fn write(&self) -> RwLockWriteGuard<'_, Contents<P>> {
         self.shared.write().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -241,5 +347,29 @@ mod tests {
             ObjectKey::new("", "cluster-wide").to_string(),
             "cluster-wide"
         );
+    }
+
+    #[test]
+    fn the_index_follows_each_projection_and_forgets_what_went() {
+        let by_value = |cm: &ConfigMap| cm.data.values().cloned().collect::<Vec<_>>();
+        let store = Store::new(ConfigMap::clone).with_index(by_value);
+        store.apply(&WatcherEvent::Applied(config_map("a", "x", "red")));
+        store.apply(&WatcherEvent::Applied(config_map("b", "y", "red")));
+        let mut reds = store.indexed_keys("red");
+        reds.sort();
+        assert_eq!(reds, [ObjectKey::new("a", "x"), ObjectKey::new("b", "y")]);
+        store.apply(&WatcherEvent::Applied(config_map("a", "x", "blue")));
+        assert_eq!(store.indexed_keys("red"), [ObjectKey::new("b", "y")]);
+        assert_eq!(store.indexed("blue").len(), 1);
+        store.apply(&WatcherEvent::Deleted(config_map("b", "y", "")));
+        assert!(store.indexed_keys("red").is_empty());
+        store.apply(&WatcherEvent::Restarted(vec![config_map(
+            "c", "z", "green",
+        )]));
+        assert!(
+            store.indexed_keys("blue").is_empty(),
+            "a relist rebuilds the index"
+        );
+        assert_eq!(store.indexed_keys("green"), [ObjectKey::new("c", "z")]);
     }
 }

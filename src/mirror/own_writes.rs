@@ -1,0 +1,197 @@
+//! What this replica wrote that its caches may not have seen yet: copies and Mirrors alike.
+//!
+//! A cache learns of a write only when its watch event arrives. A reconcile that runs in
+//! between would see a created copy as missing, an updated one (or a Mirror whose finalizer or
+//! status was just written) as stale, and write again. Like controller-runtime's
+//! "expectations", the reconciler records each write here and reads the caches through it:
+//! while a cache shows a version this replica has superseded, the object this replica wrote is
+//! used instead; once it shows any other version, the entry is dropped (the cache caught up, or
+//! someone else changed the object).
+//!
+//! An entry whose object is never looked at again (its namespace or Mirror was deleted) would
+//! stay forever, so entries also expire, like the expectations of kube-controller-manager, after
+//! [`EXPIRY`]. An expired entry only costs efficiency: the server refuses a write based on a
+//! stale cache (409, or 404 for a delete), and the reconciler recovers from that.
+
+use super::copy::{CopyInfo, Owner};
+use super::types::{Mirror, SourceKind};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How long a write is remembered at most; a watch delivers its event within seconds.
+const EXPIRY: Duration = Duration::from_secs(5 * 60);
+
+/// The resourceVersion of "no object": what a create replaces.
+const ABSENT: &str = "";
+
+/// An object whose version tells whether a cache has caught up with it.
+pub trait Versioned: Clone {
+    fn version(&self) -> &str;
+}
+
+impl Versioned for CopyInfo {
+    fn version(&self) -> &str {
+        &self.resource_version
+    }
+}
+
+impl Versioned for Mirror {
+    fn version(&self) -> &str {
+        self.metadata.resource_version()
+    }
+}
+
+/// Which copy: its kind, namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CopyKey {
+    pub kind: SourceKind,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl CopyKey {
+    pub fn new(kind: SourceKind, namespace: &str, name: &str) -> CopyKey {
+        CopyKey {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// Copy writes, by copy.
+pub type CopyWrites = OwnWrites<CopyKey, CopyInfo>;
+/// Mirror writes (finalizer, status), by Mirror.
+pub type MirrorWrites = OwnWrites<Owner, Mirror>;
+
+#[derive(Debug, Clone)]
+struct Entry<T> {
+    /// The versions this replica's writes replaced, oldest first ([`ABSENT`] for a create).
+    superseded: Vec<String>,
+    /// The object after the last write (`None`: deleted).
+    ours: Option<T>,
+    at: Instant,
+}
+
+pub struct OwnWrites<K, T> {
+    expiry: Duration,
+    state: Mutex<State<K, T>>,
+}
+
+struct State<K, T> {
+    entries: HashMap<K, Entry<T>>,
+    swept: Instant,
+}
+
+impl<K: Eq + Hash + Clone, T: Versioned> Default for OwnWrites<K, T> {
+    fn default() -> Self {
+        OwnWrites::expiring_after(EXPIRY)
+    }
+}
+
+impl<K: Eq + Hash + Clone, T: Versioned> OwnWrites<K, T> {
+    fn expiring_after(expiry: Duration) -> Self {
+        OwnWrites {
+            expiry,
+            state: Mutex::new(State {
+                entries: HashMap::new(),
+                swept: Instant::now(),
+            }),
+        }
+    }
+
+    /// Records a successful write that replaced version `replaced` (`None`: a create) with
+    /// `written` (`None`: a delete). A write on top of this replica's previous one extends the
+    /// versions it supersedes, so a cache two writes behind still reads as the last write.
+    pub fn record(&self, key: K, replaced: Option<&str>, written: Option<T>) {
+        self.insert(key, replaced.unwrap_or(ABSENT), written, Instant::now());
+    }
+
+    fn insert(&self, key: K, replaced: &str, written: Option<T>, at: Instant) {
+        let mut state = self.lock();
+        if at.duration_since(state.swept) >= self.expiry {
+            let expiry = self.expiry;
+            state
+                .entries
+                .retain(|_, e| at.duration_since(e.at) < expiry);
+            state.swept = at;
+        }
+        let mut superseded = match state.entries.remove(&key) {
+            Some(e) if version_of(&e.ours) == replaced => e.superseded,
+            _ => Vec::new(),
+        };
+        superseded.push(replaced.to_owned());
+        let entry = Entry {
+            superseded,
+            ours: written,
+            at,
+        };
+        state.entries.insert(key, entry);
+    }
+
+    /// The object as it is after this replica's writes, given what the cache shows (`cached`).
+    pub fn resolve(&self, key: &K, cached: Option<T>) -> Option<T> {
+        let mut state = self.lock();
+        let Some(entry) = state.entries.get(key) else {
+            return cached;
+        };
+        let seen = version_of(&cached);
+        if entry.superseded.iter().any(|v| v == seen) && entry.at.elapsed() < self.expiry {
+            entry.ours.clone()
+        } else {
+            state.entries.remove(key);
+            cached
+        }
+    }
+
+    /// Objects this replica created (and has not deleted since) for which `keep` is true:
+    /// `keep` tells, for example, whether the cache still lacks them.
+    pub fn created(&self, keep: impl Fn(&K, &T) -> bool) -> Vec<T> {
+        self.lock()
+            .entries
+            .iter()
+            .filter(|(_, e)| e.superseded.first().is_some_and(|v| v == ABSENT))
+            .filter(|(_, e)| e.at.elapsed() < self.expiry)
+            .filter_map(|(k, e)| e.ours.as_ref().filter(|t| keep(k, t)).cloned())
+            .collect()
+    }
+
+    /// Drops what is known of an object that is gone.
+    pub fn forget(&self, key: &K) {
+        self.lock().entries.remove(key);
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<K, T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn version_of<T: Versioned>(object: &Option<T>) -> &str {
+    object.as_ref().map_or(ABSENT, |o| o.version())
+}
+
+impl CopyWrites {
+    /// Copies of `owner` this replica created that the cache does not hold at all yet.
+    pub fn created_unseen(
+        &self,
+        owner: &Owner,
+        in_cache: impl Fn(SourceKind, &str, &str) -> bool,
+    ) -> Vec<CopyInfo> {
+        self.created(|k, c| {
+            c.owner.as_ref() == Some(owner) && !in_cache(k.kind, &k.namespace, &k.name)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+use super::*;
+use crate::kube::api::ObjectMeta;
+
+fn owner(name: &str) -> Owner {
+    Owner {
+        namespace: "src".into(),
+        name: name.into(),
+    }
+}
+
+fn info(rv: &str, hash: &str) -> CopyInfo {
+    CopyInfo {
+        kind: SourceKind::ConfigMap,
+        namespace: "a".into(),
+        name: "ca".into(),
+        owner: Some(owner("m")),
+        resource_version: rv.into(),
+        content_hash: hash.into(),
+    }
+}
+
+fn key(namespace: &str) -> CopyKey {
+    CopyKey::new(SourceKind::ConfigMap, namespace, "ca")
+}
+
+fn mirror_at(rv: &str, note: &str) -> Mirror {
+    let mut m = Mirror {
+        metadata: ObjectMeta::named(Some("src"), "m"),
+        ..Mirror::default()
+    };
+    m.metadata.resource_version = Some(rv.into());
+    m.spec.source.name = note.into();
+    m
+}
+
+fn note(m: Option<Mirror>) -> String {
+    m.map(|m| m.spec.source.name).unwrap_or_default()
+}
+
+#[test]
+fn a_create_the_cache_has_not_seen_reads_as_present() {
+    let w = CopyWrites::default();
+    w.record(key("a"), None, Some(info("5", "h")));
+    assert_eq!(w.resolve(&key("a"), None), Some(info("5", "h")));
+}
+
+#[test]
+fn an_update_hides_the_stale_cached_version_until_the_cache_moves() {
+    let w = CopyWrites::default();
+    w.record(key("a"), Some("4"), Some(info("6", "new")));
+    let stale = Some(info("4", "old"));
+    assert_eq!(
+        w.resolve(&key("a"), stale).map(|c| c.content_hash),
+        Some("new".into())
+    );
+    let caught_up = Some(info("6", "new"));
+    assert_eq!(w.resolve(&key("a"), caught_up.clone()), caught_up);
+    assert!(w.is_empty(), "the entry goes once the cache has moved");
+}
+
+#[test]
+fn a_delete_hides_the_cached_copy() {
+    let w = CopyWrites::default();
+    w.record(key("a"), Some("4"), None);
+    assert_eq!(w.resolve(&key("a"), Some(info("4", "h"))), None);
+}
+
+#[test]
+fn an_update_on_top_of_an_unseen_create_still_hides_the_absence() {
+    let w = CopyWrites::default();
+    w.record(key("a"), None, Some(info("5", "h")));
+    w.record(key("a"), Some("5"), Some(info("6", "h2")));
+    assert_eq!(w.resolve(&key("a"), None), Some(info("6", "h2")));
+    assert_eq!(
+        w.resolve(&key("a"), Some(info("5", "h"))),
+        Some(info("6", "h2"))
+    );
+}
+
+#[test]
+fn unseen_creates_are_listed_for_their_owner_only() {
+    let w = CopyWrites::default();
+    w.record(key("a"), None, Some(info("5", "h")));
+    w.record(key("b"), Some("3"), Some(info("6", "h")));
+    assert_eq!(w.created_unseen(&owner("m"), |_, _, _| false).len(), 1);
+    assert!(w.created_unseen(&owner("m"), |_, _, _| true).is_empty());
+    assert!(w.created_unseen(&owner("x"), |_, _, _| false).is_empty());
+    w.record(key("a"), Some("5"), None);
+    assert!(
+        w.created_unseen(&owner("m"), |_, _, _| false).is_empty(),
+        "a copy created then deleted is not listed"
+    );
+}
+
+#[test]
+fn an_expired_write_is_ignored_and_swept() {
+    let w = CopyWrites::expiring_after(Duration::ZERO);
+    w.record(key("a"), None, Some(info("5", "h")));
+    assert_eq!(w.resolve(&key("a"), None), None);
+    w.record(key("b"), None, Some(info("6", "h")));
+    assert!(w.created_unseen(&owner("m"), |_, _, _| false).is_empty());
+    w.record(key("c"), None, Some(info("7", "h")));
+    assert_eq!(w.len(), 1, "each record sweeps what has expired");
+}
+
+#[test]
+fn a_write_within_its_lifetime_is_kept() {
+    let w = CopyWrites::expiring_after(Duration::from_secs(3600));
+    w.record(key("a"), None, Some(info("5", "h")));
+    w.record(key("b"), None, Some(info("6", "h")));
+    assert_eq!(w.len(), 2);
+    assert!(w.resolve(&key("a"), None).is_some());
+}
+
+#[test]
+fn a_sweep_keeps_the_writes_that_have_not_expired() {
+    let w = CopyWrites::expiring_after(Duration::from_secs(10));
+    let start = Instant::now();
+    let at = |secs| start + Duration::from_secs(secs);
+    w.insert(key("old"), ABSENT, Some(info("5", "h")), at(0));
+    w.insert(key("young"), ABSENT, Some(info("5", "h")), at(5));
+    w.insert(key("new"), ABSENT, Some(info("5", "h")), at(12)); // sweeps "old" (12 s), not "young" (7 s)
+    let mut left: Vec<String> = w
+        .lock()
+        .entries
+        .keys()
+        .map(|k| k.namespace.clone())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["new", "young"]);
+}
+
+#[test]
+fn a_mirror_cache_two_writes_behind_reads_as_the_last_write() {
+    let w = MirrorWrites::default();
+    w.record(owner("m"), Some("1"), Some(mirror_at("2", "finalizer")));
+    w.record(owner("m"), Some("2"), Some(mirror_at("3", "status")));
+    for stale in ["1", "2"] {
+        let seen = w.resolve(&owner("m"), Some(mirror_at(stale, "cached")));
+        assert_eq!(note(seen), "status", "cache at {stale}");
+    }
+    assert_eq!(
+        note(w.resolve(&owner("m"), Some(mirror_at("3", "cached")))),
+        "cached"
+    );
+    assert!(w.is_empty(), "the entry goes once the cache has caught up");
+}
+
+#[test]
+fn a_change_by_someone_else_drops_the_entry() {
+    let w = MirrorWrites::default();
+    w.record(owner("m"), Some("1"), Some(mirror_at("2", "ours")));
+    assert_eq!(
+        note(w.resolve(&owner("m"), Some(mirror_at("5", "theirs")))),
+        "theirs"
+    );
+    assert_eq!(
+        note(w.resolve(&owner("m"), Some(mirror_at("1", "old")))),
+        "old"
+    );
+}
+
+#[test]
+fn a_write_not_on_top_of_ours_starts_over() {
+    let w = MirrorWrites::default();
+    w.record(owner("m"), Some("1"), Some(mirror_at("2", "first")));
+    w.record(owner("m"), Some("7"), Some(mirror_at("8", "second")));
+    assert_eq!(
+        note(w.resolve(&owner("m"), Some(mirror_at("1", "cached")))),
+        "cached"
+    );
+}
+
+#[test]
+fn a_gone_object_is_forgotten() {
+    let w = MirrorWrites::default();
+    w.record(owner("m"), Some("1"), Some(mirror_at("2", "ours")));
+    w.forget(&owner("m"));
+    assert!(w.is_empty());
+}
