@@ -9,7 +9,9 @@
 //!
 //! `cargo bench --bench scale` runs N ∈ {1,000, 10,000} × M ∈ {1, 100, 1,000}, prints a
 //! Markdown table and writes `benches/scale.svg`; `SKIFF_BINARY=path` measures another build
-//! (for before/after figures). `cargo test --all-targets` runs one small cell as a smoke test.
+//! (for before/after figures). `cargo bench --bench scale -- --real` runs the cells on
+//! the real control plane instead (3,000 namespaces, 1 and 201 Mirrors, 2,000 relabels).
+//! `cargo test --all-targets` runs one small cell as a smoke test.
 
 // Built with cfg(test) but no test harness, the support files' test modules import unused items.
 #[path = "../tests/support/mod.rs"]
@@ -20,6 +22,8 @@ mod support;
 mod common;
 #[path = "scale/plot.rs"]
 mod plot;
+#[path = "scale/real.rs"]
+mod real;
 
 use common::bench_mode;
 use serde_json::{Value, json};
@@ -91,7 +95,7 @@ fn seed(n: usize, m: usize) -> FakeServer {
     server
 }
 
-/// A skiff process against the cell's server, leading, with its metrics on `port`.
+/// A skiff process, leading, with its metrics on `port`.
 struct Process {
     skiff: Skiff,
     port: u16,
@@ -101,16 +105,18 @@ struct Process {
 impl Process {
     fn start(server: &FakeServer, dir: &TempDir, run: &str) -> Process {
         let kubeconfig = write_kubeconfig(dir, &server.url(), None, None, HOME);
+        let fast = ["--kube-api-qps=1000", "--kube-api-burst=1000"];
+        Process::with(&kubeconfig, dir, run, &fast)
+    }
+
+    fn with(kubeconfig: &std::path::Path, dir: &TempDir, run: &str, extra: &[&str]) -> Process {
         let port = free_port();
         let metrics = format!("--metrics-bind-address=127.0.0.1:{port}");
-        let args = [
-            metrics.as_str(),
-            "--leader-elect",
-            "--kube-api-qps=1000",
-            "--kube-api-burst=1000",
-        ];
+        let mut args = vec![metrics.as_str(), "--leader-elect"];
+        args.extend_from_slice(extra);
         let started = Instant::now();
-        let skiff = Skiff::start(&kubeconfig, dir.0.join(format!("{run}.log")), &args);
+        let log = dir.0.join(format!("{run}.log"));
+        let skiff = Skiff::start(&kubeconfig.to_path_buf(), log, &args);
         Process {
             skiff,
             port,
@@ -173,7 +179,9 @@ impl Process {
 /// CPU time of every thread of `pid` so far, in microseconds: the scheduler's nanosecond
 /// account (`/proc/PID/task/*/schedstat`), else utime + stime in clock ticks (`/proc/PID/stat`).
 fn cpu_us(pid: u32) -> f64 {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
     let from_schedstat: Option<f64> = tasks
         .flatten()
         .map(|task| {
@@ -189,7 +197,12 @@ fn cpu_us(pid: u32) -> f64 {
         .rsplit_once(')')
         .map(|(_, rest)| rest.split_whitespace().collect())
         .unwrap_or_default();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) * 10_000.0 // utime, stime at 100 Hz
 }
 
@@ -230,7 +243,10 @@ fn run_cell(n: usize, m: usize, relabels: usize) -> Cell {
     // First run: converge (the copies and statuses are written).
     let mut first = Process::start(&server, &dir, "first");
     first.wait_converged(m);
-    assert!(eventually(LIMIT, || copies(&server) >= expected), "copies missing");
+    assert!(
+        eventually(LIMIT, || copies(&server) >= expected),
+        "copies missing"
+    );
     first.settle();
     first.skiff.terminate(Duration::from_secs(30));
     // Second run: nothing to write; time start → leading and converged.
@@ -249,10 +265,16 @@ fn run_cell(n: usize, m: usize, relabels: usize) -> Cell {
     set_labels(&server, "sentinel", json!({"group": "g0"}));
     let last_event = Instant::now();
     let seen = eventually(LIMIT, || {
-        server.get("/api/v1/namespaces/sentinel/configmaps/app-ca").is_some()
+        server
+            .get("/api/v1/namespaces/sentinel/configmaps/app-ca")
+            .is_some()
             && second.work().is_some_and(|w| w.2 == 0.0)
     });
-    assert!(seen, "the sentinel's copy never came; log:\n{}", second.skiff.logs());
+    assert!(
+        seen,
+        "the sentinel's copy never came; log:\n{}",
+        second.skiff.logs()
+    );
     let drain = last_event.elapsed().as_secs_f64();
     let after = second.settle();
     let cpu = cpu_us(second.pid()) - cpu_before;
@@ -291,14 +313,28 @@ fn print_table(cells: &[Cell]) {
     }
     let cpu = cells.iter().map(|c| c.cpu_per_event_us);
     let (low, high) = cpu.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    println!("\nlargest ÷ smallest CPU per event: {:.2}×", high / low.max(f64::MIN_POSITIVE));
+    println!(
+        "\nlargest ÷ smallest CPU per event: {:.2}×",
+        high / low.max(f64::MIN_POSITIVE)
+    );
 }
 
 fn main() {
+    if bench_mode() && std::env::args().any(|a| a == "--real") {
+        real::run();
+        return;
+    }
     if !bench_mode() {
         let cell = run_cell(100, 12, 50);
-        assert_eq!(cell.restart_writes, 0, "a restart with nothing changed wrote");
-        assert!(cell.reconciles_per_event < 1.0, "{}", cell.reconciles_per_event);
+        assert_eq!(
+            cell.restart_writes, 0,
+            "a restart with nothing changed wrote"
+        );
+        assert!(
+            cell.reconciles_per_event < 1.0,
+            "{}",
+            cell.reconciles_per_event
+        );
         println!("scale: smoke run ok (run `cargo bench --bench scale` for figures)");
         return;
     }

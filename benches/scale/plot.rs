@@ -38,7 +38,10 @@ pub fn svg(cells: &[Cell]) -> String {
         xl = HEIGHT - 12.0,
         ym = (TOP + HEIGHT - BOTTOM) / 2.0,
     );
-    for m in [1, 10, 100, 1_000, 10_000].into_iter().filter(|m| *m as f64 <= max_m) {
+    for m in [1, 10, 100, 1_000, 10_000]
+        .into_iter()
+        .filter(|m| *m as f64 <= max_m)
+    {
         let _ = writeln!(
             out,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{m}</text>"#,
