@@ -15,6 +15,7 @@ use support::proxy::ConnectProxy;
 use support::skiff::{HOME_NS, SHORT_LEASE, Skiff, TempDir, eventually, is_lease_hold};
 
 const HOST: &str = "api.skiff.test";
+const LEASE_UA: &str = "skiff/leader-election";
 
 fn tls_server() -> FakeServer {
     let server = FakeServer::start_tls();
@@ -71,12 +72,12 @@ fn assert_all_connections_tunnelled(server: &FakeServer, proxy: &ConnectProxy) {
     assert!(connections.len() <= tunnels.len(), "a connection without a tunnel");
     let lease: BTreeSet<u64> = records
         .iter()
-        .filter(|r| r.class == RequestClass::Lease)
+        .filter(|r| r.user_agent.as_deref() == Some(LEASE_UA))
         .map(|r| r.conn_id)
         .collect();
     let main: BTreeSet<u64> = records
         .iter()
-        .filter(|r| r.class == RequestClass::Other)
+        .filter(|r| r.user_agent.as_deref() != Some(LEASE_UA))
         .map(|r| r.conn_id)
         .collect();
     assert!(!lease.is_empty() && !main.is_empty());

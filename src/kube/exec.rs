@@ -67,6 +67,17 @@ pub struct Credential {
     expires: Option<SystemTime>,
 }
 
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credential")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("identity", &self.identity)
+            .field("generation", &self.generation)
+            .field("expires", &self.expires)
+            .finish()
+    }
+}
+
 impl Credential {
     pub fn token(token: String) -> Credential {
         Credential {
