@@ -104,6 +104,9 @@ fn through_a_connect_proxy_both_clients_reach_the_api_server() {
     let cp = ControlPlane::shared();
     let server = cp.url().trim_start_matches("https://").to_owned();
     let tunnels = proxy.tunnels();
-    assert!(tunnels.len() >= 2, "main and lease connections: {tunnels:?}");
+    assert!(
+        tunnels.len() >= 2,
+        "main and lease connections: {tunnels:?}"
+    );
     assert!(tunnels.iter().all(|t| t.authority == server), "{tunnels:?}");
 }

@@ -55,7 +55,8 @@ struct CertServer {
 impl CertServer {
     fn start() -> CertServer {
         let key = key();
-        let mut acceptor = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).expect("acceptor");
+        let mut acceptor =
+            SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).expect("acceptor");
         acceptor.set_private_key(&key).expect("server key");
         acceptor
             .set_certificate(&certificate(&key, "server"))
@@ -73,7 +74,8 @@ impl CertServer {
         let (seen, rejecting) = (cns.clone(), reject.clone());
         std::thread::spawn(move || {
             for tcp in listener.incoming().flatten() {
-                let (acceptor, seen, rejecting) = (acceptor.clone(), seen.clone(), rejecting.clone());
+                let (acceptor, seen, rejecting) =
+                    (acceptor.clone(), seen.clone(), rejecting.clone());
                 std::thread::spawn(move || {
                     if let Ok(tls) = acceptor.accept(tcp) {
                         seen.lock().expect("lock").push(peer_cn(&tls));
@@ -98,7 +100,7 @@ fn peer_cn(tls: &SslStream<TcpStream>) -> String {
         .subject_name()
         .entries_by_nid(openssl::nid::Nid::COMMONNAME)
         .next()
-        .and_then(|entry| entry.data().as_utf8().ok().map(|s| s.to_string()));
+        .and_then(|entry| entry.data().to_string().ok());
     cn.unwrap_or_default()
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, Config};
 use std::time::{Duration, Instant};
-use support::fake::{Fault, FakeServer, RequestClass};
+use support::fake::{FakeServer, Fault, RequestClass};
 use support::plugin::{Plugin, exec_kubeconfig, print_token};
 use support::skiff::{
     HOME_NS, SHORT_LEASE, SHORT_RENEW_DEADLINE, Skiff, TempDir, eventually, is_lease_hold,
@@ -49,7 +49,10 @@ fn the_plugins_token_is_sent_and_a_401_runs_it_again_once() {
     let before = server.requests().len();
     get(&client).expect("the retry with a new token succeeds");
     assert_eq!(plugin.runs(), 2);
-    let codes: Vec<u16> = server.requests()[before..].iter().map(|r| r.status).collect();
+    let codes: Vec<u16> = server.requests()[before..]
+        .iter()
+        .map(|r| r.status)
+        .collect();
     assert_eq!(codes, [401, 200]);
 
     // A token the server never accepts: one retry, then the 401 is the answer.
@@ -86,9 +89,15 @@ fn a_failing_plugin_fails_the_request_naming_the_command_and_hint() {
     let text = err.to_string();
     assert!(text.contains("credential-plugin.sh"), "{text}");
     assert!(text.contains("exit status: 7"), "{text}");
-    assert!(text.contains("the test writes this plugin itself"), "{text}");
+    assert!(
+        text.contains("the test writes this plugin itself"),
+        "{text}"
+    );
     assert!(err.is_retryable(), "a plugin may fail for a passing reason");
-    assert!(server.requests().is_empty(), "nothing is sent without a credential");
+    assert!(
+        server.requests().is_empty(),
+        "nothing is sent without a credential"
+    );
 }
 
 /// The skiff binary leads with a plugin token; then a 401 on a main-client request makes the
@@ -99,7 +108,10 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
     let server = server_with_configmap();
     let dir = TempDir::new("exec-lease");
     let slow_run = "if [ -f \"$here/slow\" ]; then rm \"$here/slow\"; touch \"$here/started\"; sleep 3; touch \"$here/ended\"; fi";
-    let body = format!("{slow_run}\n{}", print_token("tok"));
+    let body = format!(
+        "echo \"plugin run $n\" >&2\n{slow_run}\n{}",
+        print_token("tok")
+    );
     let plugin = Plugin::write(&dir.0, &body);
     let kubeconfig = exec_kubeconfig(&dir.0, &server.url(), None, &plugin, HOME_NS, &[]);
     let mut args: Vec<&str> = SHORT_LEASE.to_vec();
@@ -107,7 +119,10 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
     let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
     let leading_and_watching = eventually(Duration::from_secs(20), || {
         let records = server.requests();
-        records.iter().any(is_lease_hold) && records.iter().any(|r| r.watch && r.class == RequestClass::Other && r.status == 200)
+        records.iter().any(is_lease_hold)
+            && records
+                .iter()
+                .any(|r| r.watch && r.class == RequestClass::Other && r.status == 200)
     });
     assert!(leading_and_watching, "never led; log:\n{}", skiff.logs());
     let runs_before = plugin.runs();
@@ -117,8 +132,7 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
     // The main client's watches reconnect; the first request gets the 401.
     server.close_watches();
     let seen = |name: &str| {
-        eventually(Duration::from_secs(20), || plugin.file(name).exists())
-            .then(Instant::now)
+        eventually(Duration::from_secs(20), || plugin.file(name).exists()).then(Instant::now)
     };
     let started = seen("started").expect("the main client never ran the plugin again");
     let ended = seen("ended").unwrap_or_else(|| {
@@ -139,5 +153,13 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
         skiff.logs()
     );
     assert_eq!(runs_before, 2, "one run per client at start");
-    assert_eq!(plugin.runs(), 3, "only the main client ran the plugin again");
+    assert!(
+        skiff.logs().contains("plugin run 3"),
+        "the plugin's stderr is logged"
+    );
+    assert_eq!(
+        plugin.runs(),
+        3,
+        "only the main client ran the plugin again"
+    );
 }

@@ -59,7 +59,10 @@ fn load(dir: &TempDir, yaml: &str) -> Config {
 fn recording_plugin(dir: &Path, token: &str) -> Plugin {
     let body = format!(
         "printf '%s ' \"$@\" > \"$here/args\"\necho \"$AWS_PROFILE\" > \"$here/profile\"\n{}",
-        print_token(token).replace("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
+        print_token(token).replace(
+            "client.authentication.k8s.io/v1",
+            "client.authentication.k8s.io/v1beta1"
+        )
     );
     Plugin::write(dir, &body)
 }

@@ -67,9 +67,15 @@ fn assert_all_connections_tunnelled(server: &FakeServer, proxy: &ConnectProxy) {
     let records = server.requests();
     let tunnels = proxy.tunnels();
     let expected = format!("{HOST}:{}", port_of(server));
-    assert!(tunnels.iter().all(|t| t.authority == expected), "{tunnels:?}");
+    assert!(
+        tunnels.iter().all(|t| t.authority == expected),
+        "{tunnels:?}"
+    );
     let connections: BTreeSet<u64> = records.iter().map(|r| r.conn_id).collect();
-    assert!(connections.len() <= tunnels.len(), "a connection without a tunnel");
+    assert!(
+        connections.len() <= tunnels.len(),
+        "a connection without a tunnel"
+    );
     let lease: BTreeSet<u64> = records
         .iter()
         .filter(|r| r.user_agent.as_deref() == Some(LEASE_UA))
@@ -81,7 +87,10 @@ fn assert_all_connections_tunnelled(server: &FakeServer, proxy: &ConnectProxy) {
         .map(|r| r.conn_id)
         .collect();
     assert!(!lease.is_empty() && !main.is_empty());
-    assert!(lease.is_disjoint(&main), "the lease client has its own tunnels");
+    assert!(
+        lease.is_disjoint(&main),
+        "the lease client has its own tunnels"
+    );
 }
 
 #[test]
@@ -104,14 +113,22 @@ fn https_proxy_from_the_environment_is_used_unless_no_proxy_exempts_the_server()
     let dir = TempDir::new("proxy-env");
     let kubeconfig = kubeconfig(&dir, &server, "");
     let url = proxy.url();
-    let skiff = start(&kubeconfig, &dir, &[("HTTPS_PROXY", &url), ("NO_PROXY", "10.0.0.0/8")]);
+    let skiff = start(
+        &kubeconfig,
+        &dir,
+        &[("HTTPS_PROXY", &url), ("NO_PROXY", "10.0.0.0/8")],
+    );
     wait_leading(&server, &skiff);
     assert_all_connections_tunnelled(&server, &proxy);
     drop(skiff);
 
     let exempt = ConnectProxy::start();
     let url = exempt.url();
-    let skiff = start(&kubeconfig, &dir, &[("https_proxy", &url), ("no_proxy", ".skiff.test")]);
+    let skiff = start(
+        &kubeconfig,
+        &dir,
+        &[("https_proxy", &url), ("no_proxy", ".skiff.test")],
+    );
     let tunnelled = eventually(Duration::from_secs(3), || !exempt.tunnels().is_empty());
     assert!(!tunnelled, "NO_PROXY=.skiff.test must bypass the proxy");
     assert!(

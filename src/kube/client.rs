@@ -276,7 +276,9 @@ impl Client {
             match self.send(spec, &credential).await {
                 Ok(reply) if (200..300).contains(&reply.code) => return Ok(reply.body),
                 Ok(reply)
-                    if reply.code == 401 && may_refresh && self.refresh(spec, &credential).await =>
+                    if reply.code == 401
+                        && may_refresh
+                        && self.refresh(spec, &credential).await =>
                 {
                     may_refresh = false;
                 }
@@ -322,7 +324,10 @@ impl Client {
             }
         };
         if credential.identity.is_some() {
-            let seen = self.inner.identity_generation.swap(credential.generation, Ordering::Relaxed);
+            let seen = self
+                .inner
+                .identity_generation
+                .swap(credential.generation, Ordering::Relaxed);
             if seen != credential.generation {
                 self.inner.pool.clear_idle();
             }

@@ -79,7 +79,10 @@ impl Connector {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let proxy = super::proxy::resolve(&config.proxy, url, &env).map_err(Error::Refused)?;
         if let Some(proxy) = &proxy {
-            log::info!("client {:?} reaches {url} through proxy {proxy:?}", config.name);
+            log::info!(
+                "client {:?} reaches {url} through proxy {proxy:?}",
+                config.name
+            );
         }
         Ok(Connector {
             host,

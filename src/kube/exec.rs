@@ -135,9 +135,13 @@ impl ExecPlugin {
         cluster: ClusterInfo,
     ) -> Result<ExecPlugin, ConfigError> {
         let invalid = |what: String| ConfigError::Invalid(format!("user {user:?}: {what}"));
-        let command = entry.command.clone().filter(|c| !c.is_empty()).ok_or_else(|| {
-            invalid("exec has no command; set exec.command to the credential plugin".into())
-        })?;
+        let command = entry
+            .command
+            .clone()
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| {
+                invalid("exec has no command; set exec.command to the credential plugin".into())
+            })?;
         let api_version = entry.api_version.clone().unwrap_or_default();
         if api_version != API_V1 && api_version != API_V1BETA1 {
             return Err(invalid(format!(
@@ -177,7 +181,10 @@ impl ExecPlugin {
                 env: env.map(|v| (v.name.clone(), v.value.clone())).collect(),
                 api_version,
                 install_hint: entry.install_hint.clone().filter(|h| !h.trim().is_empty()),
-                cluster: entry.provide_cluster_info.unwrap_or(false).then_some(cluster),
+                cluster: entry
+                    .provide_cluster_info
+                    .unwrap_or(false)
+                    .then_some(cluster),
             }),
             cached: smol::lock::Mutex::new(None),
         })
@@ -339,17 +346,22 @@ fn parse(spec: &PluginSpec, stdout: &[u8]) -> Result<Credential, Error> {
 }
 
 fn identity(spec: &PluginSpec, status: &ExecStatus) -> Result<Option<ClientIdentity>, Error> {
-    let cert = status.client_certificate_data.as_deref().filter(|c| !c.is_empty());
+    let cert = status
+        .client_certificate_data
+        .as_deref()
+        .filter(|c| !c.is_empty());
     let key = status.client_key_data.as_deref().filter(|k| !k.is_empty());
     match (cert, key) {
         (None, None) => Ok(None),
         (Some(cert), Some(key)) => {
             if openssl::x509::X509::from_pem(cert.as_bytes()).is_err() {
-                return Err(failure(spec, "returned clientCertificateData that is not PEM"));
+                return Err(failure(
+                    spec,
+                    "returned clientCertificateData that is not PEM",
+                ));
             }
-            let key_pkcs8_pem =
-                super::credentials::to_pkcs8(key.as_bytes(), "its clientKeyData")
-                    .map_err(|e| failure(spec, &format!("returned a bad key: {e}")))?;
+            let key_pkcs8_pem = super::credentials::to_pkcs8(key.as_bytes(), "its clientKeyData")
+                .map_err(|e| failure(spec, &format!("returned a bad key: {e}")))?;
             Ok(Some(ClientIdentity {
                 cert_pem: cert.as_bytes().to_vec(),
                 key_pkcs8_pem,

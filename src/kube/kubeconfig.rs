@@ -381,7 +381,10 @@ contexts:
         std::fs::write(&path, with("socks5://proxy.corp:1080")).unwrap();
         let err = Config::from_kubeconfig_files(&[path], None).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("dev-cluster") && text.contains("socks5"), "{text}");
+        assert!(
+            text.contains("dev-cluster") && text.contains("socks5"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -72,8 +72,9 @@ pub fn parse_proxy_url(text: &str, what: &str) -> Result<HttpProxy, String> {
     let text = text.trim();
     let url = match Url::parse(text) {
         Ok(url) if url.has_host() => url,
-        _ => Url::parse(&format!("http://{text}"))
-            .map_err(|e| format!("{what} {text:?} is not a proxy URL ({e}); use http://host:port"))?,
+        _ => Url::parse(&format!("http://{text}")).map_err(|e| {
+            format!("{what} {text:?} is not a proxy URL ({e}); use http://host:port")
+        })?,
     };
     match url.scheme() {
         "http" => {}
@@ -104,7 +105,10 @@ pub fn parse_proxy_url(text: &str, what: &str) -> Result<HttpProxy, String> {
         )
     });
     Ok(HttpProxy {
-        host: host.trim_start_matches('[').trim_end_matches(']').to_owned(),
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
         port: url.port().unwrap_or(80),
         authorization,
     })
@@ -201,7 +205,10 @@ impl NoProxy {
         }
         let port_matches = |rule: Option<u16>| rule.is_none_or(|p| p == port);
         if let Some(ip) = ip {
-            let exempt = self.networks.iter().any(|&(net, bits)| in_network(ip, net, bits))
+            let exempt = self
+                .networks
+                .iter()
+                .any(|&(net, bits)| in_network(ip, net, bits))
                 || self
                     .ips
                     .iter()
@@ -209,8 +216,8 @@ impl NoProxy {
             return !exempt;
         }
         !self.domains.iter().any(|rule| {
-            let named = host.ends_with(&rule.suffix)
-                || (rule.matches_itself && host == rule.suffix[1..]);
+            let named =
+                host.ends_with(&rule.suffix) || (rule.matches_itself && host == rule.suffix[1..]);
             named && port_matches(rule.port)
         })
     }
@@ -279,7 +286,10 @@ mod tests {
             proxy_for("http://api.example:8080", &http),
             Some("http://web.corp:8080".into())
         );
-        let cgi = [("http_proxy", "http://web.corp:8080"), ("REQUEST_METHOD", "GET")];
+        let cgi = [
+            ("http_proxy", "http://web.corp:8080"),
+            ("REQUEST_METHOD", "GET"),
+        ];
         assert_eq!(proxy_for("http://api.example:8080", &cgi), None);
         let lower = [("https_proxy", "http://lower:1")];
         assert_eq!(
@@ -318,7 +328,10 @@ mod tests {
             ("[2001:db8::1]", 6443),
         ];
         for (host, port) in direct {
-            assert!(!rules.use_proxy(host, port), "{host}:{port} should be direct");
+            assert!(
+                !rules.use_proxy(host, port),
+                "{host}:{port} should be direct"
+            );
         }
         let proxied = [
             ("notexample.com", 443),
@@ -331,7 +344,10 @@ mod tests {
             ("2001:db8::1", 443),
         ];
         for (host, port) in proxied {
-            assert!(rules.use_proxy(host, port), "{host}:{port} should be proxied");
+            assert!(
+                rules.use_proxy(host, port),
+                "{host}:{port} should be proxied"
+            );
         }
         assert!(!NoProxy::parse("a.com, *").use_proxy("anything.example", 443));
         let star = [PROXY, ("NO_PROXY", "*")];

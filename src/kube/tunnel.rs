@@ -10,7 +10,12 @@ const MAX_REPLY_HEAD: usize = 16 * 1024;
 
 /// Asks `proxy` (already connected on `tcp`) for a tunnel to `host:port`; on a 2xx answer the
 /// stream is the tunnel.
-pub async fn open(tcp: &mut TcpStream, proxy: &HttpProxy, host: &str, port: u16) -> Result<(), Error> {
+pub async fn open(
+    tcp: &mut TcpStream,
+    proxy: &HttpProxy,
+    host: &str,
+    port: u16,
+) -> Result<(), Error> {
     let authority = if host.contains(':') {
         format!("[{host}]:{port}")
     } else {

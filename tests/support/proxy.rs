@@ -58,7 +58,10 @@ impl ConnectProxy {
 
     /// The tunnels opened so far, in order.
     pub fn tunnels(&self) -> Vec<Tunnel> {
-        self.tunnels.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.tunnels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -97,10 +100,13 @@ fn serve(client: TcpStream, tunnels: &Mutex<Vec<Tunnel>>) {
     }
     let mut parts = request_line.split_whitespace();
     let (Some("CONNECT"), Some(authority)) = (parts.next(), parts.next()) else {
-        let _ = (&client).write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
+        let _ =
+            (&client).write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
         return;
     };
-    let port = authority.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok());
+    let port = authority
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok());
     let upstream = port.and_then(|port| TcpStream::connect(("127.0.0.1", port)).ok());
     let Some(upstream) = upstream else {
         let _ = (&client).write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n");

@@ -62,7 +62,11 @@ fn token_is_cached_until_retired_and_clones_keep_their_own() {
     assert_eq!(token_of(&plugin).unwrap(), "tok-1");
     let used = smol::block_on(plugin.current()).unwrap();
     smol::block_on(plugin.retire(used.generation + 1000));
-    assert_eq!(token_of(&plugin).unwrap(), "tok-1", "another run's 401 is ignored");
+    assert_eq!(
+        token_of(&plugin).unwrap(),
+        "tok-1",
+        "another run's 401 is ignored"
+    );
     smol::block_on(plugin.retire(used.generation));
     assert_eq!(token_of(&plugin).unwrap(), "tok-3");
     assert_eq!(token_of(&clone).unwrap(), "tok-2");
@@ -101,7 +105,10 @@ fn args_env_and_cluster_info_reach_the_plugin() {
     let info: serde_json::Value = serde_json::from_str(&read("info")).unwrap();
     assert_eq!(info["kind"], "ExecCredential");
     assert_eq!(info["spec"]["interactive"], false);
-    assert_eq!(info["spec"]["cluster"]["server"], "https://api.example:6443/");
+    assert_eq!(
+        info["spec"]["cluster"]["server"],
+        "https://api.example:6443/"
+    );
     assert_eq!(
         info["spec"]["cluster"]["certificate-authority-data"],
         "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
@@ -129,7 +136,10 @@ fn client_certificate_credentials_are_converted_for_tls() {
     });
     let dir = temp_dir("exec-cert");
     std::fs::write(dir.join("reply.json"), reply.to_string()).unwrap();
-    let path = script("exec-cert-plugin", &format!("cat {}", dir.join("reply.json").display()));
+    let path = script(
+        "exec-cert-plugin",
+        &format!("cat {}", dir.join("reply.json").display()),
+    );
     let yaml = format!(
         "apiVersion: client.authentication.k8s.io/v1beta1\ncommand: {}\n",
         path.display()
@@ -150,7 +160,10 @@ fn failing(tag: &str, body: &str) -> String {
     let err = token_of(&plugin(&path, hint)).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::Credentials(_)), "{err:?}");
-    assert!(text.contains("plugin.sh") && text.contains("user \"u\""), "{text}");
+    assert!(
+        text.contains("plugin.sh") && text.contains("user \"u\""),
+        "{text}"
+    );
     assert!(text.contains("Install the cloud CLI"), "{text}");
     text
 }
@@ -160,7 +173,10 @@ fn plugin_failures_name_the_command_the_status_and_the_install_hint() {
     let text = failing("exec-exit", "echo 'token expired, run login' >&2\nexit 3");
     assert!(text.contains("exit status: 3"), "{text}");
     let text = failing("exec-json", "echo 'not json'");
-    assert!(text.contains("no ExecCredential JSON") && text.contains("not json"), "{text}");
+    assert!(
+        text.contains("no ExecCredential JSON") && text.contains("not json"),
+        "{text}"
+    );
     let text = failing(
         "exec-version",
         r#"echo '{"apiVersion":"client.authentication.k8s.io/v1alpha1","kind":"ExecCredential","status":{"token":"x"}}'"#,
@@ -196,11 +212,17 @@ fn bad_exec_entries_are_refused_at_load_with_the_fix() {
     };
     let v1 = "apiVersion: client.authentication.k8s.io/v1\ncommand: x\n";
     let text = refused(&format!("{v1}interactiveMode: Always\n"));
-    assert!(text.contains("Always") && text.contains("terminal"), "{text}");
+    assert!(
+        text.contains("Always") && text.contains("terminal"),
+        "{text}"
+    );
     let text = refused(v1);
     assert!(text.contains("interactiveMode: Never"), "{text}");
     let text = refused("apiVersion: client.authentication.k8s.io/v1alpha1\ncommand: x\n");
-    assert!(text.contains("v1alpha1") && text.contains("v1beta1"), "{text}");
+    assert!(
+        text.contains("v1alpha1") && text.contains("v1beta1"),
+        "{text}"
+    );
     let text = refused("apiVersion: client.authentication.k8s.io/v1beta1\n");
     assert!(text.contains("no command"), "{text}");
 }
