@@ -10,13 +10,29 @@ use http_types::Url;
 use std::net::IpAddr;
 
 /// Where a config's proxy comes from.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub enum ProxyConfig {
     /// `HTTPS_PROXY`/`HTTP_PROXY` and `NO_PROXY` (client-go's default, in-cluster too).
     #[default]
     FromEnvironment,
     /// The kubeconfig cluster's `proxy-url`; the environment is not consulted.
     Url(String),
+}
+
+impl std::fmt::Debug for ProxyConfig {
+    /// Without the password a proxy URL may carry.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProxyConfig::FromEnvironment => f.write_str("FromEnvironment"),
+            ProxyConfig::Url(text) => match Url::parse(text) {
+                Ok(mut url) if url.password().is_some() => {
+                    let _ = url.set_password(Some("redacted"));
+                    write!(f, "Url({url})")
+                }
+                _ => write!(f, "Url({text})"),
+            },
+        }
+    }
 }
 
 /// An HTTP proxy that tunnels with CONNECT.
@@ -366,7 +382,11 @@ mod tests {
         assert_eq!((proxy.host.as_str(), proxy.port), ("proxy", 8888));
         // base64("us@r:p:ss")
         assert_eq!(proxy.authorization.as_deref(), Some("Basic dXNAcjpwOnNz"));
-        assert!(!format!("{proxy:?}").contains("p:ss"));
+        assert!(!format!("{proxy:?}").contains("p%3Ass"));
+        assert_eq!(
+            format!("{config:?}"),
+            "Url(http://us%40r:redacted@proxy:8888/)"
+        );
     }
 
     #[test]
