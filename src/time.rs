@@ -58,6 +58,70 @@ fn date_time(secs: u64) -> String {
     )
 }
 
+/// Parses an RFC 3339 timestamp (`2026-11-29T19:40:00Z`, fractions and `+01:00` offsets too),
+/// as exec credential plugins write `expirationTimestamp`. `None` when it is not one.
+pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    let text = text.trim();
+    let (date, rest) = text.split_at_checked(10)?;
+    let rest = rest.strip_prefix(['T', 't', ' '])?;
+    let mut fields = date.split('-');
+    let year: i64 = number(fields.next()?, 4)?;
+    let month: u32 = number(fields.next()?, 2)?;
+    let day: u32 = number(fields.next()?, 2)?;
+    let (clock, offset) = split_offset(rest)?;
+    let (clock, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+    let mut parts = clock.split(':');
+    let hour: i64 = number(parts.next()?, 2)?;
+    let minute: i64 = number(parts.next()?, 2)?;
+    let second: i64 = number(parts.next()?, 2)?;
+    let valid = (1..=12).contains(&month)
+        && (1..=31).contains(&day)
+        && hour < 24
+        && minute < 60
+        && second < 61
+        && parts.next().is_none()
+        && fraction.bytes().all(|b| b.is_ascii_digit());
+    if !valid {
+        return None;
+    }
+    let nanos = format!("{fraction:0<9}").get(..9)?.parse::<u32>().ok()?;
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    let secs = u64::try_from(secs).ok()?;
+    Some(UNIX_EPOCH + std::time::Duration::new(secs, nanos))
+}
+
+/// `Z` or `±hh:mm` at the end of the time of day: (time of day, offset in seconds).
+fn split_offset(rest: &str) -> Option<(&str, i64)> {
+    if let Some(clock) = rest.strip_suffix(['Z', 'z']) {
+        return Some((clock, 0));
+    }
+    let at = rest.rfind(['+', '-'])?;
+    let (clock, offset) = rest.split_at(at);
+    let sign = if offset.starts_with('-') { -1 } else { 1 };
+    let (hours, minutes) = offset[1..].split_once(':')?;
+    let seconds = number::<i64>(hours, 2)? * 3600 + number::<i64>(minutes, 2)? * 60;
+    Some((clock, sign * seconds))
+}
+
+fn number<T: std::str::FromStr>(text: &str, digits: usize) -> Option<T> {
+    if text.len() != digits || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// (year, month, day) to days since 1970-01-01, Howard Hinnant's `days_from_civil`.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to (year, month, day), Howard Hinnant's `civil_from_days`.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -119,5 +183,31 @@ mod tests {
             rfc3339_seconds(at(1_735_689_599, 0)),
             "2024-12-31T23:59:59Z"
         );
+    }
+
+    #[test]
+    fn parses_what_it_formats_and_offsets_and_fractions() {
+        for t in [at(0, 0), at(1_780_515_600, 0), at(4_107_542_400, 0)] {
+            assert_eq!(parse_rfc3339(&rfc3339_seconds(t)), Some(t));
+        }
+        let micros = at(1_780_515_600, 123_456_000);
+        assert_eq!(parse_rfc3339(&rfc3339_micros(micros)), Some(micros));
+        assert_eq!(
+            parse_rfc3339("2026-06-03T21:40:00+02:00"),
+            Some(at(1_780_515_600, 0))
+        );
+        assert_eq!(
+            parse_rfc3339("2026-06-03T19:39:00-00:01"),
+            Some(at(1_780_515_600, 0))
+        );
+        for bad in [
+            "",
+            "2026-06-03",
+            "2026-13-03T00:00:00Z",
+            "2026-06-03T19:40Z",
+            "soon",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! The built binary given bad input: a missing or malformed kubeconfig, an unknown context, an
-//! unreadable CA, an `exec` user, bad flag values. Each exits non-zero at once with a message
+//! unreadable CA, an interactive `exec` user, bad flag values. Each exits non-zero at once with a message
 //! naming the problem, and nothing panics.
 
 mod support;
@@ -118,15 +118,18 @@ fn ca_file_that_is_not_a_certificate_exits_1() {
 }
 
 #[test]
-fn exec_user_exits_1_saying_it_is_unsupported() {
+fn interactive_exec_user_exits_1_saying_skiff_has_no_terminal() {
     let dir = TempDir::new("bad-exec");
-    let user = "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: aws\n      args: [eks, get-token]\n";
+    let user = "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: kubelogin\n      interactiveMode: Always\n";
     let path = kubeconfig_with(&dir, &plain_cluster(), user);
     let (code, stderr) = run(&dir, &path, &[]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("exec credential plugin"), "{stderr}");
-    assert!(stderr.contains("does not support"), "{stderr}");
-    assert!(stderr.contains("use a token"), "the fix is named: {stderr}");
+    assert!(stderr.contains("kubelogin"), "{stderr}");
+    assert!(stderr.contains("interactiveMode: Always"), "{stderr}");
+    assert!(
+        stderr.contains("IfAvailable or Never"),
+        "the fix is named: {stderr}"
+    );
 }
 
 #[test]

@@ -2,13 +2,14 @@
 //!
 //! Every request: ask the write guard (mutations), wait for the token bucket, send on a pooled
 //! connection within `min(request_timeout, deadline - now)`, read the whole reply, retry a 429
-//! a bounded number of times. Clones share the pool and bucket: they are the same logical
-//! client. Two `Client::new` calls share nothing.
+//! a bounded number of times. A 401 to an exec plugin's credential runs the plugin again and
+//! retries once, as client-go does. Clones share the pool, bucket and credential: they are the
+//! same logical client. Two `Client::new` calls share nothing.
 
 use super::Error;
 use super::api::{ObjectList, Resource};
 use super::client_metrics::ClientMetrics;
-use super::config::Config;
+use super::config::{Config, Credential};
 use super::connect::Connector;
 use super::error::or_timeout;
 use super::guard::WriteGuard;
@@ -21,6 +22,7 @@ use crate::signal::Signal;
 use http_types::Method;
 use serde::Serialize;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Default page size of [`Client::list_all`] (client-go's pager uses 500).
@@ -58,6 +60,8 @@ struct Inner {
     pool: Pool,
     bucket: TokenBucket,
     metrics: ClientMetrics,
+    /// The plugin run whose client certificate new connections present (0: none yet).
+    identity_generation: AtomicU64,
 }
 
 impl Client {
@@ -70,6 +74,7 @@ impl Client {
                 pool: Pool::new(connector, MAX_IDLE),
                 bucket,
                 metrics: ClientMetrics::new(&config.name),
+                identity_generation: AtomicU64::new(0),
                 config,
             }),
             deadline: None,
@@ -223,13 +228,22 @@ impl Client {
         let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "watch");
         spec.query = watch_query(params);
         self.rate_limit().await?;
-        let timeout = self.timeout()?;
-        let started = Instant::now();
-        let result =
-            super::request::start_watch(&self.inner.pool, &self.inner.config, &spec, timeout).await;
-        let code = result.as_ref().map_or_else(Error::code, |_| Some(200));
-        self.record(&spec, code, started);
-        result.map(WatchStream::from_reader)
+        let mut may_refresh = true;
+        loop {
+            let credential = self.credential().await?;
+            let timeout = self.timeout()?;
+            let started = Instant::now();
+            let (pool, config) = (&self.inner.pool, &self.inner.config);
+            let result =
+                super::request::start_watch(pool, config, &spec, &credential, timeout).await;
+            let code = result.as_ref().map_or_else(Error::code, |_| Some(200));
+            self.record(&spec, code, started);
+            if code == Some(401) && may_refresh && self.refresh(&spec, &credential).await {
+                may_refresh = false;
+                continue;
+            }
+            return result.map(WatchStream::from_reader);
+        }
     }
 
     async fn put<K: Resource>(&self, path: String, obj: &K) -> Result<K, Error> {
@@ -251,14 +265,23 @@ impl Client {
     /// Guard, rate limit, send, and retry 429s; the body of a 2xx reply.
     async fn execute(&self, spec: &RequestSpec) -> Result<Vec<u8>, Error> {
         let mut retries_left = self.inner.config.retries_on_429;
+        let mut may_refresh = true;
         loop {
             self.check_guard(spec)?;
             self.unless_cancelled(spec, self.rate_limit()).await?;
+            let credential = self.unless_cancelled(spec, self.credential()).await?;
             // The fence may have closed, or the cancel fired, while this request waited.
             self.check_guard(spec)?;
             self.unless_cancelled(spec, async { Ok(()) }).await?;
-            match self.send(spec).await {
+            match self.send(spec, &credential).await {
                 Ok(reply) if (200..300).contains(&reply.code) => return Ok(reply.body),
+                Ok(reply)
+                    if reply.code == 401
+                        && may_refresh
+                        && self.refresh(spec, &credential).await =>
+                {
+                    may_refresh = false;
+                }
                 Ok(reply) => {
                     let error = reply_error(&reply);
                     if reply.code != 429 || retries_left == 0 {
@@ -286,11 +309,50 @@ impl Client {
         }
     }
 
+    /// This client's credential for the next request (a plugin run at most, within the
+    /// deadline). A new plugin certificate retires the idle connections made with the old one.
+    async fn credential(&self) -> Result<Credential, Error> {
+        let fetch = self.inner.config.auth.credential();
+        let credential = match self.deadline {
+            None => fetch.await?,
+            Some(_) => {
+                let left = self.timeout()?;
+                or_timeout(fetch, smol::Timer::after(left), || {
+                    "the credential plugin did not answer before the request deadline".into()
+                })
+                .await?
+            }
+        };
+        if credential.identity.is_some() {
+            let seen = self
+                .inner
+                .identity_generation
+                .swap(credential.generation, Ordering::Relaxed);
+            if seen != credential.generation {
+                self.inner.pool.clear_idle();
+            }
+        }
+        Ok(credential)
+    }
+
+    /// After a 401 to `used`: whether a retry may present a new credential (exec plugins).
+    async fn refresh(&self, spec: &RequestSpec, used: &Credential) -> bool {
+        let retry = self.inner.config.auth.retire(used).await;
+        if retry {
+            log::info!(
+                "{} {}: 401 Unauthorized; running the credential plugin again and retrying once",
+                spec.method,
+                spec.path
+            );
+        }
+        retry
+    }
+
     /// One attempt within the request timeout; a timed-out attempt drops its connection.
-    async fn send(&self, spec: &RequestSpec) -> Result<Reply, Error> {
+    async fn send(&self, spec: &RequestSpec, credential: &Credential) -> Result<Reply, Error> {
         let timeout = self.timeout()?;
         let started = Instant::now();
-        let attempt = send_pooled(&self.inner.pool, &self.inner.config, spec);
+        let attempt = send_pooled(&self.inner.pool, &self.inner.config, spec, credential);
         let result = or_timeout(attempt, smol::Timer::after(timeout), || {
             format!(
                 "{} {} got no complete reply within {timeout:?}",
@@ -303,11 +365,11 @@ impl Client {
     }
 
     /// `wait`, unless the cancel signal fires first (or has fired).
-    async fn unless_cancelled(
+    async fn unless_cancelled<T>(
         &self,
         spec: &RequestSpec,
-        wait: impl Future<Output = Result<(), Error>>,
-    ) -> Result<(), Error> {
+        wait: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
         let Some(cancel) = &self.cancel else {
             return wait.await;
         };

@@ -8,8 +8,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::Error;
+pub use super::exec::{Credential, ExecPlugin};
 pub use super::incluster::SERVICE_ACCOUNT_DIR;
 use super::kubeconfig::Source;
+pub use super::proxy::ProxyConfig;
 pub use super::tokenfile::TokenFile;
 
 /// Main client QPS: the kubebuilder `--kube-api-qps` default (client-go's own is 5).
@@ -29,6 +32,8 @@ pub struct Config {
     pub server: Url,
     pub tls: TlsOptions,
     pub auth: Auth,
+    /// The kubeconfig's `proxy-url`, else the environment's proxy settings.
+    pub proxy: ProxyConfig,
     /// The in-cluster namespace, or the kubeconfig context's namespace.
     pub namespace: Option<String>,
     pub qps: f32,
@@ -69,6 +74,8 @@ pub enum Auth {
     None,
     Token(String),
     TokenFile(TokenFile),
+    /// A credential plugin; each clone of the config caches its credential on its own.
+    Exec(ExecPlugin),
 }
 
 impl fmt::Debug for Auth {
@@ -77,17 +84,31 @@ impl fmt::Debug for Auth {
             Auth::None => f.write_str("None"),
             Auth::Token(_) => f.write_str("Token(<redacted>)"),
             Auth::TokenFile(t) => write!(f, "TokenFile({})", t.path().display()),
+            Auth::Exec(plugin) => write!(f, "{plugin:?}"),
         }
     }
 }
 
 impl Auth {
-    /// The bearer token to send now, if any.
-    pub fn bearer_token(&self) -> Option<String> {
+    /// What to present on the next request; only a plugin may take time (and fail).
+    pub async fn credential(&self) -> Result<Credential, Error> {
         match self {
-            Auth::None => None,
-            Auth::Token(token) => Some(token.clone()),
-            Auth::TokenFile(file) => Some(file.token_at(Instant::now())),
+            Auth::None => Ok(Credential::default()),
+            Auth::Token(token) => Ok(Credential::token(token.clone())),
+            Auth::TokenFile(file) => Ok(Credential::token(file.token_at(Instant::now()))),
+            Auth::Exec(plugin) => plugin.current().await,
+        }
+    }
+
+    /// After a 401 to `used`: whether asking again may give a different credential (a plugin
+    /// run), having forgotten `used`. client-go's exec authenticator does the same.
+    pub async fn retire(&self, used: &Credential) -> bool {
+        match self {
+            Auth::Exec(plugin) => {
+                plugin.retire(used.generation).await;
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -106,6 +127,7 @@ impl Config {
             server,
             tls: TlsOptions::default(),
             auth: Auth::None,
+            proxy: ProxyConfig::default(),
             namespace: None,
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
@@ -265,7 +287,7 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::UnsupportedAuth { user, kind } => write!(
                 f,
-                "user {user:?} authenticates with {kind}, which skiff does not support yet; use a token, tokenFile or client certificate (e.g. a ServiceAccount token) instead"
+                "user {user:?} authenticates with {kind}, which skiff does not support yet; use a token, tokenFile, client certificate or exec credential plugin instead"
             ),
             ConfigError::NotInCluster { missing } => write!(
                 f,

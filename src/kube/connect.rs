@@ -2,11 +2,14 @@
 //!
 //! Each [`Client`](super::Client) builds its own connector from its own config, so the lease
 //! client's connections are never the main client's, and a stuck main connection cannot hold
-//! up a lease renewal.
+//! up a lease renewal. Through a proxy, each connection is its own CONNECT tunnel. A client
+//! certificate from a credential plugin is passed per dial, so new connections present the
+//! current one.
 
 use super::Error;
-use super::config::{Config, TlsOptions};
+use super::config::{ClientIdentity, Config, TlsOptions};
 use super::error::or_timeout;
+use super::proxy::HttpProxy;
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 use std::io;
@@ -20,6 +23,7 @@ pub struct Connector {
     host: String,
     port: u16,
     tls: Option<TlsSetup>,
+    proxy: Option<HttpProxy>,
     connect_timeout: Duration,
 }
 
@@ -34,15 +38,16 @@ struct TlsSetup {
 }
 
 impl TlsSetup {
-    fn connector(&self) -> async_native_tls::TlsConnector {
+    /// `identity` (a plugin's) replaces the config's client certificate.
+    fn connector(&self, identity: Option<native_tls::Identity>) -> async_native_tls::TlsConnector {
         let mut builder = native_tls::TlsConnector::builder();
         for cert in &self.roots {
             builder.add_root_certificate(cert.clone());
         }
         // The given CA is the cluster's trust anchor; the system roots must not also vouch.
         builder.disable_built_in_roots(!self.roots.is_empty());
-        if let Some(identity) = &self.identity {
-            builder.identity(identity.clone());
+        if let Some(identity) = identity.or_else(|| self.identity.clone()) {
+            builder.identity(identity);
         }
         builder.danger_accept_invalid_certs(self.insecure_skip_verify);
         builder.danger_accept_invalid_hostnames(self.insecure_skip_verify);
@@ -71,22 +76,33 @@ impl Connector {
                 )));
             }
         };
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let proxy = super::proxy::resolve(&config.proxy, url, &env).map_err(Error::Refused)?;
+        if let Some(proxy) = &proxy {
+            log::info!(
+                "client {:?} reaches {url} through proxy {proxy:?}",
+                config.name
+            );
+        }
         Ok(Connector {
             host,
             port,
             tls,
+            proxy,
             connect_timeout: config.connect_timeout,
         })
     }
 
     /// Opens a new connection (TCP, then the TLS handshake), all within the connect timeout.
     pub async fn connect(&self) -> Result<Connection, Error> {
+        self.connect_as(None).await
+    }
+
+    /// [`connect`](Self::connect), presenting `identity` (from a credential plugin) instead of
+    /// the config's client certificate.
+    pub async fn connect_as(&self, identity: Option<&ClientIdentity>) -> Result<Connection, Error> {
         let dial = async {
-            let tcp = TcpStream::connect((self.host.as_str(), self.port))
-                .await
-                .map_err(|e| {
-                    Error::Transport(format!("connect to {}:{}: {e}", self.host, self.port))
-                })?;
+            let tcp = self.dial_tcp().await?;
             // Requests are small and latency matters more than packet count.
             if let Err(e) = tcp.set_nodelay(true) {
                 log::debug!("TCP_NODELAY not set: {e}");
@@ -96,7 +112,10 @@ impl Connector {
             }
             let stream = match &self.tls {
                 None => Stream::Plain(tcp),
-                Some(tls) => Stream::Tls(Box::new(self.handshake(tls, tcp).await?)),
+                Some(tls) => {
+                    let identity = identity.map(native_identity).transpose()?;
+                    Stream::Tls(Box::new(self.handshake(tls, identity, tcp).await?))
+                }
             };
             Ok(Connection::new(stream))
         };
@@ -109,12 +128,29 @@ impl Connector {
         .await
     }
 
+    /// TCP to the server, or to the proxy and then a CONNECT tunnel to the server.
+    async fn dial_tcp(&self) -> Result<TcpStream, Error> {
+        let Some(proxy) = &self.proxy else {
+            return TcpStream::connect((self.host.as_str(), self.port))
+                .await
+                .map_err(|e| {
+                    Error::Transport(format!("connect to {}:{}: {e}", self.host, self.port))
+                });
+        };
+        let mut tcp = TcpStream::connect((proxy.host.as_str(), proxy.port))
+            .await
+            .map_err(|e| Error::Transport(format!("connect to proxy {proxy:?}: {e}")))?;
+        super::tunnel::open(&mut tcp, proxy, &self.host, self.port).await?;
+        Ok(tcp)
+    }
+
     async fn handshake(
         &self,
         tls: &TlsSetup,
+        identity: Option<native_tls::Identity>,
         tcp: TcpStream,
     ) -> Result<async_native_tls::TlsStream<TcpStream>, Error> {
-        let connector = tls.connector();
+        let connector = tls.connector(identity);
         connector
             .connect(tls.server_name.as_str(), tcp)
             .await
@@ -144,18 +180,7 @@ fn tls_setup(options: &TlsOptions, host: &str) -> Result<TlsSetup, Error> {
         Some(ca) => parse_roots(ca)?,
         None => Vec::new(),
     };
-    let identity = match &options.identity {
-        Some(identity) => Some(
-            native_tls::Identity::from_pkcs8(&identity.cert_pem, &identity.key_pkcs8_pem).map_err(
-                |e| {
-                    Error::Refused(format!(
-                        "the client certificate and key do not form a usable identity: {e}"
-                    ))
-                },
-            )?,
-        ),
-        None => None,
-    };
+    let identity = options.identity.as_ref().map(native_identity).transpose()?;
     let server_name = options
         .server_name
         .clone()
@@ -165,6 +190,14 @@ fn tls_setup(options: &TlsOptions, host: &str) -> Result<TlsSetup, Error> {
         identity,
         insecure_skip_verify: options.insecure_skip_verify,
         server_name,
+    })
+}
+
+fn native_identity(identity: &ClientIdentity) -> Result<native_tls::Identity, Error> {
+    native_tls::Identity::from_pkcs8(&identity.cert_pem, &identity.key_pkcs8_pem).map_err(|e| {
+        Error::Refused(format!(
+            "the client certificate and key do not form a usable identity: {e}"
+        ))
     })
 }
 

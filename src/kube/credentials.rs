@@ -3,8 +3,10 @@
 //! Client keys come as PKCS#8, PKCS#1 RSA (kind, minikube) or SEC1 EC PEM; native-tls only takes
 //! PKCS#8, so every key is converted here, when the config is loaded.
 
-use super::config::{Auth, ClientIdentity, ConfigError, TlsOptions, TokenFile};
+use super::config::{Auth, ClientIdentity, Config, ConfigError, TlsOptions, TokenFile};
+use super::exec::{ClusterInfo, ExecPlugin};
 use super::kubeconfig::{ClusterEntry, Located, UserEntry};
+use super::proxy::{ProxyConfig, parse_proxy_url};
 use base64::Engine;
 use std::path::Path;
 
@@ -33,14 +35,38 @@ pub(super) fn cluster_tls(cluster: &Located<ClusterEntry>) -> Result<TlsOptions,
     })
 }
 
-pub(super) fn user_auth(user: &Located<UserEntry>) -> Result<Auth, ConfigError> {
+/// The cluster's `proxy-url`, checked now so a bad one fails at start, naming the cluster.
+pub(super) fn cluster_proxy(cluster: &Located<ClusterEntry>) -> Result<ProxyConfig, ConfigError> {
+    let Some(url) = cluster.entry.proxy_url.as_deref().filter(|u| !u.is_empty()) else {
+        return Ok(ProxyConfig::FromEnvironment);
+    };
+    let what = format!("proxy-url of cluster {:?}", cluster.name);
+    parse_proxy_url(url, &what).map_err(ConfigError::Invalid)?;
+    Ok(ProxyConfig::Url(url.to_owned()))
+}
+
+/// The user's credentials; an exec plugin may be told about `cluster` (`provideClusterInfo`).
+pub(super) fn user_auth(
+    user: &Located<UserEntry>,
+    cluster: &Located<ClusterEntry>,
+    config: &Config,
+) -> Result<Auth, ConfigError> {
     let entry = &user.entry;
     let unsupported = |kind: &str| ConfigError::UnsupportedAuth {
         user: user.name.clone(),
         kind: kind.to_owned(),
     };
-    if entry.exec.is_some() {
-        return Err(unsupported("an exec credential plugin"));
+    if let Some(exec) = &entry.exec {
+        let info = ClusterInfo {
+            server: config.server.to_string(),
+            ca_pem: config.tls.ca_pem.clone(),
+            insecure_skip_tls_verify: config.tls.insecure_skip_verify,
+            tls_server_name: config.tls.server_name.clone(),
+            proxy_url: cluster.entry.proxy_url.clone().filter(|u| !u.is_empty()),
+        };
+        return Ok(Auth::Exec(ExecPlugin::new(
+            &user.name, exec, &user.dir, info,
+        )?));
     }
     if entry.auth_provider.is_some() {
         return Err(unsupported("an auth-provider"));
@@ -142,29 +168,12 @@ fn pem_from(
 mod tests {
     use super::*;
     use crate::kube::config::Config;
+    use crate::kube::test_cert::self_signed;
     use crate::kube::test_dir::temp_dir;
     use openssl::ec::{EcGroup, EcKey};
     use openssl::nid::Nid;
     use openssl::pkey::{PKey, Private};
     use openssl::rsa::Rsa;
-
-    fn self_signed(key: &PKey<Private>) -> Vec<u8> {
-        let mut name = openssl::x509::X509NameBuilder::new().unwrap();
-        name.append_entry_by_text("CN", "skiff-test").unwrap();
-        let name = name.build();
-        let mut cert = openssl::x509::X509Builder::new().unwrap();
-        cert.set_version(2).unwrap();
-        cert.set_subject_name(&name).unwrap();
-        cert.set_issuer_name(&name).unwrap();
-        cert.set_pubkey(key).unwrap();
-        let not_before = openssl::asn1::Asn1Time::days_from_now(0).unwrap();
-        let not_after = openssl::asn1::Asn1Time::days_from_now(1).unwrap();
-        cert.set_not_before(&not_before).unwrap();
-        cert.set_not_after(&not_after).unwrap();
-        cert.sign(key, openssl::hash::MessageDigest::sha256())
-            .unwrap();
-        cert.build().to_pem().unwrap()
-    }
 
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)

@@ -25,6 +25,8 @@ pub enum Error {
     Decode(String),
     /// A client-side limit refused the request (rate limiter deadline, fence, invalid input).
     Refused(String),
+    /// No credential to send: an exec credential plugin failed (the message names it).
+    Credentials(String),
 }
 
 impl Error {
@@ -32,7 +34,8 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Api { code, .. } => matches!(code, 429 | 500 | 502 | 503 | 504),
-            Error::Transport(_) | Error::Timeout(_) => true,
+            // A plugin may fail for a passing reason (network, its own rate limits).
+            Error::Transport(_) | Error::Timeout(_) | Error::Credentials(_) => true,
             Error::Expired(_) | Error::Decode(_) | Error::Refused(_) => false,
         }
     }
@@ -73,6 +76,7 @@ impl fmt::Display for Error {
             Error::Timeout(m) => write!(f, "timed out: {m}"),
             Error::Decode(m) => write!(f, "could not decode the server's reply: {m}"),
             Error::Refused(m) => write!(f, "request refused: {m}"),
+            Error::Credentials(m) => write!(f, "no credentials: {m}"),
         }
     }
 }

@@ -5,7 +5,8 @@
 //! against the directory of the file that named them.
 
 use super::config::{Config, ConfigError};
-use super::credentials::{cluster_tls, user_auth, user_identity};
+use super::credentials::{cluster_proxy, cluster_tls, user_auth, user_identity};
+use super::exec::ExecEntry;
 use http_types::Url;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -37,6 +38,7 @@ pub(super) struct ClusterEntry {
     pub(super) certificate_authority_data: Option<String>,
     pub(super) insecure_skip_tls_verify: Option<bool>,
     pub(super) tls_server_name: Option<String>,
+    pub(super) proxy_url: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -49,7 +51,7 @@ pub(super) struct UserEntry {
     pub(super) client_certificate_data: Option<String>,
     pub(super) client_key: Option<String>,
     pub(super) client_key_data: Option<String>,
-    pub(super) exec: Option<IgnoredAny>,
+    pub(super) exec: Option<ExecEntry>,
     pub(super) auth_provider: Option<IgnoredAny>,
     pub(super) username: Option<String>,
 }
@@ -198,12 +200,13 @@ fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Confi
         })?;
     let mut config = Config::new(server_url(&cluster_name, &cluster.entry)?);
     config.tls = cluster_tls(cluster)?;
+    config.proxy = cluster_proxy(cluster)?;
     if let Some(user_name) = context.entry.user.as_deref().filter(|u| !u.is_empty()) {
         let user = find(&merged.users, user_name).ok_or_else(|| ConfigError::MissingUser {
             context: context_name.clone(),
             user: user_name.to_owned(),
         })?;
-        config.auth = user_auth(user)?;
+        config.auth = user_auth(user, cluster, &config)?;
         config.tls.identity = user_identity(user)?;
     }
     config.namespace = context.entry.namespace.clone().filter(|n| !n.is_empty());
@@ -228,7 +231,7 @@ fn server_url(cluster_name: &str, cluster: &ClusterEntry) -> Result<Url, ConfigE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::config::Auth;
+    use crate::kube::config::{Auth, ProxyConfig};
     use crate::kube::test_dir::temp_dir;
 
     const FIRST: &str = r#"
@@ -338,18 +341,48 @@ contexts:
     }
 
     #[test]
-    fn exec_user_is_refused_with_what_to_use_instead() {
+    fn exec_user_loads_as_a_plugin_and_auth_provider_is_refused_with_what_to_use_instead() {
         let dir = temp_dir("kc-exec");
         let path = dir.join("config");
-        let text = FIRST.replace(
-            "    token: dev-token",
-            "    exec:\n      command: aws\n      args: [eks, get-token]",
-        );
-        std::fs::write(&path, text).unwrap();
+        let exec = "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: bin/get-token\n      args: [eks, get-token]";
+        std::fs::write(&path, FIRST.replace("    token: dev-token", exec)).unwrap();
+        let config = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
+        let Auth::Exec(plugin) = &config.auth else {
+            panic!("expected an exec plugin, got {:?}", config.auth);
+        };
+        assert_eq!(plugin.command(), dir.join("bin/get-token"));
+
+        let provider = "    auth-provider:\n      name: oidc";
+        std::fs::write(&path, FIRST.replace("    token: dev-token", provider)).unwrap();
         let err = Config::from_kubeconfig_files(&[path], None).unwrap_err();
         let text = err.to_string();
         assert!(
-            text.contains("exec") && text.contains("tokenFile"),
+            text.contains("auth-provider") && text.contains("exec credential plugin"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn proxy_url_is_checked_at_load_naming_the_cluster() {
+        let dir = temp_dir("kc-proxy");
+        let path = dir.join("config");
+        let with = |line: &str| {
+            FIRST.replace(
+                "    tls-server-name: api.dev",
+                &format!("    tls-server-name: api.dev\n    proxy-url: {line}"),
+            )
+        };
+        std::fs::write(&path, with("http://proxy.corp:3128")).unwrap();
+        let config = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
+        assert_eq!(
+            config.proxy,
+            ProxyConfig::Url("http://proxy.corp:3128".into())
+        );
+        std::fs::write(&path, with("socks5://proxy.corp:1080")).unwrap();
+        let err = Config::from_kubeconfig_files(&[path], None).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("dev-cluster") && text.contains("socks5"),
             "{text}"
         );
     }

@@ -1,7 +1,8 @@
 //! The hand-written Kubernetes API client.
 //!
 //! - [`config`]: where the server is and how to authenticate; loaded from a kubeconfig
-//!   (`kubeconfig`, `credentials`, `tokenfile`) or the pod's service account (`incluster`).
+//!   (`kubeconfig`, `credentials`, `tokenfile`, `exec` credential plugins) or the pod's service
+//!   account (`incluster`); [`proxy`] picks the HTTP proxy, if any.
 //! - [`connect`]: one [`Connector`] per client dials TCP (+TLS); nothing is shared between
 //!   clients, so the lease client never waits on the main client's connections.
 //! - [`ratelimit`]: the client-side [`TokenBucket`] (client-go semantics).
@@ -20,21 +21,29 @@ pub mod connect;
 mod credentials;
 pub mod error;
 pub mod events;
+mod exec;
 pub mod guard;
 mod incluster;
 mod kubeconfig;
 pub mod params;
 mod pool;
+pub mod proxy;
 pub mod ratelimit;
 mod request;
 pub mod stream;
 #[cfg(test)]
+mod test_cert;
+#[cfg(test)]
 mod test_dir;
 mod tokenfile;
+mod tunnel;
 pub mod watch;
 
 pub use client::Client;
-pub use config::{Auth, ClientIdentity, Config, ConfigError, LoadOptions, TlsOptions, TokenFile};
+pub use config::{
+    Auth, ClientIdentity, Config, ConfigError, Credential, ExecPlugin, LoadOptions, ProxyConfig,
+    TlsOptions, TokenFile,
+};
 pub use connect::{Connection, Connector};
 pub use error::Error;
 pub use guard::WriteGuard;

@@ -6,6 +6,7 @@
 //! out request simply drops its connection.
 
 use super::Error;
+use super::config::ClientIdentity;
 use super::connect::{Connection, Connector};
 use std::sync::Mutex;
 
@@ -34,8 +35,9 @@ impl Pool {
         }
     }
 
-    /// The most recently used idle connection that is still open, or a new one.
-    pub async fn checkout(&self) -> Result<Checkout, Error> {
+    /// The most recently used idle connection that is still open, or a new one presenting
+    /// `identity` (a plugin's client certificate) if given.
+    pub async fn checkout(&self, identity: Option<&ClientIdentity>) -> Result<Checkout, Error> {
         while let Some(conn) = self.pop_idle() {
             if conn.is_idle_and_open() {
                 return Ok(Checkout { conn, reused: true });
@@ -43,14 +45,20 @@ impl Pool {
             log::debug!("dropping closed idle connection {}", conn.id());
         }
         Ok(Checkout {
-            conn: self.dial().await?,
+            conn: self.dial(identity).await?,
             reused: false,
         })
     }
 
-    /// A new connection that bypasses the idle list (watches, redials).
-    pub async fn dial(&self) -> Result<Connection, Error> {
-        self.connector.connect().await
+    /// A new connection that bypasses the idle list (watches, redials), presenting `identity`
+    /// if given.
+    pub async fn dial(&self, identity: Option<&ClientIdentity>) -> Result<Connection, Error> {
+        self.connector.connect_as(identity).await
+    }
+
+    /// Closes every idle connection (their client certificate was replaced).
+    pub fn clear_idle(&self) {
+        self.lock().clear();
     }
 
     /// Returns a connection whose last response was read to the end.
@@ -94,19 +102,19 @@ mod tests {
     fn returned_connection_is_reused_and_closed_ones_are_skipped() {
         let (pool, listener) = pool_with_listener(4);
         smol::block_on(async {
-            let (first, accepted) = smol::future::zip(pool.checkout(), listener.accept()).await;
+            let (first, accepted) = smol::future::zip(pool.checkout(None), listener.accept()).await;
             let first = first.unwrap();
             let (server_side, _) = accepted.unwrap();
             assert!(!first.reused);
             let id = first.conn.id();
             pool.checkin(first.conn);
-            let again = pool.checkout().await.unwrap();
+            let again = pool.checkout(None).await.unwrap();
             assert!(again.reused);
             assert_eq!(again.conn.id(), id);
             pool.checkin(again.conn);
             drop(server_side);
             smol::Timer::after(std::time::Duration::from_millis(50)).await;
-            let (fresh, _) = smol::future::zip(pool.checkout(), listener.accept()).await;
+            let (fresh, _) = smol::future::zip(pool.checkout(None), listener.accept()).await;
             let fresh = fresh.unwrap();
             assert!(!fresh.reused);
             assert_ne!(fresh.conn.id(), id);
@@ -117,8 +125,8 @@ mod tests {
     fn idle_list_is_capped() {
         let (pool, listener) = pool_with_listener(1);
         smol::block_on(async {
-            let (a, _) = smol::future::zip(pool.dial(), listener.accept()).await;
-            let (b, _) = smol::future::zip(pool.dial(), listener.accept()).await;
+            let (a, _) = smol::future::zip(pool.dial(None), listener.accept()).await;
+            let (b, _) = smol::future::zip(pool.dial(None), listener.accept()).await;
             pool.checkin(a.unwrap());
             pool.checkin(b.unwrap());
             assert_eq!(pool.idle_count(), 1);

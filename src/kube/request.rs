@@ -3,7 +3,7 @@
 
 use super::Error;
 use super::api::Status;
-use super::config::Config;
+use super::config::{Config, Credential};
 use super::connect::Connection;
 use super::error::or_timeout;
 use super::pool::Pool;
@@ -56,8 +56,8 @@ impl RequestSpec {
         url
     }
 
-    /// The request with skiff's headers; the token is read here (a token file may rotate).
-    pub fn build(&self, config: &Config) -> Request {
+    /// The request with skiff's headers and `credential`'s bearer token, if it has one.
+    pub fn build(&self, config: &Config, credential: &Credential) -> Request {
         let mut req = Request::new(self.method, self.url(&config.server));
         if let Some((body, content_type)) = &self.body {
             req.set_body(Body::from_bytes(body.clone()));
@@ -65,7 +65,7 @@ impl RequestSpec {
         }
         req.insert_header("Accept", "application/json");
         req.insert_header("User-Agent", config.user_agent.as_str());
-        if let Some(token) = config.auth.bearer_token() {
+        if let Some(token) = &credential.token {
             req.insert_header("Authorization", format!("Bearer {token}"));
         }
         req
@@ -89,14 +89,20 @@ enum Failure {
 
 /// Sends `spec` on a pooled connection and reads the whole reply. A reused connection that
 /// turns out dead before answering is replaced by a new one, once, for GET requests.
-pub async fn send_pooled(pool: &Pool, config: &Config, spec: &RequestSpec) -> Result<Reply, Error> {
-    let checkout = pool.checkout().await?;
-    match exchange(pool, checkout.conn, spec.build(config)).await {
+pub async fn send_pooled(
+    pool: &Pool,
+    config: &Config,
+    spec: &RequestSpec,
+    credential: &Credential,
+) -> Result<Reply, Error> {
+    let identity = credential.identity.as_ref();
+    let checkout = pool.checkout(identity).await?;
+    match exchange(pool, checkout.conn, spec.build(config, credential)).await {
         Ok(reply) => Ok(reply),
         Err(Failure::BeforeResponse(e)) if checkout.reused && spec.method == Method::Get => {
             log::debug!("reused connection failed ({e}); redialing once");
-            let conn = pool.dial().await?;
-            exchange(pool, conn, spec.build(config))
+            let conn = pool.dial(identity).await?;
+            exchange(pool, conn, spec.build(config, credential))
                 .await
                 .map_err(Failure::into_error)
         }
@@ -144,11 +150,12 @@ pub async fn start_watch(
     pool: &Pool,
     config: &Config,
     spec: &RequestSpec,
+    credential: &Credential,
     timeout: Duration,
 ) -> Result<Body, Error> {
     let head = async {
-        let conn = pool.dial().await?;
-        let mut res = async_h1::client::connect(conn, spec.build(config))
+        let conn = pool.dial(credential.identity.as_ref()).await?;
+        let mut res = async_h1::client::connect(conn, spec.build(config, credential))
             .await
             .map_err(|e| Error::Transport(format!("no response to the watch request: {e}")))?;
         if res.status().is_success() {
@@ -251,7 +258,6 @@ pub fn preview(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::config::Auth;
 
     fn reply(code: u16, body: &str) -> Reply {
         Reply {
@@ -324,11 +330,10 @@ mod tests {
 
     #[test]
     fn bearer_token_and_headers_are_set() {
-        let mut config = Config::new(Url::parse("http://127.0.0.1:1").unwrap());
-        config.auth = Auth::Token("t0k".into());
+        let config = Config::new(Url::parse("http://127.0.0.1:1").unwrap());
         let mut spec = RequestSpec::new(Method::Patch, "/api/v1/x".into(), "patch");
         spec.body = Some((b"{}".to_vec(), "application/merge-patch+json"));
-        let req = spec.build(&config);
+        let req = spec.build(&config, &Credential::token("t0k".into()));
         assert_eq!(req["Authorization"].as_str(), "Bearer t0k");
         assert_eq!(req["Content-Type"].as_str(), "application/merge-patch+json");
         assert_eq!(req["Accept"].as_str(), "application/json");

@@ -109,6 +109,12 @@ async fn inject<S: AsyncRead + AsyncWrite + Unpin>(
             http::write_full(conn.get_mut(), 500, &json, status.as_bytes(), keep_alive).await?;
             Ok(Some(Next::KeepAlive))
         }
+        Fault::Unauthorized => {
+            let status = ApiError::unauthorized().to_status().to_string();
+            shared.answered(record, 401);
+            http::write_full(conn.get_mut(), 401, &json, status.as_bytes(), keep_alive).await?;
+            Ok(Some(Next::KeepAlive))
+        }
         Fault::Stall => {
             let mut sink = [0u8; 4096];
             while matches!(conn.read(&mut sink).await, Ok(1..)) {}

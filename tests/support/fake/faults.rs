@@ -34,6 +34,8 @@ pub enum Fault {
     TooManyRequests { retry_after_secs: u64 },
     /// 500 Status.
     ServerError,
+    /// 401 Status, as for an expired token.
+    Unauthorized,
     /// Read the request, never answer; hold the socket until the client or the server gives up.
     Stall,
     /// Close the connection without answering.

@@ -1,0 +1,399 @@
+//! Which HTTP proxy, if any, carries the connections to the API server.
+//!
+//! Why these rules: they are client-go's, so a kubeconfig and environment that work for kubectl
+//! work for skiff. The cluster's `proxy-url` wins and the environment is then ignored; else
+//! `HTTPS_PROXY` (`HTTP_PROXY` for an http:// server) applies unless `NO_PROXY` exempts the
+//! server, as Go's `golang.org/x/net/http/httpproxy` decides: hosts, domain suffixes, IPs,
+//! CIDRs, optional ports, `*`; `localhost` and loopback IPs never go through the proxy.
+
+use http_types::Url;
+use std::net::IpAddr;
+
+/// Where a config's proxy comes from.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum ProxyConfig {
+    /// `HTTPS_PROXY`/`HTTP_PROXY` and `NO_PROXY` (client-go's default, in-cluster too).
+    #[default]
+    FromEnvironment,
+    /// The kubeconfig cluster's `proxy-url`; the environment is not consulted.
+    Url(String),
+}
+
+impl std::fmt::Debug for ProxyConfig {
+    /// Without the password a proxy URL may carry.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProxyConfig::FromEnvironment => f.write_str("FromEnvironment"),
+            ProxyConfig::Url(text) => match Url::parse(text) {
+                Ok(mut url) if url.password().is_some() => {
+                    let _ = url.set_password(Some("redacted"));
+                    write!(f, "Url({url})")
+                }
+                _ => write!(f, "Url({text})"),
+            },
+        }
+    }
+}
+
+/// An HTTP proxy that tunnels with CONNECT.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpProxy {
+    pub host: String,
+    pub port: u16,
+    /// `Basic …` from the proxy URL's user and password.
+    pub authorization: Option<String>,
+}
+
+impl std::fmt::Debug for HttpProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "http://{}:{}", self.host, self.port)
+    }
+}
+
+/// The proxy for connections to `server`; `env` reads a variable (empty counts as unset).
+pub fn resolve(
+    config: &ProxyConfig,
+    server: &Url,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<HttpProxy>, String> {
+    let from_env = |names: [&str; 2]| names.iter().find_map(|name| env(name));
+    let text = match config {
+        ProxyConfig::Url(url) => return parse_proxy_url(url, "the cluster's proxy-url").map(Some),
+        ProxyConfig::FromEnvironment => match server.scheme() {
+            "https" => from_env(["HTTPS_PROXY", "https_proxy"]),
+            // As Go: under CGI, HTTP_PROXY may come from a request header and is not trusted.
+            "http" if env("REQUEST_METHOD").is_none() => from_env(["HTTP_PROXY", "http_proxy"]),
+            _ => None,
+        },
+    };
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let host = server.host_str().unwrap_or_default();
+    let port = server.port_or_known_default().unwrap_or_default();
+    let no_proxy = NoProxy::parse(&from_env(["NO_PROXY", "no_proxy"]).unwrap_or_default());
+    if !no_proxy.use_proxy(host, port) {
+        return Ok(None);
+    }
+    let what = if server.scheme() == "https" {
+        "HTTPS_PROXY"
+    } else {
+        "HTTP_PROXY"
+    };
+    parse_proxy_url(&text, what).map(Some)
+}
+
+/// Parses a proxy URL as Go does: without a scheme it is `http://`. Only http:// is supported.
+pub fn parse_proxy_url(text: &str, what: &str) -> Result<HttpProxy, String> {
+    let text = text.trim();
+    let url = match Url::parse(text) {
+        Ok(url) if url.has_host() => url,
+        _ => Url::parse(&format!("http://{text}")).map_err(|e| {
+            format!("{what} {text:?} is not a proxy URL ({e}); use http://host:port")
+        })?,
+    };
+    match url.scheme() {
+        "http" => {}
+        "socks5" | "socks5h" | "https" => {
+            return Err(format!(
+                "{what} {text:?} is a {} proxy, which skiff does not support; use an http:// proxy (CONNECT)",
+                url.scheme()
+            ));
+        }
+        other => {
+            return Err(format!(
+                "{what} {text:?} has scheme {other:?}; use http://host:port"
+            ));
+        }
+    }
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| format!("{what} {text:?} has no host; use http://host:port"))?;
+    let authorization = (!url.username().is_empty()).then(|| {
+        use base64::Engine;
+        let user = percent_decode(url.username());
+        let password = percent_decode(url.password().unwrap_or_default());
+        let pair = format!("{user}:{password}");
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
+    });
+    Ok(HttpProxy {
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
+        port: url.port().unwrap_or(80),
+        authorization,
+    })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A parsed `NO_PROXY` list.
+#[derive(Debug, Default)]
+struct NoProxy {
+    all: bool,
+    networks: Vec<(IpAddr, u8)>,
+    ips: Vec<(IpAddr, Option<u16>)>,
+    domains: Vec<DomainRule>,
+}
+
+/// `.example.com` (suffix only) or `example.com` (itself and its subdomains), maybe with a port.
+#[derive(Debug)]
+struct DomainRule {
+    /// With a leading dot.
+    suffix: String,
+    port: Option<u16>,
+    matches_itself: bool,
+}
+
+impl NoProxy {
+    fn parse(list: &str) -> NoProxy {
+        let mut rules = NoProxy::default();
+        for entry in list.split(',') {
+            let entry = entry.trim().to_ascii_lowercase();
+            if entry.is_empty() {
+                continue;
+            }
+            if entry == "*" {
+                rules.all = true;
+                return rules;
+            }
+            if let Some(network) = parse_cidr(&entry) {
+                rules.networks.push(network);
+                continue;
+            }
+            let (host, port) = split_host_port(&entry);
+            if host.is_empty() {
+                continue;
+            }
+            if let Ok(ip) = host.parse::<IpAddr>() {
+                rules.ips.push((ip, port));
+                continue;
+            }
+            let host = host.strip_prefix('*').unwrap_or(host);
+            let (suffix, matches_itself) = match host.strip_prefix('.') {
+                Some(_) => (host.to_owned(), false),
+                None => (format!(".{host}"), true),
+            };
+            rules.domains.push(DomainRule {
+                suffix,
+                port,
+                matches_itself,
+            });
+        }
+        rules
+    }
+
+    /// Whether a connection to `host:port` goes through the proxy (Go's `useProxy`).
+    fn use_proxy(&self, host: &str, port: u16) -> bool {
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        let ip = host.parse::<IpAddr>().ok();
+        if host == "localhost" || ip.is_some_and(|ip| ip.is_loopback()) || self.all {
+            return false;
+        }
+        let port_matches = |rule: Option<u16>| rule.is_none_or(|p| p == port);
+        if let Some(ip) = ip {
+            let exempt = self
+                .networks
+                .iter()
+                .any(|&(net, bits)| in_network(ip, net, bits))
+                || self
+                    .ips
+                    .iter()
+                    .any(|&(rule, rule_port)| rule == ip && port_matches(rule_port));
+            return !exempt;
+        }
+        !self.domains.iter().any(|rule| {
+            let named =
+                host.ends_with(&rule.suffix) || (rule.matches_itself && host == rule.suffix[1..]);
+            named && port_matches(rule.port)
+        })
+    }
+}
+
+/// `10.0.0.0/8` or `fd00::/8` as (network, prefix length).
+fn parse_cidr(entry: &str) -> Option<(IpAddr, u8)> {
+    let (ip, bits) = entry.split_once('/')?;
+    let ip: IpAddr = ip.parse().ok()?;
+    let bits: u8 = bits.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    (bits <= max).then_some((ip, bits))
+}
+
+fn in_network(ip: IpAddr, network: IpAddr, bits: u8) -> bool {
+    let (ip, network, width) = match (ip, network) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(a.to_bits()), u128::from(b.to_bits()), 32),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (a.to_bits(), b.to_bits(), 128),
+        _ => return false,
+    };
+    let shift = width - u32::from(bits);
+    shift >= 128 || (ip >> shift) == (network >> shift)
+}
+
+/// `host:port`, `[v6]:port` or a bare host; a port that is not a number is no port.
+fn split_host_port(entry: &str) -> (&str, Option<u16>) {
+    if let Some(rest) = entry.strip_prefix('[')
+        && let Some((host, after)) = rest.split_once(']')
+    {
+        return (host, after.strip_prefix(':').and_then(|p| p.parse().ok()));
+    }
+    match entry.split_once(':') {
+        Some((host, port)) if !port.contains(':') => (host, port.parse().ok()),
+        _ => (entry, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, v)| *k == name && !v.is_empty())
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    fn proxy_for(server: &str, vars: &[(&str, &str)]) -> Option<String> {
+        let url = Url::parse(server).unwrap();
+        resolve(&ProxyConfig::FromEnvironment, &url, &env(vars))
+            .unwrap()
+            .map(|p| format!("{p:?}"))
+    }
+
+    const PROXY: (&str, &str) = ("HTTPS_PROXY", "proxy.corp:3128");
+
+    #[test]
+    fn https_proxy_applies_to_https_servers_and_http_proxy_to_http_ones() {
+        let via = Some("http://proxy.corp:3128".to_owned());
+        assert_eq!(proxy_for("https://api.example:6443", &[PROXY]), via);
+        assert_eq!(proxy_for("http://api.example:8080", &[PROXY]), None);
+        let http = [("http_proxy", "http://web.corp:8080")];
+        assert_eq!(
+            proxy_for("http://api.example:8080", &http),
+            Some("http://web.corp:8080".into())
+        );
+        let cgi = [
+            ("http_proxy", "http://web.corp:8080"),
+            ("REQUEST_METHOD", "GET"),
+        ];
+        assert_eq!(proxy_for("http://api.example:8080", &cgi), None);
+        let lower = [("https_proxy", "http://lower:1")];
+        assert_eq!(
+            proxy_for("https://api.example", &lower),
+            Some("http://lower:1".into())
+        );
+    }
+
+    #[test]
+    fn loopback_and_localhost_are_never_proxied_from_the_environment() {
+        for server in [
+            "https://127.0.0.1:6443",
+            "https://127.9.9.9",
+            "https://[::1]:6443",
+            "https://localhost:6443",
+        ] {
+            assert_eq!(proxy_for(server, &[PROXY]), None, "{server}");
+        }
+    }
+
+    #[test]
+    fn no_proxy_matches_hosts_suffixes_ips_cidrs_ports_and_star() {
+        let rules = NoProxy::parse(
+            " Example.com, .internal, *.corp.net, 10.0.0.0/8, 192.168.1.7, 172.16.0.1:6443, api.other:443, fd00::/8, [2001:db8::1]:6443",
+        );
+        let direct = [
+            ("example.com", 443),
+            ("api.example.com", 443),
+            ("x.internal", 6443),
+            ("a.b.corp.net", 1),
+            ("10.1.2.3", 6443),
+            ("192.168.1.7", 1),
+            ("172.16.0.1", 6443),
+            ("api.other", 443),
+            ("fd12::1", 443),
+            ("[2001:db8::1]", 6443),
+        ];
+        for (host, port) in direct {
+            assert!(
+                !rules.use_proxy(host, port),
+                "{host}:{port} should be direct"
+            );
+        }
+        let proxied = [
+            ("notexample.com", 443),
+            ("internal", 443),
+            ("corp.net", 443),
+            ("11.0.0.1", 443),
+            ("192.168.1.8", 443),
+            ("172.16.0.1", 443),
+            ("api.other", 6443),
+            ("2001:db8::1", 443),
+        ];
+        for (host, port) in proxied {
+            assert!(
+                rules.use_proxy(host, port),
+                "{host}:{port} should be proxied"
+            );
+        }
+        assert!(!NoProxy::parse("a.com, *").use_proxy("anything.example", 443));
+        let star = [PROXY, ("NO_PROXY", "*")];
+        assert_eq!(proxy_for("https://api.example", &star), None);
+        let cidr = [PROXY, ("no_proxy", "10.96.0.0/12")];
+        assert_eq!(proxy_for("https://10.96.0.1:443", &cidr), None);
+    }
+
+    #[test]
+    fn proxy_url_wins_over_the_environment_and_carries_credentials() {
+        let url = Url::parse("https://127.0.0.1:6443").unwrap();
+        let config = ProxyConfig::Url("http://us%40r:p%3Ass@proxy:8888".into());
+        let proxy = resolve(&config, &url, &env(&[("NO_PROXY", "*")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!((proxy.host.as_str(), proxy.port), ("proxy", 8888));
+        // base64("us@r:p:ss")
+        assert_eq!(proxy.authorization.as_deref(), Some("Basic dXNAcjpwOnNz"));
+        assert!(!format!("{proxy:?}").contains("p%3Ass"));
+        assert_eq!(
+            format!("{config:?}"),
+            "Url(http://us%40r:redacted@proxy:8888/)"
+        );
+    }
+
+    #[test]
+    fn socks_and_https_proxies_are_refused_by_name() {
+        for text in ["socks5://proxy:1080", "https://proxy:443", "ftp://proxy"] {
+            let err = parse_proxy_url(text, "proxy-url").unwrap_err();
+            assert!(err.contains(text) && err.contains("http://"), "{err}");
+        }
+    }
+}
