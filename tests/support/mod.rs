@@ -11,5 +11,6 @@ pub mod kubectl;
 pub mod lease;
 pub mod pod;
 pub mod scrape;
+pub mod scraper;
 pub mod skiff;
 pub mod watchdog;
