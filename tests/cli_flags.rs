@@ -34,8 +34,10 @@ fn version_prints_the_version_and_the_git_revision_it_was_built_from() {
     let head = Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output();
-    if let Ok(head) = head.as_ref().filter(|head| head.status.success()) {
+        .output()
+        .ok()
+        .filter(|head| head.status.success());
+    if let Some(head) = head {
         let head = String::from_utf8_lossy(&head.stdout);
         assert_eq!(stdout.trim(), format!("{prefix}{})", head.trim()));
     } else {
