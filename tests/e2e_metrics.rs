@@ -195,7 +195,7 @@ fn certificate(
         let ca = BasicConstraints::new().critical().ca().build().expect("ca");
         cert.append_extension(ca).expect("ca");
     } else {
-        let context = cert.x509v3_context(issuer, None);
+        let context = cert.x509v3_context(issuer.map(|ca| &**ca), None);
         let san = SubjectAlternativeName::new()
             .dns("localhost")
             .build(&context)
