@@ -1,6 +1,6 @@
 #!/bin/sh
-# Writes a kustomization into DIR that takes ../manifests (by absolute path) and sets the skiff
-# container's image to IMG, for `make deploy` and `make build-installer`. The tracked manifests
+# Writes a kustomization into DIR that takes manifests/ and sets the skiff container's image to
+# IMG, for `make deploy` and `make build-installer`. The tracked manifests
 # are never edited: the override lives only in DIR, which the caller removes.
 #
 #   hack/image-overlay.sh DIR IMG       IMG: name, name:tag or name@sha256:digest
@@ -11,7 +11,10 @@ if [ $# -ne 2 ] || [ -z "$2" ]; then
 fi
 dir=$1
 img=$2
-manifests=$(cd "$(dirname "$0")/../manifests" && pwd)
+manifests=$(cd "$(dirname "$0")/../manifests" && pwd -P)
+# kustomize refuses absolute paths: climb from DIR to / and descend to manifests/.
+up=$(cd "$dir" && pwd -P | sed -e 's|[^/][^/]*|..|g' -e 's|^/||')
+relative=$up$manifests
 
 # name@digest, name:tag (the colon after the last slash, not a registry port), or name alone.
 case $img in
@@ -29,7 +32,7 @@ cat >"$dir/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - $manifests
+  - $relative
 images:
   - name: skiff
     newName: $name
