@@ -16,7 +16,8 @@ INSTALLER ?= dist/install.yaml
 # OCI labels of the image: version from Cargo.toml, revision and source from git.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | sed -n 1p)
 REVISION := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-IMAGE_SOURCE ?= $(shell git remote get-url origin 2>/dev/null || echo unknown)
+# (credentials in the remote's URL are dropped, never baked into a label)
+IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed 's|//[^@/]*@|//|'),unknown)
 # The image's binary: glibc linked statically (static-pie), so it runs in a FROM-scratch image
 # with the toolchain already on the machine (no musl target or musl C compiler needed).
 STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
@@ -67,7 +68,7 @@ docker-build: static ## container image IMG (default skiff:latest) from Containe
 		echo "make docker-build: $(CONTAINER_TOOL) not found; install podman (e.g. apt-get install podman)"; exit 1; }
 	$(CONTAINER_TOOL) build -f Containerfile --build-arg BINARY=$(STATIC_BINARY) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
-		--build-arg SOURCE=$(IMAGE_SOURCE) -t $(IMG) .
+		--build-arg SOURCE='$(IMAGE_SOURCE)' -t $(IMG) .
 	@$(CONTAINER_TOOL) image inspect $(IMG) \
 		--format 'make docker-build: $(IMG) {{.Size}} bytes, user {{.Config.User}}, entrypoint {{.Config.Entrypoint}}, labels {{.Config.Labels}}'
 
