@@ -5,17 +5,30 @@ CARGO ?= cargo
 # kubectl built by testbin/ when present, else the one on PATH.
 KUBECTL ?= $(if $(wildcard bin/kubectl),bin/kubectl,kubectl)
 CONTAINER_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+# The image to build, push and deploy (kubebuilder's name); IMAGE is the older spelling.
 IMAGE ?= skiff:latest
+IMG ?= $(IMAGE)
+# Flags of the deletes in undeploy and uninstall; add --wait=false not to wait for the namespace
+# to finish terminating.
+DELETE_FLAGS ?= --ignore-not-found
+# What `make build-installer` writes: everything `kubectl apply -f` needs, image set to IMG.
+INSTALLER ?= dist/install.yaml
+# OCI labels of the image: version from Cargo.toml, revision and source from git.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | sed -n 1p)
+REVISION := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+# (credentials in the remote's URL are dropped, never baked into a label)
+IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed 's|//[^@/]*@|//|'),unknown)
 # The image's binary: glibc linked statically (static-pie), so it runs in a FROM-scratch image
 # with the toolchain already on the machine (no musl target or musl C compiler needed).
 STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
 STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
 ARGS ?=
 
-.PHONY: help build test testbin lint fmt run bench static image deploy demo clean
+.PHONY: help build test testbin lint fmt run bench static docker-build docker-push image \
+	install uninstall deploy undeploy build-installer demo clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-8s %s\n", $$1, $$2 }'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
 build: ## release build of the skiff binary (target/release/skiff)
 	$(CARGO) build --release
@@ -50,15 +63,41 @@ bench: ## run the benchmarks (benches/) and record the figures in BENCHMARKS.md
 static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff)
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --target $(STATIC_TARGET)
 
-image: static ## container image (IMAGE, default skiff:latest) from Containerfile (podman, or docker if podman is absent)
+docker-build: static ## container image IMG (default skiff:latest) from Containerfile, with OCI labels (podman, else docker)
 	@command -v $(CONTAINER_TOOL) >/dev/null || { \
-		echo "make image: $(CONTAINER_TOOL) not found; install podman (e.g. apt-get install podman)"; exit 1; }
-	$(CONTAINER_TOOL) build -f Containerfile --build-arg BINARY=$(STATIC_BINARY) -t $(IMAGE) .
-	@$(CONTAINER_TOOL) image inspect $(IMAGE) \
-		--format 'make image: $(IMAGE) {{.Size}} bytes, user {{.Config.User}}, entrypoint {{.Config.Entrypoint}}'
+		echo "make docker-build: $(CONTAINER_TOOL) not found; install podman (e.g. apt-get install podman)"; exit 1; }
+	$(CONTAINER_TOOL) build -f Containerfile --build-arg BINARY=$(STATIC_BINARY) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+		--build-arg SOURCE='$(IMAGE_SOURCE)' -t $(IMG) .
+	@$(CONTAINER_TOOL) image inspect $(IMG) \
+		--format 'make docker-build: $(IMG) {{.Size}} bytes, user {{.Config.User}}, entrypoint {{.Config.Entrypoint}}, labels {{.Config.Labels}}'
 
-deploy: ## apply manifests/ to the cluster of the current kubeconfig
-	$(KUBECTL) apply -k manifests/
+docker-push: ## push IMG to its registry
+	$(CONTAINER_TOOL) push $(IMG)
+
+image: docker-build ## the same as docker-build (older name)
+
+install: ## apply the Mirror CRD to the cluster of the current kubeconfig
+	$(KUBECTL) apply -f manifests/crd.yaml
+
+uninstall: ## delete the Mirror CRD (and with it every Mirror)
+	$(KUBECTL) delete $(DELETE_FLAGS) -f manifests/crd.yaml
+
+deploy: ## apply manifests/ with the Deployment's image set to IMG (tracked files stay unchanged)
+	@overlay=$$(mktemp -d) && trap 'rm -rf "$$overlay"' EXIT && \
+		hack/image-overlay.sh "$$overlay" '$(IMG)' && \
+		echo "$(KUBECTL) apply -k manifests/ (image $(IMG))" && \
+		$(KUBECTL) apply -k "$$overlay"
+
+undeploy: ## delete everything deploy created (objects already gone are no error)
+	$(KUBECTL) delete $(DELETE_FLAGS) -k manifests/
+
+build-installer: ## write INSTALLER (default dist/install.yaml): manifests/ in one file, image IMG
+	@mkdir -p $(dir $(INSTALLER))
+	@overlay=$$(mktemp -d) && trap 'rm -rf "$$overlay"' EXIT && \
+		hack/image-overlay.sh "$$overlay" '$(IMG)' && \
+		$(KUBECTL) kustomize "$$overlay" > '$(INSTALLER)' && \
+		echo "make build-installer: wrote $(INSTALLER) (image $(IMG)); kubectl apply -f $(INSTALLER)"
 
 demo: testbin ## local control plane, two skiff replicas, a Mirror at work, a handover; Ctrl-C stops it
 	$(CARGO) build --quiet --bin skiff --example demo

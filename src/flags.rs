@@ -34,8 +34,8 @@ pub const DEFAULT_LEADER_ELECT_QPS: f32 = 5.0;
 pub const DEFAULT_LEADER_ELECT_BURST: u32 = 10;
 /// Probe address: kubebuilder's scaffold.
 pub const DEFAULT_HEALTH_PROBE_BIND_ADDRESS: &str = ":8081";
-/// Metrics address: kubebuilder's scaffold (`0` disables).
-pub const DEFAULT_METRICS_BIND_ADDRESS: &str = ":8080";
+/// Metrics address: kubebuilder's scaffold since v4, HTTPS (`0` disables).
+pub const DEFAULT_METRICS_BIND_ADDRESS: &str = ":8443";
 /// Graceful shutdown timeout: controller-runtime's default.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -86,9 +86,16 @@ struct Options {
     /// address of /healthz and /readyz (default :8081)
     #[argh(option, default = "DEFAULT_HEALTH_PROBE_BIND_ADDRESS.to_owned()")]
     health_probe_bind_address: String,
-    /// address of /metrics; 0 disables (default :8080)
+    /// address of /metrics; 0 disables (default :8443)
     #[argh(option, default = "DEFAULT_METRICS_BIND_ADDRESS.to_owned()")]
     metrics_bind_address: String,
+    /// serve /metrics over HTTPS to callers authorized by TokenReview and SubjectAccessReview;
+    /// false serves plain HTTP to anyone (default true)
+    #[argh(option, default = "true", from_str_fn(parse_bool))]
+    metrics_secure: bool,
+    /// directory holding tls.crt and tls.key for /metrics (default: a self-signed certificate)
+    #[argh(option, default = "String::new()")]
+    metrics_cert_dir: String,
     /// how long controllers may take to stop on shutdown (default 30s)
     #[argh(
         option,
@@ -105,6 +112,9 @@ struct Options {
     /// error, warn, info, debug or trace (default info)
     #[argh(option, default = "LevelFilter::Info", from_str_fn(parse_level))]
     log_level: LevelFilter,
+    /// print the version and git revision, then exit
+    #[argh(switch)]
+    version: bool,
 }
 
 /// The validated configuration of one skiff process.
@@ -128,6 +138,10 @@ pub struct Settings {
     pub health_probe_bind_address: SocketAddr,
     /// `None` when `--metrics-bind-address=0`.
     pub metrics_bind_address: Option<SocketAddr>,
+    /// `--metrics-secure`: HTTPS with authentication and authorization, else plain HTTP.
+    pub metrics_secure: bool,
+    /// `--metrics-cert-dir`; `None` = a self-signed certificate made at start.
+    pub metrics_cert_dir: Option<PathBuf>,
     pub graceful_shutdown_timeout: Duration,
     pub source_namespaces: SourceNamespaces,
     pub log_format: LogFormat,
@@ -150,6 +164,8 @@ pub enum SourceNamespaces {
 pub enum FlagError {
     /// `--help` was asked for: print this to stdout and exit 0.
     Help(String),
+    /// `--version` was asked for: print [`crate::version::describe`] and exit 0.
+    Version,
     /// argh's own message: unknown flag, missing or unparsable value (names the flag).
     Usage(String),
     /// A value that parsed but is not allowed; the message names the flag and why.
@@ -160,6 +176,7 @@ impl fmt::Display for FlagError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Help(text) => f.write_str(text.trim_end()),
+            Self::Version => f.write_str(&crate::version::describe()),
             Self::Usage(text) => write!(f, "{}; see --help", text.trim_end()),
             Self::Invalid { message, .. } => f.write_str(message),
         }
@@ -176,6 +193,9 @@ pub fn parse(args: &[String]) -> Result<Settings, FlagError> {
         Ok(()) => FlagError::Help(exit.output),
         Err(()) => FlagError::Usage(exit.output),
     })?;
+    if options.version {
+        return Err(FlagError::Version);
+    }
     validate::settings(options)
 }
 
@@ -191,6 +211,10 @@ impl fmt::Display for Settings {
         };
         let kubeconfig = self.kubeconfig.as_ref().map(|p| p.display().to_string());
         let metrics = self.metrics_bind_address.map(|a| a.to_string());
+        let cert_dir = self
+            .metrics_cert_dir
+            .as_ref()
+            .map(|p| p.display().to_string());
         let sources = match &self.source_namespaces {
             SourceNamespaces::Own => "(own namespace)".to_owned(),
             SourceNamespaces::All => "*".to_owned(),
@@ -203,8 +227,8 @@ impl fmt::Display for Settings {
              leader-elect-lease-duration={} leader-elect-renew-deadline={} \
              leader-elect-retry-period={} leader-elect-release-on-cancel={} \
              leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
-             metrics-bind-address={} graceful-shutdown-timeout={} source-namespaces={} \
-             log-format={} log-level={}",
+             metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
+             graceful-shutdown-timeout={} source-namespaces={} log-format={} log-level={}",
             or(&kubeconfig, "(auto)"),
             or(&self.context, "(current)"),
             self.kube_api_qps,
@@ -220,6 +244,8 @@ impl fmt::Display for Settings {
             self.leader_elect_burst,
             self.health_probe_bind_address,
             or(&metrics, "0 (disabled)"),
+            self.metrics_secure,
+            or(&cert_dir, "(self-signed)"),
             format_duration(self.graceful_shutdown_timeout),
             sources,
             self.log_format,
@@ -265,8 +291,10 @@ mod tests {
         );
         assert_eq!(
             s.metrics_bind_address,
-            Some("0.0.0.0:8080".parse().expect("addr"))
+            Some("0.0.0.0:8443".parse().expect("addr"))
         );
+        assert!(s.metrics_secure);
+        assert_eq!(s.metrics_cert_dir, None);
         assert_eq!(s.graceful_shutdown_timeout, secs(30));
         assert_eq!(s.source_namespaces, SourceNamespaces::Own);
         assert_eq!(
@@ -380,9 +408,19 @@ mod tests {
             "--kubeconfig",
             "--leader-elect-release-on-cancel",
             "--source-namespaces",
+            "--metrics-secure",
+            "--metrics-cert-dir",
+            "--version",
         ] {
             assert!(text.contains(flag), "help lacks {flag}: {text}");
         }
+    }
+
+    #[test]
+    fn version_is_an_early_exit_even_with_other_flags() {
+        let err = try_parse(&["--metrics-bind-address=0", "--version"]).unwrap_err();
+        assert_eq!(err, FlagError::Version);
+        assert_eq!(err.to_string(), crate::version::describe());
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! - [`replica`]: one replica's clients, wired as the binary runs them (fenced main client,
 //!   elector on a lease client of its own).
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
+//! - [`version`]: the version and git revision skiff reports.
 #![forbid(unsafe_code)]
 
 pub mod duration;
@@ -35,3 +36,4 @@ pub mod runtime;
 pub mod serve;
 pub mod signal;
 pub mod time;
+pub mod version;

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use async_signal::{Signal, Signals};
 use skiff::flags::{self, FlagError, Settings};
-use skiff::kube::{Config, LoadOptions};
+use skiff::kube::{Client, Config, LoadOptions};
 use skiff::manager::{self, Shutdown};
 use skiff::mirror;
 use skiff::replica::Replica;
-use skiff::serve::{self, Probes};
+use skiff::serve::{self, MetricsAuth, MetricsSecurity, Probes};
 use smol::stream::StreamExt as _;
 
 fn main() -> ExitCode {
@@ -22,6 +22,10 @@ fn main() -> ExitCode {
         Ok(settings) => settings,
         Err(FlagError::Help(text)) => {
             println!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Err(FlagError::Version) => {
+            println!("{}", skiff::version::describe());
             return ExitCode::SUCCESS;
         }
         Err(e) => {
@@ -33,7 +37,8 @@ fn main() -> ExitCode {
         eprintln!("skiff: cannot start logging: {e}");
         return ExitCode::FAILURE;
     }
-    log::info!("starting skiff {} {settings}", env!("CARGO_PKG_VERSION"));
+    log::info!("starting {} {settings}", skiff::version::describe());
+    skiff::version::register_build_info();
     match smol::block_on(run(&settings)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -55,7 +60,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let identity = skiff::leader::identity();
     let replica = Replica::wire(settings, config, &identity)?;
     let probes = Arc::new(Probes::new(replica.health_checks()));
-    start_servers(settings, &probes).await?;
+    start_servers(settings, &probes, &replica.reviewer).await?;
     let runnables = vec![mirror::runnable(replica.main, replica.scope, &identity)];
     let signal = async move {
         match signals.next().await {
@@ -73,8 +78,13 @@ async fn run(settings: &Settings) -> Result<(), String> {
         .map_err(|lost| format!("{lost}; controllers cancelled"))
 }
 
-/// Binds the probe and metrics addresses (failing at start, naming the flag) and serves them.
-async fn start_servers(settings: &Settings, probes: &Arc<Probes>) -> Result<(), String> {
+/// Binds the probe and metrics addresses (failing at start, naming the flag) and serves them;
+/// secure metrics review their callers through `reviewer`.
+async fn start_servers(
+    settings: &Settings,
+    probes: &Arc<Probes>,
+    reviewer: &Client,
+) -> Result<(), String> {
     let listener = serve::bind(
         settings.health_probe_bind_address,
         "--health-probe-bind-address",
@@ -82,9 +92,24 @@ async fn start_servers(settings: &Settings, probes: &Arc<Probes>) -> Result<(), 
     .await?;
     smol::spawn(serve::serve_probes(listener, probes.clone())).detach();
     if let Some(addr) = settings.metrics_bind_address {
+        let security = metrics_security(settings, reviewer)?;
         let listener = serve::bind(addr, "--metrics-bind-address").await?;
-        smol::spawn(serve::serve_metrics(listener)).detach();
+        smol::spawn(serve::serve_metrics(listener, security)).detach();
     }
     probes.set_ready(true);
     Ok(())
+}
+
+/// HTTPS with reviewed callers (the certificate from `--metrics-cert-dir` or self-signed), or
+/// plain HTTP with `--metrics-secure=false`.
+fn metrics_security(settings: &Settings, reviewer: &Client) -> Result<MetricsSecurity, String> {
+    if !settings.metrics_secure {
+        log::info!("serving /metrics over plain HTTP to anyone (--metrics-secure=false)");
+        return Ok(MetricsSecurity::Plain);
+    }
+    let tls = serve::metrics_tls_acceptor(settings.metrics_cert_dir.as_deref())?;
+    Ok(MetricsSecurity::Secure {
+        tls,
+        auth: MetricsAuth::new(reviewer.clone()),
+    })
 }

@@ -16,6 +16,9 @@ use std::sync::Arc;
 pub struct Replica {
     /// The controllers' client: fenced while leader election is on.
     pub main: Client,
+    /// The same client (connections, token bucket) without the fence, for the TokenReviews and
+    /// SubjectAccessReviews of `/metrics`: POSTs that write nothing and must work on standbys.
+    pub reviewer: Client,
     /// `None` without `--leader-elect`.
     pub elector: Option<Elector<ClientLeaseApi>>,
     /// Where Mirror sources may be read from, with "skiff's own namespace" resolved.
@@ -33,9 +36,11 @@ impl Replica {
         config.burst = settings.kube_api_burst.get();
         let scope = source_scope(settings, config.namespace.as_deref())?;
         let main = Client::new(config.clone()).map_err(|e| e.to_string())?;
+        let reviewer = main.clone();
         if !settings.leader_elect {
             return Ok(Replica {
                 main,
+                reviewer,
                 elector: None,
                 scope,
             });
@@ -44,6 +49,7 @@ impl Replica {
         let main = main.with_write_guard(Arc::new(elector.fence()));
         Ok(Replica {
             main,
+            reviewer,
             elector: Some(elector),
             scope,
         })

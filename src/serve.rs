@@ -3,19 +3,36 @@
 //! It starts before leader election on every replica, so the kubelet sees a standby as alive
 //! and ready, and Prometheus scrapes every replica. The caller binds the listeners first (see
 //! [`bind`]) so that "address in use" stops the process at start, naming the flag.
+//!
+//! `/metrics` is served as kubebuilder's scaffold serves it: over HTTPS ([`tls`]) to callers the
+//! API server vouches for ([`authz`]), unless `--metrics-secure=false` asks for plain HTTP.
+//! Probes stay plain HTTP: the kubelet calls them without credentials.
+
+mod authz;
+mod review_cache;
+mod tls;
+
+pub use authz::{Decision, MAX_REVIEWS_IN_FLIGHT, MetricsAuth};
+pub use review_cache::{ALLOWED_TTL, DENIED_TTL};
+pub use tls::{CERT_FILE, KEY_FILE, acceptor as metrics_tls_acceptor};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use async_native_tls::TlsAcceptor;
 use http_types::{Request, Response, StatusCode};
+use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::{TcpListener, TcpStream};
 
 /// Content type of the Prometheus text exposition format.
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop never spins hot.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// A TLS client that does not finish its handshake in this time is dropped, so idle
+/// connections cannot pile up.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A liveness check at a given instant: `Err(why)` makes `/healthz` answer 500 with the reason.
 pub type Check = Box<dyn Fn(Instant) -> Result<(), String> + Send + Sync>;
@@ -59,25 +76,44 @@ pub async fn bind(addr: SocketAddr, flag: &str) -> Result<TcpListener, String> {
     })
 }
 
-/// Serves `/healthz` and `/readyz` on `listener` until the future is dropped.
-pub async fn serve_probes(listener: TcpListener, probes: Arc<Probes>) {
-    serve(listener, Some(probes), false).await
+/// How `/metrics` is served.
+#[derive(Clone)]
+pub enum MetricsSecurity {
+    /// Plain HTTP to anyone who can connect (`--metrics-secure=false`).
+    Plain,
+    /// HTTPS, answering only callers `auth` admits.
+    Secure {
+        tls: TlsAcceptor,
+        auth: Arc<MetricsAuth>,
+    },
 }
 
-/// Serves `/metrics` on `listener` until the future is dropped.
-pub async fn serve_metrics(listener: TcpListener) {
-    serve(listener, None, true).await
+/// Serves `/healthz` and `/readyz` on `listener` until the future is dropped.
+pub async fn serve_probes(listener: TcpListener, probes: Arc<Probes>) {
+    let routes = Routes {
+        probes: Some(probes),
+        metrics: None,
+    };
+    serve(listener, routes).await
+}
+
+/// Serves `/metrics` on `listener`, as `security` says, until the future is dropped.
+pub async fn serve_metrics(listener: TcpListener, security: MetricsSecurity) {
+    let routes = Routes {
+        probes: None,
+        metrics: Some(security),
+    };
+    serve(listener, routes).await
 }
 
 /// Which paths a listener answers: probes, metrics, or both.
 #[derive(Clone)]
 struct Routes {
     probes: Option<Arc<Probes>>,
-    metrics: bool,
+    metrics: Option<MetricsSecurity>,
 }
 
-async fn serve(listener: TcpListener, probes: Option<Arc<Probes>>, metrics: bool) {
-    let routes = Routes { probes, metrics };
+async fn serve(listener: TcpListener, routes: Routes) {
     loop {
         match listener.accept().await {
             Ok((stream, _peer)) => {
@@ -92,9 +128,31 @@ async fn serve(listener: TcpListener, probes: Option<Arc<Probes>>, metrics: bool
 }
 
 async fn serve_connection(stream: TcpStream, routes: Routes) {
+    let Some(MetricsSecurity::Secure { tls, .. }) = &routes.metrics else {
+        return serve_http(stream, routes).await;
+    };
+    let handshake = async { Some(tls.accept(stream).await) };
+    let timeout = async {
+        smol::Timer::after(HANDSHAKE_TIMEOUT).await;
+        None
+    };
+    match smol::future::or(handshake, timeout).await {
+        Some(Ok(stream)) => {
+            let stream = async_dup::Arc::new(async_dup::Mutex::new(stream));
+            serve_http(stream, routes).await
+        }
+        Some(Err(e)) => log::debug!("metrics TLS handshake failed: {e}"),
+        None => log::debug!("metrics TLS handshake timed out after {HANDSHAKE_TIMEOUT:?}"),
+    }
+}
+
+async fn serve_http<S>(stream: S, routes: Routes)
+where
+    S: AsyncRead + AsyncWrite + Clone + Send + Sync + Unpin + 'static,
+{
     let result = async_h1::accept(stream, |req| {
         let routes = routes.clone();
-        async move { Ok(respond(&req, &routes)) }
+        async move { Ok(respond(&req, &routes).await) }
     })
     .await;
     if let Err(e) = result {
@@ -102,22 +160,34 @@ async fn serve_connection(stream: TcpStream, routes: Routes) {
     }
 }
 
-fn respond(req: &Request, routes: &Routes) -> Response {
-    match (req.url().path(), &routes.probes) {
-        ("/healthz", Some(probes)) => match probes.health(Instant::now()) {
+async fn respond(req: &Request, routes: &Routes) -> Response {
+    match (req.url().path(), &routes.probes, &routes.metrics) {
+        ("/healthz", Some(probes), _) => match probes.health(Instant::now()) {
             Ok(()) => text(StatusCode::Ok, "ok"),
             Err(why) => text(StatusCode::InternalServerError, &why),
         },
-        ("/readyz", Some(probes)) if probes.is_ready() => text(StatusCode::Ok, "ok"),
-        ("/readyz", Some(_)) => text(StatusCode::InternalServerError, "not ready"),
-        ("/metrics", _) if routes.metrics => {
-            let mut res = Response::new(StatusCode::Ok);
-            res.insert_header("Content-Type", METRICS_CONTENT_TYPE);
-            res.set_body(crate::metrics::render());
-            res
-        }
+        ("/readyz", Some(probes), _) if probes.is_ready() => text(StatusCode::Ok, "ok"),
+        ("/readyz", Some(_), _) => text(StatusCode::InternalServerError, "not ready"),
+        ("/metrics", _, Some(security)) => metrics(req, security).await,
         _ => text(StatusCode::NotFound, "not found"),
     }
+}
+
+async fn metrics(req: &Request, security: &MetricsSecurity) -> Response {
+    if let MetricsSecurity::Secure { auth, .. } = security {
+        let authorization = req.header("Authorization").map(|v| v.as_str());
+        if let Decision::Deny(status, message) = auth.check(authorization).await {
+            let mut res = text(status, &message);
+            if status == StatusCode::Unauthorized {
+                res.insert_header("WWW-Authenticate", "Bearer");
+            }
+            return res;
+        }
+    }
+    let mut res = Response::new(StatusCode::Ok);
+    res.insert_header("Content-Type", METRICS_CONTENT_TYPE);
+    res.set_body(crate::metrics::render());
+    res
 }
 
 fn text(status: StatusCode, body: &str) -> Response {
@@ -143,11 +213,11 @@ mod tests {
         (res.status(), body, content_type)
     }
 
-    async fn start(probes: Option<Arc<Probes>>, metrics: bool) -> SocketAddr {
+    async fn start(probes: Option<Arc<Probes>>, metrics: Option<MetricsSecurity>) -> SocketAddr {
         let loopback = "127.0.0.1:0".parse().expect("addr");
         let listener = bind(loopback, "--test-address").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
-        smol::spawn(serve(listener, probes, metrics)).detach();
+        smol::spawn(serve(listener, Routes { probes, metrics })).detach();
         addr
     }
 
@@ -155,7 +225,7 @@ mod tests {
     fn probes_answer_healthz_and_readyz() {
         smol::block_on(async {
             let probes = Arc::new(Probes::new(Vec::new()));
-            let addr = start(Some(probes.clone()), false).await;
+            let addr = start(Some(probes.clone()), None).await;
             assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
             assert_eq!(
                 get(addr, "/readyz").await.0,
@@ -180,7 +250,7 @@ mod tests {
                 false => Err("last renew 40s ago".to_owned()),
             });
             let probes = Arc::new(Probes::new(vec![("ok-check", ok), ("lease", lease)]));
-            let addr = start(Some(probes.clone()), false).await;
+            let addr = start(Some(probes.clone()), None).await;
             assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
             healthy.store(false, Ordering::Relaxed);
             let (status, body, _) = get(addr, "/healthz").await;
@@ -193,12 +263,50 @@ mod tests {
     fn metrics_are_served_in_prometheus_text_format() {
         smol::block_on(async {
             crate::metrics::counter("skiff_serve_test_total", "A test counter.", &[]).inc();
-            let addr = start(None, true).await;
+            let addr = start(None, Some(MetricsSecurity::Plain)).await;
             let (status, body, content_type) = get(addr, "/metrics").await;
             assert_eq!(status, StatusCode::Ok);
             assert_eq!(content_type.as_deref(), Some(METRICS_CONTENT_TYPE));
             assert!(body.contains("skiff_serve_test_total 1"), "{body}");
             assert_eq!(get(addr, "/healthz").await.0, StatusCode::NotFound);
+        });
+    }
+
+    async fn get_tls(addr: SocketAddr, token: Option<&str>) -> (StatusCode, String) {
+        let tcp = TcpStream::connect(addr).await.expect("connect");
+        let tls = async_native_tls::TlsConnector::new()
+            .danger_accept_invalid_certs(true)
+            .connect("localhost", tcp)
+            .await
+            .expect("TLS handshake");
+        let url = Url::parse("https://localhost/metrics").expect("url");
+        let mut req = Request::new(Method::Get, url);
+        if let Some(token) = token {
+            req.insert_header("Authorization", format!("Bearer {token}"));
+        }
+        let stream = async_dup::Arc::new(async_dup::Mutex::new(tls));
+        let mut res = async_h1::connect(stream, req).await.expect("response");
+        (res.status(), res.body_string().await.expect("body"))
+    }
+
+    #[test]
+    fn secure_metrics_refuse_without_a_token_and_fail_closed_when_reviews_fail() {
+        smol::block_on(async {
+            crate::metrics::counter("skiff_serve_secure_test_total", "A test counter.", &[]).inc();
+            let nowhere = Url::parse("http://127.0.0.1:1").expect("url");
+            let client =
+                crate::kube::Client::new(crate::kube::Config::new(nowhere)).expect("client");
+            let security = MetricsSecurity::Secure {
+                tls: metrics_tls_acceptor(None).expect("self-signed"),
+                auth: MetricsAuth::new(client),
+            };
+            let addr = start(None, Some(security)).await;
+            let (status, body) = get_tls(addr, None).await;
+            assert_eq!(status, StatusCode::Unauthorized, "{body}");
+            assert!(!body.contains("skiff_serve_secure_test_total"), "{body}");
+            let (status, body) = get_tls(addr, Some("some-token")).await;
+            assert_eq!(status, StatusCode::InternalServerError, "{body}");
+            assert!(!body.contains("skiff_serve_secure_test_total"), "{body}");
         });
     }
 

@@ -1,4 +1,5 @@
-//! Wiring tests of the binary's front door: `--help`, and bad flags refused at start with exit 2.
+//! Wiring tests of the binary's front door: `--help`, `--version`, and bad flags refused at
+//! start with exit 2.
 
 use std::process::{Command, Output};
 
@@ -21,6 +22,35 @@ fn help_prints_every_flag_to_stdout_and_exits_zero() {
     ] {
         assert!(stdout.contains(flag), "help lacks {flag}:\n{stdout}");
     }
+}
+
+#[test]
+fn version_prints_the_version_and_the_git_revision_it_was_built_from() {
+    let out = skiff(&["--version", "--metrics-secure=false"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let prefix = format!("skiff {} (revision ", env!("CARGO_PKG_VERSION"));
+    assert!(stdout.starts_with(&prefix), "{stdout}");
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|head| head.status.success());
+    if let Some(head) = head {
+        let head = String::from_utf8_lossy(&head.stdout);
+        assert_eq!(stdout.trim(), format!("{prefix}{})", head.trim()));
+    } else {
+        assert_eq!(stdout.trim(), format!("{prefix}unknown)"));
+    }
+}
+
+#[test]
+fn a_cert_dir_with_plain_http_metrics_exits_2() {
+    let out = skiff(&["--metrics-secure=false", "--metrics-cert-dir=/certs"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--metrics-cert-dir"), "{stderr}");
 }
 
 #[test]

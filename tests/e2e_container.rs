@@ -4,7 +4,8 @@
 //! from the build machine, a writable root or a config other than what a pod gets would work
 //! in every other test and fail on the first rollout. Here the binary `make image` copies runs
 //! alone in an empty, read-only root, as the Deployment's user, with the Deployment's args and
-//! only the in-cluster configuration (see `support::pod`), against a real API server.
+//! only the in-cluster configuration (see `support::pod`), against a real API server. Its
+//! `/metrics` is the manifest's: HTTPS, and only for a token bound to `skiff-metrics-reader`.
 
 mod support;
 
@@ -14,6 +15,8 @@ use serde_json::Value;
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
 use support::lease::LeaseReader;
 use support::pod::{PodSpec, start_pod};
+use support::scrape::{Trust, scrape_https};
+use support::scraper::service_account_token;
 use support::skiff::{TempDir, eventually, free_port, http_get};
 
 /// Starting, acquiring, fanning out and exiting are quick; the machine may be busy compiling.
@@ -101,9 +104,16 @@ fn the_image_binary_runs_as_the_deployment_pod() {
     }
     let ready = http_get(probe_port, "/readyz").map(|(status, _)| status);
     assert_eq!(ready, Some(200), "/readyz; log:\n{}", pod.skiff.logs());
-    let metrics = http_get(metrics_port, "/metrics")
-        .map(|(_, body)| body)
-        .unwrap_or_default();
+    let reader = service_account_token(cp, "pod-scraper", true);
+    let anonymous = scrape_https(metrics_port, None, Trust::Any);
+    assert!(
+        matches!(anonymous, Ok((401, _))),
+        "/metrics without a token over HTTPS: {anonymous:?}; log:\n{}",
+        pod.skiff.logs()
+    );
+    let (status, metrics) = scrape_https(metrics_port, Some(&reader), Trust::Any)
+        .unwrap_or_else(|e| panic!("/metrics over HTTPS: {e}; log:\n{}", pod.skiff.logs()));
+    assert_eq!(status, 200, "{metrics}\nlog:\n{}", pod.skiff.logs());
     assert!(
         metrics.contains("leader_election_master_status{name=\"skiff-leader\"} 1"),
         "/metrics does not report leading:\n{metrics}"

@@ -40,6 +40,11 @@ fn manifests_apply_and_reapplying_changes_nothing() {
         "Deployment/skiff",
         "PodDisruptionBudget/skiff",
         "FlowSchema/skiff-leader-election",
+        "ClusterRole/skiff-metrics-auth",
+        "ClusterRoleBinding/skiff-metrics-auth",
+        "ClusterRole/skiff-metrics-reader",
+        "Service/skiff-metrics",
+        "NetworkPolicy/skiff-allow-metrics-and-probes",
     ] {
         let prefix = format!("{kind}=");
         assert!(

@@ -54,6 +54,9 @@ const MUST_ALLOW: &[Check] = &[
     check("create", "events", SKIFF),
     check("create", "events", OTHER),
     check("patch", "events.events.k8s.io", OTHER),
+    // Secure /metrics: who is this token, and may they get /metrics?
+    check("create", "tokenreviews.authentication.k8s.io", ALL),
+    check("create", "subjectaccessreviews.authorization.k8s.io", ALL),
 ];
 
 /// Everything a compromised or buggy skiff must still be refused.
@@ -89,6 +92,25 @@ const MUST_DENY: &[Check] = &[
         ALL,
     ),
     check("update", "flowschemas.flowcontrol.apiserver.k8s.io", ALL),
+    // The reviews are create-only; nothing else in their groups, and no access to Services or
+    // NetworkPolicies (the metrics objects are installed, not managed, by skiff).
+    check(
+        "create",
+        "localsubjectaccessreviews.authorization.k8s.io",
+        OTHER,
+    ),
+    check(
+        "create",
+        "certificatesigningrequests.certificates.k8s.io",
+        ALL,
+    ),
+    check("update", "networkpolicies.networking.k8s.io", SKIFF),
+    check("update", "services", SKIFF),
+    check(
+        "bind",
+        "clusterroles.rbac.authorization.k8s.io/skiff-metrics-reader",
+        ALL,
+    ),
 ];
 
 #[derive(Clone, Copy, Debug)]

@@ -202,6 +202,7 @@ fn start_skiff(cp: &ControlPlane, dir: &TempDir, metrics_port: u16) -> Skiff {
         "--kube-api-burst=200",
         "--log-level=debug",
         &metrics_flag,
+        "--metrics-secure=false",
     ];
     args.extend(LEASE_FLAGS);
     let log = dir.0.join("skiff.log");

@@ -143,7 +143,7 @@ fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
     let mark = cluster.server.requests().len();
     let port = free_port();
     let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{port}");
-    let second = cluster.start(&[&metrics_flag]);
+    let second = cluster.start(&[&metrics_flag, "--metrics-secure=false"]);
     cluster.wait_caches_filled(&second);
     let total = |text: &str, result: &str| {
         let labels = [("controller", "mirror"), ("result", result)];

@@ -27,7 +27,12 @@ fn start(dir: &TempDir, server: &FakeServer, pod: &str) -> Replica {
     let probe_flag = format!("--health-probe-bind-address=127.0.0.1:{probes}");
     let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{metrics}");
     let mut args: Vec<&str> = SHORT_LEASE.to_vec();
-    args.extend([probe_flag.as_str(), metrics_flag.as_str()]);
+    // Plain HTTP: this test reads who leads; secure metrics have tests of their own.
+    args.extend([
+        probe_flag.as_str(),
+        metrics_flag.as_str(),
+        "--metrics-secure=false",
+    ]);
     let log = dir.0.join(format!("{pod}.log"));
     let skiff = Skiff::start_with_env(&kubeconfig, log, &args, &[("POD_NAME", pod)]);
     Replica {

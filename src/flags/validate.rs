@@ -41,6 +41,8 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
             "0" => None,
             text => Some(bind_address("--metrics-bind-address", text)?),
         },
+        metrics_secure: o.metrics_secure,
+        metrics_cert_dir: metrics_cert_dir(o.metrics_secure, o.metrics_cert_dir)?,
         graceful_shutdown_timeout: o.graceful_shutdown_timeout,
         source_namespaces: source_namespaces(&o.source_namespaces)?,
         log_format: o.log_format,
@@ -112,6 +114,21 @@ fn bind_address(flag: &'static str, text: &str) -> Result<SocketAddr, FlagError>
             ),
         )
     })
+}
+
+/// A certificate only makes sense for HTTPS; saying both is a contradiction, not a preference.
+fn metrics_cert_dir(secure: bool, dir: String) -> Result<Option<PathBuf>, FlagError> {
+    const FLAG: &str = "--metrics-cert-dir";
+    match non_empty(dir) {
+        Some(dir) if !secure => Err(invalid(
+            FLAG,
+            format!(
+                "{FLAG} {dir:?} is given but --metrics-secure=false serves plain HTTP; \
+                 drop one of the two"
+            ),
+        )),
+        dir => Ok(dir.map(PathBuf::from)),
+    }
 }
 
 fn source_namespaces(text: &str) -> Result<SourceNamespaces, FlagError> {
@@ -247,6 +264,24 @@ mod tests {
     fn metrics_address_zero_disables_metrics() {
         let s = try_parse(&["--metrics-bind-address=0"]).expect("valid");
         assert_eq!(s.metrics_bind_address, None);
+    }
+
+    #[test]
+    fn metrics_secure_is_a_boolean_and_a_cert_dir_needs_it() {
+        for (args, secure) in [
+            (&["--metrics-secure=false"][..], false),
+            (&["--metrics-secure", "false"][..], false),
+            (&["--metrics-secure"][..], true),
+            (&[][..], true),
+        ] {
+            assert_eq!(try_parse(args).expect("valid").metrics_secure, secure);
+        }
+        let s = try_parse(&["--metrics-cert-dir=/certs"]).expect("valid");
+        assert_eq!(s.metrics_cert_dir, Some(PathBuf::from("/certs")));
+        let (flag, message) = rejected_flag(&["--metrics-secure=false", "--metrics-cert-dir=/c"]);
+        assert_eq!(flag, "--metrics-cert-dir");
+        assert!(message.contains("--metrics-secure=false"), "{message}");
+        assert!(try_parse(&["--metrics-secure=maybe"]).is_err());
     }
 
     #[test]

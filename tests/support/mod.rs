@@ -13,5 +13,6 @@ pub mod plugin;
 pub mod pod;
 pub mod proxy;
 pub mod scrape;
+pub mod scraper;
 pub mod skiff;
 pub mod watchdog;

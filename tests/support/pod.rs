@@ -69,7 +69,7 @@ impl PodSpec {
     }
 
     /// The args with the probe and metrics listeners moved to the given loopback ports: the
-    /// test shares the machine's network, where the manifest's `:8081` and `:8080` may be taken.
+    /// test shares the machine's network, where the manifest's `:8081` and `:8443` may be taken.
     pub fn args_on_ports(&self, probe_port: u16, metrics_port: u16) -> Vec<String> {
         let moved = |arg: &str| {
             for (flag, port) in [

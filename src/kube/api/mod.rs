@@ -7,12 +7,17 @@
 mod core;
 mod lease;
 mod meta;
+mod review;
 
 pub use core::{
     ConfigMap, Event, EventSource, Namespace, NamespaceStatus, ObjectReference, Secret,
 };
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchEvent};
+pub use review::{
+    NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+    TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
+};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

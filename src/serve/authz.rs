@@ -1,0 +1,157 @@
+//! Who may read `/metrics` when it is served securely: the caller's bearer token is checked with
+//! a TokenReview (who is this?) and a SubjectAccessReview (may they `get` the non-resource URL
+//! `/metrics`?), as kubebuilder's `WithAuthenticationAndAuthorization` filter does.
+//!
+//! The reviews are POSTs on the main client *without* the leader-election fence: a standby must
+//! answer its scrapes too, and a review writes nothing. They share the main client's connections
+//! and token bucket, never the lease client's, so a slow or failing review cannot delay a lease
+//! renewal. Two guards keep scrapers from costing the controllers their budget: outcomes are
+//! cached ([`ReviewCache`]), and at most [`MAX_REVIEWS_IN_FLIGHT`] reviews run at once; callers
+//! beyond that get 503 at once instead of queueing on the bucket.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use http_types::StatusCode;
+use smol::lock::Semaphore;
+
+use super::review_cache::{Outcome, ReviewCache};
+use crate::kube::api::{SubjectAccessReview, TokenReview};
+use crate::kube::{Client, Error};
+
+/// Token reviews running at once; a scraper or two never needs more.
+pub const MAX_REVIEWS_IN_FLIGHT: usize = 4;
+/// The non-resource URL and verb a reader must be allowed (the `skiff-metrics-reader` role).
+const METRICS_PATH: &str = "/metrics";
+const METRICS_VERB: &str = "get";
+
+/// What to answer a `/metrics` request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Refused: the status and a message for the body (naming no secret).
+    Deny(StatusCode, String),
+}
+
+/// Checks `/metrics` callers against the API server; shared by every connection.
+pub struct MetricsAuth {
+    client: Client,
+    cache: Mutex<ReviewCache>,
+    in_flight: Semaphore,
+}
+
+impl MetricsAuth {
+    /// `client` must be the main client without the write guard (see the module doc).
+    pub fn new(client: Client) -> Arc<MetricsAuth> {
+        Arc::new(MetricsAuth {
+            client,
+            cache: Mutex::new(ReviewCache::default()),
+            in_flight: Semaphore::new(MAX_REVIEWS_IN_FLIGHT),
+        })
+    }
+
+    /// Decides on a request carrying `authorization` (its `Authorization` header, if any).
+    pub async fn check(&self, authorization: Option<&str>) -> Decision {
+        let Some(token) = authorization.and_then(bearer_token) else {
+            return unauthorized();
+        };
+        if let Some(outcome) = self.cached(token) {
+            return decision(outcome);
+        }
+        let Some(_permit) = self.in_flight.try_acquire() else {
+            return Decision::Deny(
+                StatusCode::ServiceUnavailable,
+                "too many authorization reviews in flight; retry shortly".to_owned(),
+            );
+        };
+        match self.review(token).await {
+            Ok(outcome) => {
+                self.cache_lock()
+                    .insert(token, outcome.clone(), Instant::now());
+                decision(outcome)
+            }
+            Err(e) => {
+                log::warn!("/metrics: cannot review the caller's token: {e}");
+                Decision::Deny(
+                    StatusCode::InternalServerError,
+                    "authentication or authorization review failed".to_owned(),
+                )
+            }
+        }
+    }
+
+    fn cached(&self, token: &str) -> Option<Outcome> {
+        self.cache_lock().get(token, Instant::now())
+    }
+
+    fn cache_lock(&self) -> std::sync::MutexGuard<'_, ReviewCache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn review(&self, token: &str) -> Result<Outcome, Error> {
+        let answer: TokenReview = self.client.create(&TokenReview::of(token)).await?;
+        let status = answer.status.unwrap_or_default();
+        if !status.authenticated {
+            return Ok(Outcome::Unauthenticated);
+        }
+        let question = SubjectAccessReview::non_resource(&status.user, METRICS_VERB, METRICS_PATH);
+        let answer: SubjectAccessReview = self.client.create(&question).await?;
+        Ok(match answer.status.is_some_and(|s| s.allowed) {
+            true => Outcome::Allowed,
+            false => Outcome::Forbidden(status.user.username),
+        })
+    }
+}
+
+fn decision(outcome: Outcome) -> Decision {
+    match outcome {
+        Outcome::Allowed => Decision::Allow,
+        Outcome::Unauthenticated => unauthorized(),
+        Outcome::Forbidden(user) => Decision::Deny(
+            StatusCode::Forbidden,
+            format!("{user} may not get {METRICS_PATH}; bind the ClusterRole skiff-metrics-reader"),
+        ),
+    }
+}
+
+fn unauthorized() -> Decision {
+    Decision::Deny(
+        StatusCode::Unauthorized,
+        "Unauthorized: send a ServiceAccount token as `Authorization: Bearer <token>`".to_owned(),
+    )
+}
+
+/// The token of `Bearer <token>` (scheme without case, as RFC 7235), if non-empty.
+fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_non_empty_bearer_token_is_taken() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer  abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Bearer"), None);
+    }
+
+    #[test]
+    fn outcomes_map_to_401_403_and_allow() {
+        assert_eq!(decision(Outcome::Allowed), Decision::Allow);
+        assert!(matches!(
+            decision(Outcome::Unauthenticated),
+            Decision::Deny(StatusCode::Unauthorized, _)
+        ));
+        let Decision::Deny(status, message) = decision(Outcome::Forbidden("bob".into())) else {
+            panic!("forbidden must deny");
+        };
+        assert_eq!(status, StatusCode::Forbidden);
+        assert!(message.contains("bob") && message.contains("skiff-metrics-reader"));
+    }
+}
