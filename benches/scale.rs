@@ -18,7 +18,6 @@
 #[cfg_attr(test, allow(unused_imports))]
 mod support;
 
-#[allow(dead_code)]
 mod common;
 #[path = "scale/plot.rs"]
 mod plot;
@@ -112,7 +111,7 @@ impl Process {
     fn with(kubeconfig: &std::path::Path, dir: &TempDir, run: &str, extra: &[&str]) -> Process {
         let port = free_port();
         let metrics = format!("--metrics-bind-address=127.0.0.1:{port}");
-        let mut args = vec![metrics.as_str(), "--leader-elect"];
+        let mut args = vec![metrics.as_str(), "--metrics-secure=false", "--leader-elect"];
         args.extend_from_slice(extra);
         let started = Instant::now();
         let log = dir.0.join(format!("{run}.log"));

@@ -51,7 +51,7 @@ fn a_namespace_event_that_changes_no_selection_enqueues_nothing() {
     }
     let port = free_port();
     let metrics = format!("--metrics-bind-address=127.0.0.1:{port}");
-    let skiff = cluster.start(&[&metrics]);
+    let skiff = cluster.start(&[&metrics, "--metrics-secure=false"]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
     cluster.wait_ready(
         &skiff,

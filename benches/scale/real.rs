@@ -85,7 +85,7 @@ fn cell(cp: &ControlPlane, m: usize, round: usize) -> Cell {
     let before = p.settle();
     let cpu_before = cpu_us(p.pid());
     // Each round flips the churn label of the same 2,000 namespaces.
-    let (from, to) = if round % 2 == 0 {
+    let (from, to) = if round.is_multiple_of(2) {
         ("0", "1")
     } else {
         ("1", "0")
