@@ -9,7 +9,8 @@
 //!
 //! `cargo bench --bench scale` runs N ∈ {1,000, 10,000} × M ∈ {1, 100, 1,000}, prints a
 //! Markdown table and writes `benches/scale.svg`; `SKIFF_BINARY=path` measures another build
-//! (for before/after figures). `cargo bench --bench scale -- --real` runs the cells on
+//! (for before/after figures), `SCALE_CELLS=1000x1,10000x100` runs only those cells.
+//! `cargo bench --bench scale -- --real` runs the cells on
 //! the real control plane instead (3,000 namespaces, 1 and 201 Mirrors, 2,000 relabels).
 //! `cargo test --all-targets` runs one small cell as a smoke test.
 
@@ -111,7 +112,10 @@ impl Process {
     fn with(kubeconfig: &std::path::Path, dir: &TempDir, run: &str, extra: &[&str]) -> Process {
         let port = free_port();
         let metrics = format!("--metrics-bind-address=127.0.0.1:{port}");
-        let mut args = vec![metrics.as_str(), "--metrics-secure=false", "--leader-elect"];
+        let mut args = vec![metrics.as_str(), "--leader-elect"];
+        if knows_flag("--metrics-secure") {
+            args.push("--metrics-secure=false");
+        }
         args.extend_from_slice(extra);
         let started = Instant::now();
         let log = dir.0.join(format!("{run}.log"));
@@ -173,6 +177,14 @@ impl Process {
         last.map(|(adds, reconciles, _)| (adds, reconciles))
             .unwrap_or_default()
     }
+}
+
+/// Whether the measured binary has `flag` (a build from before it may not).
+fn knows_flag(flag: &str) -> bool {
+    let help = std::process::Command::new(support::skiff::binary())
+        .arg("--help")
+        .output();
+    help.is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(flag))
 }
 
 /// CPU time of every thread of `pid` so far, in microseconds: the scheduler's nanosecond
@@ -292,6 +304,23 @@ fn run_cell(n: usize, m: usize, relabels: usize) -> Cell {
     cell
 }
 
+/// N × M, or the cells `SCALE_CELLS` names (`1000x1,10000x100`).
+fn chosen_cells() -> Vec<(usize, usize)> {
+    let all = [1_000, 10_000]
+        .into_iter()
+        .flat_map(|n| [1, 100, 1_000].map(|m| (n, m)));
+    let Ok(chosen) = std::env::var("SCALE_CELLS") else {
+        return all.collect();
+    };
+    chosen
+        .split(',')
+        .filter_map(|cell| {
+            let (n, m) = cell.trim().split_once('x')?;
+            Some((n.parse().ok()?, m.parse().ok()?))
+        })
+        .collect()
+}
+
 fn print_table(cells: &[Cell]) {
     println!(
         "| N | M | CPU per event | reconciles per event | last event → queue empty | RssAnon | start → converged | writes on restart |"
@@ -338,8 +367,8 @@ fn main() {
         return;
     }
     let mut cells = Vec::new();
-    for n in [1_000, 10_000] {
-        for m in [1, 100, 1_000] {
+    for (n, m) in chosen_cells() {
+        {
             let cell = run_cell(n, m, RELABELS);
             println!(
                 "N={n} M={m}: {:.1} µs per event, {:.3} reconciles per event",

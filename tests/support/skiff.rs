@@ -51,6 +51,10 @@ pub fn write_kubeconfig(
 
 /// The built `skiff` binary (cargo names it for tests and benches; examples get its path).
 pub fn binary() -> PathBuf {
+    // Benchmarks measure another build (for before/after figures) with SKIFF_BINARY=path.
+    if let Some(path) = std::env::var_os("SKIFF_BINARY") {
+        return PathBuf::from(path);
+    }
     match option_env!("CARGO_BIN_EXE_skiff") {
         Some(path) => PathBuf::from(path),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/debug/skiff"),
