@@ -108,11 +108,11 @@ pub struct Caches {
 }
 
 fn namespace_info(ns: &Namespace) -> NamespaceInfo {
-    NamespaceInfo {
-        name: ns.metadata.name().to_owned(),
-        labels: ns.metadata.labels.clone(),
-        terminating: ns.is_terminating(),
-    }
+    NamespaceInfo::new(
+        ns.metadata.name(),
+        &ns.metadata.labels,
+        ns.is_terminating(),
+    )
 }
 
 impl Caches {
