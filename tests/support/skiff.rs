@@ -50,7 +50,12 @@ pub fn write_kubeconfig(
 }
 
 /// The built `skiff` binary (cargo names it for tests and benches; examples get its path).
+/// `SKIFF_BINARY` names another build instead (the benchmarks measure the static binary, or an
+/// older build, that way).
 pub fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SKIFF_BINARY") {
+        return PathBuf::from(path);
+    }
     match option_env!("CARGO_BIN_EXE_skiff") {
         Some(path) => PathBuf::from(path),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/debug/skiff"),
