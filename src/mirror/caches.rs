@@ -108,11 +108,7 @@ pub struct Caches {
 }
 
 fn namespace_info(ns: &Namespace) -> NamespaceInfo {
-    NamespaceInfo::new(
-        ns.metadata.name(),
-        &ns.metadata.labels,
-        ns.is_terminating(),
-    )
+    NamespaceInfo::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
 }
 
 impl Caches {

@@ -44,7 +44,9 @@ impl NamespaceInfo {
         if self.has_name_label && key == NAME_LABEL {
             return Some(&self.name);
         }
-        self.packed_labels().find(|(k, _)| *k == key).map(|(_, v)| v)
+        self.packed_labels()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
     }
 
     /// Every label, in no particular order.
@@ -200,7 +202,12 @@ mod tests {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         assert_eq!(back, given);
-        assert_eq!(NamespaceInfo::new("b", &labels(&[]), false).labels().count(), 0);
+        assert_eq!(
+            NamespaceInfo::new("b", &labels(&[]), false)
+                .labels()
+                .count(),
+            0
+        );
     }
 
     #[test]

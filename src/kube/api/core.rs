@@ -187,7 +187,11 @@ mod tests {
     fn kept<K: Serialize + serde::de::DeserializeOwned>(json: &str) -> BTreeSet<String> {
         let decoded: K = serde_json::from_str(json).expect("a real object decodes");
         let mut out = BTreeSet::new();
-        paths(&serde_json::to_value(&decoded).expect("serializable"), "", &mut out);
+        paths(
+            &serde_json::to_value(&decoded).expect("serializable"),
+            "",
+            &mut out,
+        );
         out
     }
 
