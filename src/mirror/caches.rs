@@ -107,15 +107,11 @@ pub struct Caches {
     pub secret_copies: Store<Secret, CopyInfo>,
 }
 
-fn namespace_info(ns: &Namespace) -> NamespaceInfo {
-    NamespaceInfo::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
-}
-
 impl Caches {
     pub fn new(scope: &SourceScope) -> Caches {
         Caches {
             mirrors: Store::whole(),
-            namespaces: Store::new(namespace_info),
+            namespaces: Store::new(NamespaceInfo::of),
             configmap_sources: SourceStores::new(scope, SourceContent::of_configmap),
             secret_sources: SourceStores::new(scope, SourceContent::of_secret),
             configmap_copies: Store::new(CopyInfo::of_configmap),

@@ -1,6 +1,7 @@
 //! Which namespaces a Mirror selects: its label selector, minus the ones that must never get a copy.
 
 use super::types::{LabelSelector, LabelSelectorRequirement};
+use crate::kube::api::Namespace;
 use std::collections::BTreeMap;
 
 /// Label that opts a namespace out of every Mirror.
@@ -24,6 +25,11 @@ pub struct NamespaceInfo {
 }
 
 impl NamespaceInfo {
+    /// The projection the namespace cache keeps of `ns`.
+    pub fn of(ns: &Namespace) -> NamespaceInfo {
+        NamespaceInfo::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
+    }
+
     pub fn new(name: &str, labels: &BTreeMap<String, String>, terminating: bool) -> NamespaceInfo {
         let has_name_label = labels.get(NAME_LABEL).map(String::as_str) == Some(name);
         let packed: Vec<&str> = labels
