@@ -22,9 +22,13 @@ IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed 's|//[^
 # with the toolchain already on the machine (no musl target or musl C compiler needed).
 STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
 STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
+# Ceiling on the static binary's size in bytes (`make size`, run by CI after `make test` built
+# it): above today's 11.3 MB so growth is noticed. Issue 9 asks for 8 MB (goal 6 MB); lower it as
+# the release profile and OpenSSL trimming land (see BENCHMARKS.md, Binary size).
+MAX_BINARY_BYTES ?= 12000000
 ARGS ?=
 
-.PHONY: help build test testbin lint fmt run bench static docker-build docker-push image \
+.PHONY: help build test testbin lint fmt run bench static size docker-build docker-push image \
 	install uninstall deploy undeploy build-installer demo clean
 
 help: ## list the targets
@@ -60,8 +64,16 @@ run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kin
 bench: ## run the benchmarks (benches/) and record the figures in BENCHMARKS.md
 	$(CARGO) bench
 
-static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff)
-	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --target $(STATIC_TARGET)
+static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff), OpenSSL built from source
+	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --features vendored --target $(STATIC_TARGET)
+
+size: ## fail when the static binary (built by `make static`) is larger than MAX_BINARY_BYTES
+	@test -f $(STATIC_BINARY) || { echo "make size: $(STATIC_BINARY) missing; run make static first"; exit 1; }
+	@size=$$(stat -c %s $(STATIC_BINARY)); \
+	if [ "$$size" -gt $(MAX_BINARY_BYTES) ]; then \
+		echo "make size: $(STATIC_BINARY) is $$size bytes, over the $(MAX_BINARY_BYTES)-byte ceiling; see BENCHMARKS.md (Binary size) for what it is made of"; exit 1; \
+	fi; \
+	echo "make size: $(STATIC_BINARY) is $$size bytes (ceiling $(MAX_BINARY_BYTES))"
 
 docker-build: static ## container image IMG (default skiff:latest) from Containerfile, with OCI labels (podman, else docker)
 	@command -v $(CONTAINER_TOOL) >/dev/null || { \

@@ -1,9 +1,13 @@
 //! Memory benchmark: resident set size (VmRSS) of the built binary against the fake API
 //! server — idle, with 1,000 namespaces and copies converged, and the growth when the cluster
-//! also holds 10,000 unrelated 10 KB Secrets (each scenario a fresh server and process).
+//! also holds 10,000 unrelated 10 KB Secrets (each scenario a fresh server and process) —
+//! then on a real control plane (`real/`): VmRSS, RssAnon, RssFile and VmHWM apart, and the
+//! memory per namespace (1,000 vs 5,000 namespaces).
 //!
-//! `cargo bench --bench memory` prints a table; `cargo test --all-targets` runs a smoke
-//! version (20 namespaces, 20 Secrets) that only checks each scenario converges.
+//! `cargo bench --bench memory` prints the tables (`SKIFF_BINARY` measures another build, e.g.
+//! the static one; `SKIFF_BENCH_LARGE=1` adds 10,000 real namespaces); `cargo test
+//! --all-targets` runs a smoke version (20 namespaces, 20 Secrets) that only checks each
+//! scenario converges.
 
 // Built with cfg(test) but no test harness, the support files' test modules import unused items.
 #[path = "../tests/support/mod.rs"]
@@ -11,11 +15,13 @@
 mod support;
 
 mod common;
+mod real;
 
 use base64::Engine as _;
 use common::{Run, bench_mode, cluster, target_namespace, wait_converged, wait_watching};
 use serde_json::json;
 use std::time::Duration;
+use support::control_plane::e2e_enabled;
 use support::fake::FakeServer;
 use support::skiff::proc_status_kib;
 
@@ -134,12 +140,90 @@ fn smoke() {
     let (_, server) = loaded(n, 0, "memory-smoke");
     restarted(&server, "memory-smoke-restarted");
     loaded(n, n, "memory-smoke-secrets");
+    if e2e_enabled() {
+        on_real_objects(n, 2 * n, None);
+    }
     println!("memory: smoke run ok (run `cargo bench --bench memory` for figures)");
+}
+
+/// Real namespaces of the per-namespace figure: `SMALL` then `LARGE`, and the
+/// `SKIFF_BENCH_LARGE` scenario's total.
+const REAL_SMALL: usize = 1_000;
+const REAL_LARGE: usize = 5_000;
+const REAL_HUGE: usize = 10_000;
+
+/// Measures one leading process after it has settled.
+fn settled(leader: &mut real::Leader) -> real::Footprint {
+    if bench_mode() {
+        std::thread::sleep(SETTLE);
+    }
+    leader.assert_running();
+    real::Footprint::of(leader.pid())
+}
+
+/// The real-control-plane scenarios with `small` then `large` namespaces (and `huge` with a
+/// Mirror, if given); prints the table in bench mode.
+fn on_real_objects(small: usize, large: usize, huge: Option<usize>) {
+    let mut cluster = real::Cluster::start();
+    cluster.grow_to(small, small);
+    let mut rows = Vec::new();
+    let mut leader = cluster.leader("footprint-idle");
+    let idle_small = settled(&mut leader);
+    leader.stop();
+    rows.push((format!("idle as leader, {small} namespaces"), idle_small));
+    let mut leader = cluster.leader("footprint-copies");
+    cluster.add_mirror();
+    cluster.wait_synced(&mut leader, small);
+    rows.push((
+        format!("{small} namespaces, {small} copies converged"),
+        settled(&mut leader),
+    ));
+    cluster.delete_mirror(&mut leader);
+    leader.stop();
+    cluster.grow_to(large, small);
+    let mut leader = cluster.leader("footprint-idle-large");
+    let idle_large = settled(&mut leader);
+    leader.stop();
+    rows.push((format!("idle as leader, {large} namespaces"), idle_large));
+    if let Some(huge) = huge {
+        cluster.grow_to(huge, small);
+        let mut leader = cluster.leader("footprint-huge");
+        cluster.add_mirror();
+        cluster.wait_synced(&mut leader, small);
+        rows.push((
+            format!("{huge} namespaces, {small} copies converged"),
+            settled(&mut leader),
+        ));
+        leader.stop();
+    }
+    if !bench_mode() {
+        return;
+    }
+    println!(
+        "\nOn a real control plane (kube-apiserver + etcd), skiff as leader, median of {SAMPLES} samples\n"
+    );
+    real::footprint::header();
+    for (scenario, footprint) in &rows {
+        real::footprint::row(scenario, footprint);
+    }
+    let per_namespace = |a: u64, b: u64| (b as f64 - a as f64) * 1024.0 / (large - small) as f64;
+    println!(
+        "\nper extra namespace ({small} → {large}): RssAnon {:+.0} B, VmRSS {:+.0} B",
+        per_namespace(idle_small.anon, idle_large.anon),
+        per_namespace(idle_small.rss, idle_large.rss)
+    );
 }
 
 fn main() {
     if !bench_mode() {
         smoke();
+        return;
+    }
+    if e2e_enabled() {
+        let huge = std::env::var("SKIFF_BENCH_LARGE").is_ok_and(|v| v == "1");
+        on_real_objects(REAL_SMALL, REAL_LARGE, huge.then_some(REAL_HUGE));
+    }
+    if std::env::var("SKIFF_BENCH_REAL_ONLY").is_ok_and(|v| v == "1") {
         return;
     }
     let idle_small = idle(IDLE_NAMESPACES, "memory-idle");

@@ -8,6 +8,7 @@ use super::Error;
 use super::api::{ObjectMeta, Resource, Status, WatchEvent};
 use super::request::preview;
 use super::watch::Event;
+use serde::Deserialize;
 use smol::io::{AsyncRead, AsyncReadExt};
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -15,8 +16,12 @@ use std::pin::Pin;
 /// Longest event line accepted (the API server's default request size limit is 3 MiB per
 /// object; this leaves room for the envelope and JSON escaping).
 const MAX_LINE: usize = 16 * 1024 * 1024;
-/// How much is read from the body at a time.
-const READ_SIZE: usize = 16 * 1024;
+/// How much is read from the body at a time: one event of a watched kind is well under it
+/// (a real Namespace is about 1 KiB), and the reads come from the HTTP layer's own buffer.
+const READ_SIZE: usize = 4 * 1024;
+/// Buffer capacity kept between events; a larger one is released once it is empty, so one
+/// large event does not pin its size for the life of the watch.
+const KEEP_CAPACITY: usize = 4 * READ_SIZE;
 
 /// The events of one watch request.
 pub struct WatchStream<K> {
@@ -68,6 +73,9 @@ impl<K: Resource> WatchStream<K> {
                 let line = self.buf[..end].to_vec();
                 self.buf.drain(..=end);
                 self.scanned = 0;
+                if self.buf.is_empty() && self.buf.capacity() > KEEP_CAPACITY {
+                    self.buf = Vec::new();
+                }
                 Some(line)
             }
             None => {
@@ -78,13 +86,15 @@ impl<K: Resource> WatchStream<K> {
     }
 
     /// Reads more of the body; at its end marks the stream done (an error if mid-line).
+    ///
+    /// Reads straight into the buffer's spare room: a read array inside this future would make
+    /// every watch task's state that much larger for as long as the watch is open.
     async fn fill(&mut self) -> Result<(), Error> {
-        let mut chunk = [0u8; READ_SIZE];
-        let read = self
-            .body
-            .read(&mut chunk)
-            .await
-            .map_err(|e| Error::Transport(format!("watch stream broke off: {e}")))?;
+        let filled = self.buf.len();
+        self.buf.resize(filled + READ_SIZE, 0);
+        let read = self.body.read(&mut self.buf[filled..]).await;
+        self.buf.truncate(filled + *read.as_ref().unwrap_or(&0));
+        let read = read.map_err(|e| Error::Transport(format!("watch stream broke off: {e}")))?;
         if read == 0 {
             self.done = true;
             if self.buf.iter().all(u8::is_ascii_whitespace) {
@@ -94,7 +104,6 @@ impl<K: Resource> WatchStream<K> {
                 "watch stream ended in the middle of an event".into(),
             ));
         }
-        self.buf.extend_from_slice(&chunk[..read]);
         if self.buf.len() > MAX_LINE {
             return Err(Error::Decode(format!(
                 "watch event longer than {MAX_LINE} bytes"
@@ -113,14 +122,14 @@ fn decode_line<K: Resource>(line: &[u8]) -> Result<Event<K>, Error> {
         ))
     })?;
     let WatchEvent { kind, object } = event;
-    match kind.as_str() {
+    let object = object.get();
+    match &*kind {
         "ADDED" => Ok(Event::Added(decode_object(&kind, object)?)),
         "MODIFIED" => Ok(Event::Modified(decode_object(&kind, object)?)),
         "DELETED" => Ok(Event::Deleted(decode_object(&kind, object)?)),
         "BOOKMARK" => {
-            let meta: ObjectMeta =
-                serde_json::from_value(object["metadata"].clone()).unwrap_or_default();
-            match meta.resource_version() {
+            let bookmark: Bookmark = serde_json::from_str(object).unwrap_or_default();
+            match bookmark.metadata.resource_version() {
                 "" => Err(Error::Decode(
                     "BOOKMARK event without a resourceVersion".into(),
                 )),
@@ -134,14 +143,21 @@ fn decode_line<K: Resource>(line: &[u8]) -> Result<Event<K>, Error> {
     }
 }
 
-fn decode_object<K: Resource>(kind: &str, object: serde_json::Value) -> Result<K, Error> {
-    serde_json::from_value(object)
+/// What a `BOOKMARK` event's object is read for.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Bookmark {
+    metadata: ObjectMeta,
+}
+
+fn decode_object<K: Resource>(kind: &str, object: &str) -> Result<K, Error> {
+    serde_json::from_str(object)
         .map_err(|e| Error::Decode(format!("watch {kind} object is not a {}: {e}", K::KIND)))
 }
 
 /// The error an `ERROR` event carries: 410 Gone becomes [`Error::Expired`].
-fn status_error(object: serde_json::Value) -> Error {
-    let status: Status = serde_json::from_value(object).unwrap_or_default();
+fn status_error(object: &str) -> Error {
+    let status: Status = serde_json::from_str(object).unwrap_or_default();
     let message = status.message.unwrap_or_default();
     match status.code {
         Some(410) => Error::Expired(message),
@@ -276,6 +292,20 @@ mod tests {
         assert!(
             matches!(&events[..], [Err(Error::Transport(_))]),
             "{events:?}"
+        );
+    }
+
+    #[test]
+    fn a_large_event_does_not_pin_its_buffer_size() {
+        let big = ADDED.replace(r#""k":"v""#, &format!(r#""k":"{}""#, "x".repeat(100_000)));
+        let body = format!("{big}\n{ADDED}\n");
+        let mut s = WatchStream::<ConfigMap>::from_reader(smol::io::Cursor::new(body));
+        let events = smol::block_on(async { [s.next().await, s.next().await] });
+        assert!(matches!(&events, [Some(Ok(_)), Some(Ok(_))]), "{events:?}");
+        assert!(
+            s.buf.capacity() <= KEEP_CAPACITY,
+            "buffer kept {} bytes",
+            s.buf.capacity()
         );
     }
 

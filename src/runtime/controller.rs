@@ -4,8 +4,10 @@
 //! and none will start, so the lease can be released without another replica's writes racing
 //! ours. [`feed`] connects a watcher to a store and to the queue.
 
+use std::any::Any;
 use std::fmt::Display;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +16,7 @@ use super::store::{ObjectKey, Store};
 use super::watcher::{ListWatch, Watcher, WatcherEvent};
 use crate::kube::api::Resource;
 use crate::metrics::{self, Counter, Histogram};
+use smol::future::FutureExt as _;
 
 /// What a successful reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,11 +96,34 @@ where
     async fn work(self: Arc<Self>) {
         while let Some(key) = self.queue.get().await {
             let started = Instant::now();
-            let result = (self.reconcile)(key.clone()).await;
+            // A panic in a reconcile is caught here, as controller-runtime's RecoverPanic does:
+            // uncaught it would end this worker task silently while the replica keeps leading.
+            let outcome = AssertUnwindSafe((self.reconcile)(key.clone()))
+                .catch_unwind()
+                .await;
             self.metrics.time.observe(started.elapsed().as_secs_f64());
-            self.settle(&key, result);
+            match outcome {
+                Ok(result) => self.settle(&key, result),
+                Err(panic) => self.settle_panic(&key, panic.as_ref()),
+            }
             self.queue.done(&key);
         }
+    }
+
+    /// A panicked reconcile counts as a failed one: logged as an error and retried with backoff.
+    fn settle_panic(&self, key: &ObjectKey, panic: &(dyn Any + Send)) {
+        let message = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(no message)");
+        log::error!(
+            "{}: reconciling {key} panicked, will retry: {message}",
+            self.name
+        );
+        self.metrics.error.inc();
+        self.metrics.errors.inc();
+        self.queue.requeue_rate_limited(key.clone());
     }
 
     fn settle(&self, key: &ObjectKey, result: Result<Action, E>) {
@@ -316,6 +342,43 @@ mod tests {
             &[("controller", "test-retry")],
         );
         assert_eq!(errors.get(), 2);
+    }
+
+    #[test]
+    fn a_panicking_reconcile_is_an_error_retried_and_the_worker_goes_on() {
+        let controller = Controller::new("test-panic", 1);
+        let queue = controller.queue();
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let c = Arc::clone(&calls);
+        let reconcile = move |key: ObjectKey| {
+            let (calls, stop) = (Arc::clone(&c), stop_tx.clone());
+            async move {
+                let seen = {
+                    let mut calls = calls.lock().unwrap_or_else(|e| e.into_inner());
+                    calls.push(key.name.clone());
+                    calls.len()
+                };
+                if seen == 1 {
+                    panic!("bug in reconcile");
+                }
+                if seen == 3 {
+                    stop.close();
+                }
+                Ok::<_, String>(Action::Done)
+            }
+        };
+        queue.add(key("a"));
+        queue.add(key("b"));
+        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        // One worker: after `a` panicked it still reconciled `b`, then `a` again.
+        assert_eq!(*calls.lock().unwrap(), ["a", "b", "a"]);
+        let errors = metrics::counter(
+            "controller_runtime_reconcile_errors_total",
+            "",
+            &[("controller", "test-panic")],
+        );
+        assert_eq!(errors.get(), 1);
     }
 
     /// Lists `a`, then watches: `b` is added, then nothing more happens.

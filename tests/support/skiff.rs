@@ -50,8 +50,9 @@ pub fn write_kubeconfig(
 }
 
 /// The built `skiff` binary (cargo names it for tests and benches; examples get its path).
+/// `SKIFF_BINARY` names another build instead (the benchmarks measure the static binary, or an
+/// older build, that way).
 pub fn binary() -> PathBuf {
-    // Benchmarks measure another build (for before/after figures) with SKIFF_BINARY=path.
     if let Some(path) = std::env::var_os("SKIFF_BINARY") {
         return PathBuf::from(path);
     }

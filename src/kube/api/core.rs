@@ -133,3 +133,92 @@ crate::impl_resource!(
     namespaced = false
 );
 crate::impl_resource!(Event, "v1", "Event", "events", namespaced = true);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    /// A Namespace as kube-apiserver sends it to a watch or list.
+    const REAL_NAMESPACE: &str = r#"{"kind":"Namespace","apiVersion":"v1",
+        "metadata":{"name":"team-a","uid":"0b5c2a51","resourceVersion":"1042",
+            "creationTimestamp":"2026-11-30T00:00:00Z",
+            "labels":{"kubernetes.io/metadata.name":"team-a","mirror":"yes"},
+            "managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1",
+                "time":"2026-11-30T00:00:00Z","fieldsType":"FieldsV1",
+                "fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:mirror":{}}}}}]},
+        "spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}"#;
+
+    /// A copy as kube-apiserver sends it to skiff's copy watch.
+    const REAL_COPY: &str = r#"{"kind":"ConfigMap","apiVersion":"v1",
+        "metadata":{"name":"app-ca","namespace":"team-a","uid":"6d1f","resourceVersion":"9001",
+            "creationTimestamp":"2026-11-30T00:00:00Z",
+            "labels":{"app.kubernetes.io/managed-by":"skiff","skiff.dev/mirror-name":"ca",
+                "skiff.dev/mirror-namespace":"skiff-system"},
+            "annotations":{"skiff.dev/source-hash":"9f2c"},
+            "managedFields":[{"manager":"skiff","operation":"Update","apiVersion":"v1",
+                "time":"2026-11-30T00:00:00Z","fieldsType":"FieldsV1",
+                "fieldsV1":{"f:data":{".":{},"f:ca.crt":{}}}}]},
+        "data":{"ca.crt":"pem"}}"#;
+
+    /// The paths of every leaf and object key in `value` (`metadata.labels.x`), maps of
+    /// data and labels collapsed to their own path.
+    fn paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+        let collapsed = ["metadata.labels", "metadata.annotations", "data"];
+        match value {
+            Value::Object(map) if !collapsed.contains(&prefix) => {
+                for (key, value) in map {
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    paths(value, &path, out);
+                }
+            }
+            _ => {
+                out.insert(prefix.to_owned());
+            }
+        }
+    }
+
+    /// What a decoded object still holds: everything it would write back.
+    fn kept<K: Serialize + serde::de::DeserializeOwned>(json: &str) -> BTreeSet<String> {
+        let decoded: K = serde_json::from_str(json).expect("a real object decodes");
+        let mut out = BTreeSet::new();
+        paths(
+            &serde_json::to_value(&decoded).expect("serializable"),
+            "",
+            &mut out,
+        );
+        out
+    }
+
+    fn set(paths: &[&str]) -> BTreeSet<String> {
+        paths.iter().map(|p| (*p).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_decoded_namespace_or_copy_keeps_no_field_skiff_never_reads() {
+        let meta = [
+            "apiVersion",
+            "kind",
+            "metadata.creationTimestamp",
+            "metadata.name",
+            "metadata.resourceVersion",
+            "metadata.uid",
+        ];
+        let mut namespace = set(&meta);
+        namespace.extend(set(&["metadata.labels", "status.phase"]));
+        assert_eq!(kept::<Namespace>(REAL_NAMESPACE), namespace);
+        let mut copy = set(&meta);
+        copy.extend(set(&[
+            "metadata.namespace",
+            "metadata.labels",
+            "metadata.annotations",
+            "data",
+        ]));
+        assert_eq!(kept::<ConfigMap>(REAL_COPY), copy);
+    }
+}

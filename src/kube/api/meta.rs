@@ -1,11 +1,15 @@
 //! Object metadata and the envelopes every kind shares: lists, watch events, `Status`.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+/// Decoded by hand (`meta_decode.rs`): `managedFields` is skipped without being built, and
+/// only the rare other unknown fields land in `extra`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -29,7 +33,9 @@ pub struct ObjectMeta {
     pub finalizers: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
-    /// Everything else (managedFields, generateName, ...), kept so a PUT preserves it.
+    /// Every other field skiff does not read (generateName, ...), kept so a PUT preserves it.
+    /// Not `managedFields`: it is most of a real object's metadata, skiff never reads it, and
+    /// the API server keeps an object's managedFields when an update omits them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -89,13 +95,15 @@ pub struct ObjectList<T> {
 
 /// One line of a watch stream: `{"type": "ADDED", "object": {...}}`.
 ///
-/// `object` stays a JSON value here because an `ERROR` event carries a `Status` and a
-/// `BOOKMARK` carries only metadata; the watch stream decodes it per type.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WatchEvent {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub object: Value,
+/// `object` stays raw JSON, borrowed from the line, because an `ERROR` event carries a
+/// `Status` and a `BOOKMARK` only metadata: the watch stream decodes it per type, straight
+/// into the typed object, without building a generic JSON tree first.
+#[derive(Debug, Deserialize)]
+pub struct WatchEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    #[serde(borrow)]
+    pub object: &'a RawValue,
 }
 
 /// The API server's error (and sometimes success) envelope, `kind: Status`.
@@ -118,11 +126,12 @@ mod tests {
 
     #[test]
     fn unknown_metadata_fields_survive_a_round_trip() {
-        let json = r#"{"name":"a","resourceVersion":"7","managedFields":[{"manager":"kubectl"}]}"#;
+        let json = r#"{"name":"a","resourceVersion":"7","generateName":"a-","selfLink":{"x":1}}"#;
         let meta: ObjectMeta = serde_json::from_str(json).expect("valid metadata");
         assert_eq!(meta.resource_version(), "7");
         let back = serde_json::to_value(&meta).expect("serializable");
-        assert_eq!(back["managedFields"][0]["manager"], "kubectl");
+        assert_eq!(back["generateName"], "a-");
+        assert_eq!(back["selfLink"]["x"], 1);
     }
 
     #[test]

@@ -2,11 +2,14 @@
 //! (lists, watch events, `Status`) every kind shares.
 //!
 //! Fields skiff does not use are kept in `extra` maps where skiff writes the object back
-//! (metadata, Lease spec), so a PUT never drops what a newer server or another client set.
+//! (metadata, Lease spec), so a PUT never drops what a newer server or another client set;
+//! the exception is metadata's `managedFields`, skipped unbuilt (`meta_decode.rs`) because
+//! it is the bulk of every real object and the server keeps it when an update omits it.
 
 mod core;
 mod lease;
 mod meta;
+mod meta_decode;
 mod review;
 
 pub use core::{
@@ -14,6 +17,7 @@ pub use core::{
 };
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchEvent};
+pub use meta_decode::MANAGED_FIELDS;
 pub use review::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
     TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
