@@ -3,10 +3,13 @@
 //! Memory must not grow with objects skiff doesn't manage, so each watch is as narrow as the
 //! API allows: Mirrors and Namespaces (small), ConfigMaps and Secrets only in the namespaces
 //! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
-//! their content rather than the content.
+//! their content rather than the content. Secrets are watched only when Secret copies are
+//! enabled, and their copies only by allowed name (see [`super::secret_copies`]).
 
 use super::copy::{CopyInfo, SourceContent, managed_selector};
 use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
+use super::secret_copies::SecretCopyStores;
+use super::secret_targets::SecretTargets;
 use super::selector::NamespaceInfo;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
@@ -64,6 +67,13 @@ impl<K: Resource + Clone> SourceStores<K> {
         SourceStores { stores }
     }
 
+    /// No store and no watch: sources of this kind are never read.
+    fn none() -> SourceStores<K> {
+        SourceStores {
+            stores: HashMap::new(),
+        }
+    }
+
     /// One watch per store, each enqueueing the Mirrors that read the changed source.
     fn spawn_watches(
         &self,
@@ -104,7 +114,7 @@ pub struct Caches {
     pub configmap_sources: SourceStores<ConfigMap>,
     pub secret_sources: SourceStores<Secret>,
     pub configmap_copies: Store<ConfigMap, CopyInfo>,
-    pub secret_copies: Store<Secret, CopyInfo>,
+    pub secret_copies: SecretCopyStores,
 }
 
 fn namespace_info(ns: &Namespace) -> NamespaceInfo {
@@ -116,14 +126,21 @@ fn namespace_info(ns: &Namespace) -> NamespaceInfo {
 }
 
 impl Caches {
-    pub fn new(scope: &SourceScope) -> Caches {
+    pub fn new(scope: &SourceScope, secret_targets: &SecretTargets) -> Caches {
+        // Without Secret copies no Mirror of a Secret is reconciled, so its source is not
+        // needed either: the default install grants no Secret access at all.
+        let secret_sources = if secret_targets.enabled() {
+            SourceStores::new(scope, SourceContent::of_secret)
+        } else {
+            SourceStores::none()
+        };
         Caches {
             mirrors: Store::whole(),
             namespaces: Store::new(namespace_info),
             configmap_sources: SourceStores::new(scope, SourceContent::of_configmap),
-            secret_sources: SourceStores::new(scope, SourceContent::of_secret),
+            secret_sources,
             configmap_copies: Store::new(CopyInfo::of_configmap),
-            secret_copies: Store::new(CopyInfo::of_secret),
+            secret_copies: SecretCopyStores::new(secret_targets),
         }
     }
 
@@ -175,7 +192,8 @@ impl Caches {
         client: &Client,
         queue: &WorkQueue<ObjectKey>,
     ) -> Vec<smol::Task<()>> {
-        let copies = WatcherConfig::default().labels(&managed_selector());
+        let managed = managed_selector();
+        let copies = WatcherConfig::default().labels(&managed);
         let mut tasks = vec![
             spawn(
                 client,
@@ -199,20 +217,16 @@ impl Caches {
             spawn(
                 client,
                 None,
-                copies.clone(),
+                copies,
                 self.configmap_copies.clone(),
                 queue,
                 copy_owners(self.mirrors.clone(), SourceKind::ConfigMap),
             ),
-            spawn(
-                client,
-                None,
-                copies,
-                self.secret_copies.clone(),
-                queue,
-                copy_owners(self.mirrors.clone(), SourceKind::Secret),
-            ),
         ];
+        tasks.extend(self.secret_copies.watches(&managed).map(|(config, store)| {
+            let map = copy_owners(self.mirrors.clone(), SourceKind::Secret);
+            spawn(client, None, config, store.clone(), queue, map)
+        }));
         tasks.extend(self.configmap_sources.spawn_watches(
             client,
             queue,

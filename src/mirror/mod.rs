@@ -13,6 +13,8 @@
 //! - [`unmanaged`]: objects with a copy's name that skiff must not touch, remembered.
 //! - [`mirror_writes`]: Mirror writes the Mirror cache has not seen yet.
 //! - [`written`]: writes the copy cache has not seen yet, so none is made twice.
+//! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
+//! - [`secret_copies`]: Secret copies, watched one allowed name at a time.
 mod apply;
 pub mod caches;
 pub mod controller;
@@ -21,6 +23,8 @@ pub mod enqueue;
 pub mod mirror_writes;
 pub mod plan;
 pub mod reconcile;
+pub mod secret_copies;
+pub mod secret_targets;
 pub mod selector;
 pub mod status;
 pub mod types;
@@ -29,4 +33,5 @@ pub mod written;
 
 pub use caches::SourceScope;
 pub use controller::runnable;
+pub use secret_targets::SecretTargets;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};

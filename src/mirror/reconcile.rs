@@ -8,6 +8,7 @@ use super::caches::{Caches, SourceScope};
 use super::copy::{CopyInfo, Owner, SourceContent};
 use super::mirror_writes::MirrorWrites;
 use super::plan::{Desired, Plan, plan};
+use super::secret_targets::SecretTargets;
 use super::selector::selects;
 use super::status::{self, Observed, Reason};
 use super::types::Mirror;
@@ -29,6 +30,7 @@ pub struct Reconciler {
     pub(super) client: Client,
     pub(super) caches: Caches,
     scope: SourceScope,
+    secret_targets: SecretTargets,
     pub(super) written: Written,
     /// Namespaces where an object that is not skiff's holds a copy's name.
     pub(super) unmanaged: Unmanaged,
@@ -48,6 +50,7 @@ impl Reconciler {
         client: Client,
         caches: Caches,
         scope: SourceScope,
+        secret_targets: SecretTargets,
         recorder: Recorder,
         stopping: Signal,
     ) -> Reconciler {
@@ -55,6 +58,7 @@ impl Reconciler {
             client,
             caches,
             scope,
+            secret_targets,
             written: Written::default(),
             unmanaged: Unmanaged::default(),
             reported: Mutex::default(),
@@ -94,6 +98,13 @@ impl Reconciler {
                 &message,
             )
             .await?;
+            return Ok(Action::Done);
+        }
+        // Likewise a Secret Mirror whose target name RBAC does not cover (see secret_targets).
+        if let Some(refusal) = self.secret_targets.refusal(&mirror) {
+            let observed = Observed::default();
+            self.write_status(&mirror, &observed, refusal.reason, &refusal.message)
+                .await?;
             return Ok(Action::Done);
         }
         let mirror = self.ensure_finalizer(mirror).await?;
