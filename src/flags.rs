@@ -106,6 +106,10 @@ struct Options {
     /// namespaces Mirror sources may live in: a comma list, or * for all (default: own namespace)
     #[argh(option, default = "String::new()")]
     source_namespaces: String,
+    /// the only Secret names skiff may create and manage in target namespaces: a comma list,
+    /// matching the secret-targets component's resourceNames (default none: no Secret copies)
+    #[argh(option, default = "String::new()")]
+    secret_target_names: String,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,
@@ -144,6 +148,8 @@ pub struct Settings {
     pub metrics_cert_dir: Option<PathBuf>,
     pub graceful_shutdown_timeout: Duration,
     pub source_namespaces: SourceNamespaces,
+    /// `--secret-target-names`, sorted and deduplicated; empty = Secret copies disabled.
+    pub secret_target_names: Vec<String>,
     pub log_format: LogFormat,
     pub log_level: LevelFilter,
 }
@@ -220,6 +226,10 @@ impl fmt::Display for Settings {
             SourceNamespaces::All => "*".to_owned(),
             SourceNamespaces::Only(list) => list.join(","),
         };
+        let secret_targets = match self.secret_target_names.as_slice() {
+            [] => "(none: Secret copies disabled)".to_owned(),
+            names => names.join(","),
+        };
         write!(
             f,
             "kubeconfig={} context={} kube-api-qps={} kube-api-burst={} leader-elect={} \
@@ -228,7 +238,8 @@ impl fmt::Display for Settings {
              leader-elect-retry-period={} leader-elect-release-on-cancel={} \
              leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
-             graceful-shutdown-timeout={} source-namespaces={} log-format={} log-level={}",
+             graceful-shutdown-timeout={} source-namespaces={} secret-target-names={} \
+             log-format={} log-level={}",
             or(&kubeconfig, "(auto)"),
             or(&self.context, "(current)"),
             self.kube_api_qps,
@@ -248,6 +259,7 @@ impl fmt::Display for Settings {
             or(&cert_dir, "(self-signed)"),
             format_duration(self.graceful_shutdown_timeout),
             sources,
+            secret_targets,
             self.log_format,
             self.log_level.as_str().to_ascii_lowercase(),
         )
@@ -297,6 +309,7 @@ mod tests {
         assert_eq!(s.metrics_cert_dir, None);
         assert_eq!(s.graceful_shutdown_timeout, secs(30));
         assert_eq!(s.source_namespaces, SourceNamespaces::Own);
+        assert!(s.secret_target_names.is_empty());
         assert_eq!(
             (s.log_format, s.log_level),
             (LogFormat::Text, LevelFilter::Info)
@@ -411,6 +424,7 @@ mod tests {
             "--metrics-secure",
             "--metrics-cert-dir",
             "--version",
+            "--secret-target-names",
         ] {
             assert!(text.contains(flag), "help lacks {flag}: {text}");
         }

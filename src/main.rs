@@ -61,7 +61,13 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let replica = Replica::wire(settings, config, &identity)?;
     let probes = Arc::new(Probes::new(replica.health_checks()));
     start_servers(settings, &probes, &replica.reviewer).await?;
-    let runnables = vec![mirror::runnable(replica.main, replica.scope, &identity)];
+    let secret_targets = mirror::SecretTargets::new(settings.secret_target_names.clone());
+    let runnables = vec![mirror::runnable(
+        replica.main,
+        replica.scope,
+        secret_targets,
+        &identity,
+    )];
     let signal = async move {
         match signals.next().await {
             Some(Ok(signal)) => log::info!("received {signal:?}, shutting down"),

@@ -96,8 +96,8 @@ fn samples_pass_server_side_dry_run_and_create_nothing() {
     for line in [
         "configmap/app-ca created (server dry run)",
         "mirror.skiff.dev/app-ca created (server dry run)",
-        "secret/registry-credentials created (server dry run)",
-        "mirror.skiff.dev/registry-pull created (server dry run)",
+        "secret/app-tls created (server dry run)",
+        "mirror.skiff.dev/app-tls created (server dry run)",
     ] {
         assert!(
             out.lines().any(|l| l == line),

@@ -2,7 +2,9 @@
 //!
 //! Why: the fake server models the API; only the real one proves that the copies, the status
 //! columns, the Events and the finalizer work under the shipped RBAC. One skiff replica runs as
-//! in production (`--leader-elect`, the operator's ServiceAccount). Each test starts its own
+//! in production (`--leader-elect`, the operator's ServiceAccount), installed with the
+//! secret-targets component (`deploy/secret-targets`) so Secret copies of `app-tls` are
+//! allowed, with the same `--secret-target-names` the component sets. Each test starts its own
 //! replica, serialized, because they all use the one Lease `skiff-system/skiff-leader`; each
 //! test has its own Mirror, source and namespaces (selected by a label unique to the test).
 
@@ -18,7 +20,7 @@ use support::skiff::{Skiff, TempDir, eventually};
 /// Each wait for the controller to act.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Short lease timings: a replica killed by a failed test lets the next one lead within 4 s.
-const SKIFF_FLAGS: [&str; 7] = [
+const SKIFF_FLAGS: [&str; 8] = [
     "--leader-elect",
     "--leader-election-namespace=skiff-system",
     "--source-namespaces=skiff-system",
@@ -26,10 +28,19 @@ const SKIFF_FLAGS: [&str; 7] = [
     "--leader-elect-renew-deadline=3s",
     "--leader-elect-retry-period=1s",
     "--log-level=debug",
+    "--secret-target-names=app-tls",
 ];
 
+/// The default install plus the secret-targets component, once per control plane.
 fn control_plane() -> &'static ControlPlane {
-    ControlPlane::shared().install_manifests()
+    static COMPONENT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    let cp = ControlPlane::shared().install_manifests();
+    COMPONENT.get_or_init(|| {
+        let overlay =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/secret-targets");
+        cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
+    });
+    cp
 }
 
 /// Runs `test` while one skiff replica leads; stops it with SIGTERM after, expecting exit 0.
@@ -262,15 +273,13 @@ fn a_secret_copy_keeps_the_secret_type() {
         let source = cp
             .object("secret", OPERATOR_NAMESPACE, "registry-credentials")
             .expect("source Secret");
-        let extra = r#""targetName": "registry-pull","#;
+        let extra = r#""targetName": "app-tls","#;
         mirror(cp, "secret", "Secret", "registry-credentials", extra, label);
 
         wait_until("Secret copy with the source's data", || {
-            has_copy(cp, "secret", &namespace, "registry-pull", &source["data"])
+            has_copy(cp, "secret", &namespace, "app-tls", &source["data"])
         });
-        let copy = cp
-            .object("secret", &namespace, "registry-pull")
-            .expect("copy");
+        let copy = cp.object("secret", &namespace, "app-tls").expect("copy");
         assert_eq!(copy["type"], "kubernetes.io/dockerconfigjson", "{copy:#}");
     });
 }

@@ -91,7 +91,7 @@ fn a_secret_copy_keeps_its_type_and_data() {
         "metadata": {"name": "tls", "namespace": HOME},
         "type": "kubernetes.io/tls", "data": data}));
     cluster.mirror_to_teams("tls", "Secret", "tls");
-    let skiff = cluster.start(&[]);
+    let skiff = cluster.start(&["--secret-target-names=tls"]);
 
     cluster.wait_ready(&skiff, HOME, "tls", "True", "Synced");
     let copy = cluster.secret_at("team-a", "tls").expect("secret copy");

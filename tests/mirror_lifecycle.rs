@@ -11,6 +11,8 @@ use support::scrape::{scrape, sum_samples};
 use support::skiff::free_port;
 
 const MIRROR_PATH: &str = "/apis/skiff.dev/v1alpha1/namespaces/skiff-system/mirrors/ca";
+/// Secret copies are opt-in: the Secret Mirrors here copy to `tls`.
+const SECRET_TARGETS: &str = "--secret-target-names=tls";
 
 fn team_mirror(cluster: &Cluster, namespaces: usize) -> Vec<String> {
     let selected = cluster.namespaces("team", namespaces, json!({"team": "yes"}));
@@ -122,7 +124,7 @@ fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
     cluster.mirror_to_teams("tls", "Secret", "tls");
     // An object skiff doesn't manage blocks "ca" in one namespace: the cache cannot see it.
     cluster.configmap("team-19", "app-ca", json!({"ca.crt": "THEIRS"}));
-    let mut first = cluster.start(&[]);
+    let mut first = cluster.start(&[SECRET_TARGETS]);
     cluster.wait_ready(&first, HOME, "ca", "False", "Conflict");
     cluster.wait_ready(&first, HOME, "tls", "True", "Synced");
     cluster.wait_for(&first, "both Mirrors fully synced", || {
@@ -143,7 +145,7 @@ fn a_restart_with_nothing_changed_writes_nothing_even_with_conflicts() {
     let mark = cluster.server.requests().len();
     let port = free_port();
     let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{port}");
-    let second = cluster.start(&[&metrics_flag, "--metrics-secure=false"]);
+    let second = cluster.start(&[&metrics_flag, "--metrics-secure=false", SECRET_TARGETS]);
     cluster.wait_caches_filled(&second);
     let total = |text: &str, result: &str| {
         let labels = [("controller", "mirror"), ("result", result)];
@@ -220,7 +222,7 @@ fn changing_the_source_kind_replaces_configmap_copies_with_secrets() {
         .server
         .insert(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "app-ca", "namespace": HOME}, "data": {"ca.crt": "UEVN"}}));
-    let skiff = cluster.start(&[]);
+    let skiff = cluster.start(&["--secret-target-names=app-ca"]);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
 
     let mut mirror = cluster.mirror_object(HOME, "ca").expect("mirror");

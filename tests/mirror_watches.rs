@@ -1,6 +1,7 @@
 //! What the Mirror controller watches, seen from the server: memory must not grow with objects
-//! skiff does not manage, so copies are watched by skiff's label only and sources only in the
-//! namespaces they may come from. Widening either would fail here.
+//! skiff does not manage, so copies are watched by skiff's label only (Secret copies also by
+//! each allowed name, as RBAC `resourceNames` requires) and sources only in the namespaces they
+//! may come from. Widening either would fail here.
 
 mod support;
 
@@ -10,6 +11,14 @@ use support::cluster::{Cluster, HOME};
 use support::fake::RequestRecord;
 
 const MANAGED: &str = "app.kubernetes.io/managed-by=skiff";
+/// The Secret Mirror below copies to `tls`; Secret copies are off without this flag.
+const SECRET_TARGETS: &str = "--secret-target-names=tls";
+
+/// The field selector a cluster-wide read of `plural` must carry: none for ConfigMaps, the
+/// allowed name for Secrets.
+fn copy_fields(plural: &str) -> Option<&'static str> {
+    (plural == "secrets").then_some("metadata.name=tls")
+}
 
 /// List and watch requests (GETs of collections) for `plural`, as (path, params).
 fn reads_of(records: &[RequestRecord], plural: &str) -> Vec<(String, HashMap<String, String>)> {
@@ -32,7 +41,9 @@ fn converged_requests(tag: &str, flags: &[&str]) -> Vec<RequestRecord> {
         "metadata": {"name": "tls", "namespace": HOME}, "data": {"k": "dg=="}}));
     cluster.mirror_to_teams("ca", "ConfigMap", "app-ca");
     cluster.mirror_to_teams("tls", "Secret", "tls");
-    let skiff = cluster.start(flags);
+    let mut flags = flags.to_vec();
+    flags.push(SECRET_TARGETS);
+    let skiff = cluster.start(&flags);
     cluster.wait_ready(&skiff, HOME, "ca", "True", "Synced");
     cluster.wait_ready(&skiff, HOME, "tls", "True", "Synced");
     cluster.server.requests()
@@ -56,6 +67,11 @@ fn copies_are_watched_by_label_and_sources_only_in_their_namespace() {
                 p.get("labelSelector").map(String::as_str),
                 Some(MANAGED),
                 "cluster-wide {plural} read without skiff's label: {path} {p:?}"
+            );
+            assert_eq!(
+                p.get("fieldSelector").map(String::as_str),
+                copy_fields(plural),
+                "cluster-wide {plural} read: {path} {p:?}"
             );
         }
         let home = format!("/api/v1/namespaces/{HOME}/{plural}");

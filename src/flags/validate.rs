@@ -45,6 +45,7 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         metrics_cert_dir: metrics_cert_dir(o.metrics_secure, o.metrics_cert_dir)?,
         graceful_shutdown_timeout: o.graceful_shutdown_timeout,
         source_namespaces: source_namespaces(&o.source_namespaces)?,
+        secret_target_names: secret_target_names(&o.secret_target_names)?,
         log_format: o.log_format,
         log_level: o.log_level,
     })
@@ -151,6 +152,31 @@ fn source_namespaces(text: &str) -> Result<SourceNamespaces, FlagError> {
     list.sort();
     list.dedup();
     Ok(SourceNamespaces::Only(list))
+}
+
+/// Secret names (DNS-1123 subdomains), as RBAC `resourceNames` lists them.
+fn secret_target_names(text: &str) -> Result<Vec<String>, FlagError> {
+    const FLAG: &str = "--secret-target-names";
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut names = Vec::new();
+    for entry in text.split(',').map(str::trim) {
+        if entry.is_empty() || entry == "*" {
+            return Err(invalid(
+                FLAG,
+                format!(
+                    "{FLAG} {text:?}: give a comma list of Secret names, e.g. app-tls,registry-pull \
+                     (no wildcard: each name must also be in the secret-targets ClusterRole's \
+                     resourceNames)"
+                ),
+            ));
+        }
+        names.push(name(FLAG, entry.to_owned(), 253)?);
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
 }
 
 #[cfg(test)]
@@ -298,6 +324,23 @@ mod tests {
                 rejected_flag(&["--source-namespaces", bad]).0,
                 "--source-namespaces"
             );
+        }
+    }
+
+    #[test]
+    fn secret_target_names_take_a_list_of_secret_names() {
+        let s = try_parse(&["--secret-target-names=b.example, app-tls,b.example"]).expect("valid");
+        assert_eq!(s.secret_target_names, ["app-tls", "b.example"]);
+        assert!(
+            try_parse(&["--secret-target-names="])
+                .expect("valid")
+                .secret_target_names
+                .is_empty()
+        );
+        for bad in ["a,,b", "*", "a,*", "App_TLS"] {
+            let (flag, message) = rejected_flag(&["--secret-target-names", bad]);
+            assert_eq!(flag, "--secret-target-names", "{bad}");
+            assert!(message.contains(bad), "{bad}: {message}");
         }
     }
 

@@ -3,7 +3,8 @@
 //! Memory must not grow with objects skiff doesn't manage, so each watch is as narrow as the
 //! API allows: Mirrors and Namespaces (small), ConfigMaps and Secrets only in the namespaces
 //! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
-//! their content rather than the content.
+//! their content rather than the content. Secrets are watched only when Secret copies are
+//! enabled, and their copies only by allowed name (see [`super::secret_copies`]).
 //!
 //! Each cache is indexed for the questions events and reconciles ask, so that their cost is
 //! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
@@ -11,6 +12,8 @@
 
 use super::copy::{CopyInfo, SourceContent, managed_selector};
 use super::enqueue::{copy_owners, mirror_index, mirror_keys, mirrors_of_source, owner_index};
+use super::secret_copies::SecretCopyStores;
+use super::secret_targets::SecretTargets;
 use super::selection::Selections;
 use super::selector::NamespaceInfo;
 use super::types::{Mirror, SourceKind};
@@ -69,6 +72,13 @@ impl<K: Resource + Clone> SourceStores<K> {
         SourceStores { stores }
     }
 
+    /// No store and no watch: sources of this kind are never read.
+    fn none() -> SourceStores<K> {
+        SourceStores {
+            stores: HashMap::new(),
+        }
+    }
+
     /// One watch per store, each enqueueing the Mirrors that read the changed source.
     fn spawn_watches(
         &self,
@@ -109,25 +119,32 @@ pub struct Caches {
     pub configmap_sources: SourceStores<ConfigMap>,
     pub secret_sources: SourceStores<Secret>,
     pub configmap_copies: Store<ConfigMap, CopyInfo>,
-    pub secret_copies: Store<Secret, CopyInfo>,
+    pub secret_copies: SecretCopyStores,
     /// Which namespaces each Mirror selects, kept up to date by the Mirror and Namespace
     /// watches.
     pub selections: Selections,
 }
 
 impl Caches {
-    pub fn new(scope: &SourceScope) -> Caches {
+    pub fn new(scope: &SourceScope, secret_targets: &SecretTargets) -> Caches {
         let mirrors = Store::whole().with_index(mirror_index);
         let namespaces = Store::new(NamespaceInfo::of);
         let by_owner = |c: &CopyInfo| c.owner.iter().map(owner_index).collect();
+        // Without Secret copies no Mirror of a Secret is reconciled, so its source is not
+        // needed either: the default install grants no Secret access at all.
+        let secret_sources = if secret_targets.enabled() {
+            SourceStores::new(scope, SourceContent::of_secret)
+        } else {
+            SourceStores::none()
+        };
         Caches {
             selections: Selections::new(&namespaces),
             mirrors,
             namespaces,
             configmap_sources: SourceStores::new(scope, SourceContent::of_configmap),
-            secret_sources: SourceStores::new(scope, SourceContent::of_secret),
+            secret_sources,
             configmap_copies: Store::new(CopyInfo::of_configmap).with_index(by_owner),
-            secret_copies: Store::new(CopyInfo::of_secret).with_index(by_owner),
+            secret_copies: SecretCopyStores::new(secret_targets),
         }
     }
 
@@ -179,7 +196,8 @@ impl Caches {
         client: &Client,
         queue: &WorkQueue<ObjectKey>,
     ) -> Vec<smol::Task<()>> {
-        let copies = WatcherConfig::default().labels(&managed_selector());
+        let managed = managed_selector();
+        let copies = WatcherConfig::default().labels(&managed);
         let mut tasks = vec![
             spawn(
                 client,
@@ -211,20 +229,16 @@ impl Caches {
             spawn(
                 client,
                 None,
-                copies.clone(),
+                copies,
                 self.configmap_copies.clone(),
                 queue,
                 copy_owners(self.mirrors.clone(), SourceKind::ConfigMap),
             ),
-            spawn(
-                client,
-                None,
-                copies,
-                self.secret_copies.clone(),
-                queue,
-                copy_owners(self.mirrors.clone(), SourceKind::Secret),
-            ),
         ];
+        tasks.extend(self.secret_copies.watches(&managed).map(|(config, store)| {
+            let map = copy_owners(self.mirrors.clone(), SourceKind::Secret);
+            spawn(client, None, config, store.clone(), queue, map)
+        }));
         tasks.extend(self.configmap_sources.spawn_watches(
             client,
             queue,

@@ -7,6 +7,7 @@
 
 use super::caches::{Caches, SourceScope};
 use super::reconcile::Reconciler;
+use super::secret_targets::SecretTargets;
 use crate::kube::Client;
 use crate::kube::events::Recorder;
 use crate::manager::Runnable;
@@ -19,16 +20,27 @@ use std::sync::Arc;
 pub const WORKERS: usize = 4;
 
 /// The Mirror controller, writing through `client` (the fenced main client).
-pub fn runnable(client: Client, scope: SourceScope, identity: &str) -> Runnable {
+pub fn runnable(
+    client: Client,
+    scope: SourceScope,
+    secret_targets: SecretTargets,
+    identity: &str,
+) -> Runnable {
     let identity = identity.to_owned();
     Runnable::new("mirror controller", move |stop| {
-        run(client, scope, identity, stop)
+        run(client, scope, secret_targets, identity, stop)
     })
 }
 
-async fn run(client: Client, scope: SourceScope, identity: String, stop: Signal) {
+async fn run(
+    client: Client,
+    scope: SourceScope,
+    secret_targets: SecretTargets,
+    identity: String,
+    stop: Signal,
+) {
     let controller = Controller::new("mirror", WORKERS);
-    let caches = Caches::new(&scope);
+    let caches = Caches::new(&scope, &secret_targets);
     let _watches = caches.spawn_watches(&client, &controller.queue());
     let filled = async {
         caches.wait_until_ready().await;
@@ -52,6 +64,7 @@ async fn run(client: Client, scope: SourceScope, identity: String, stop: Signal)
         client,
         caches,
         scope,
+        secret_targets,
         recorder,
         stop.clone(),
     ));

@@ -8,8 +8,9 @@
 //! Namespace events are mapped by [`Selections`](super::selection::Selections).
 
 use super::copy::{CopyInfo, Owner, owner_of};
+use super::secret_copies::SecretCopyStores;
 use super::types::{Mirror, SourceKind};
-use crate::kube::api::{ConfigMap, Resource, Secret};
+use crate::kube::api::{ConfigMap, Resource};
 use crate::runtime::{ObjectKey, Store, WatcherEvent, object_keys};
 use std::collections::BTreeSet;
 
@@ -40,7 +41,7 @@ pub fn owner_index(owner: &Owner) -> String {
 /// leftover copies remember it.
 pub fn mirror_keys(
     configmap_copies: Store<ConfigMap, CopyInfo>,
-    secret_copies: Store<Secret, CopyInfo>,
+    secret_copies: SecretCopyStores,
 ) -> impl Fn(&WatcherEvent<Mirror>) -> Vec<ObjectKey> + Send + 'static {
     move |event| {
         let mut keys: BTreeSet<ObjectKey> = object_keys(event).into_iter().collect();
@@ -234,7 +235,7 @@ mod tests {
             ..ConfigMap::default()
         };
         copies.apply(&WatcherEvent::Restarted(vec![orphan]));
-        let map = mirror_keys(copies, Store::new(CopyInfo::of_secret));
+        let map = mirror_keys(copies, SecretCopyStores::new(&Default::default()));
         assert_eq!(
             map(&WatcherEvent::Restarted(vec![mirror("src", "m")])),
             vec![ObjectKey::new("src", "gone"), ObjectKey::new("src", "m")]

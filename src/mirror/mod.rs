@@ -15,6 +15,8 @@
 //!   [`memory`] keeps what is known of them per Mirror.
 //! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
 //! - [`progress`]: a long fan-out's progress, reported in the status.
+//! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
+//! - [`secret_copies`]: Secret copies, watched one allowed name at a time.
 mod apply;
 pub mod caches;
 mod conflicts;
@@ -26,6 +28,8 @@ pub mod own_writes;
 pub mod plan;
 mod progress;
 pub mod reconcile;
+pub mod secret_copies;
+pub mod secret_targets;
 pub mod selection;
 pub mod selector;
 pub mod status;
@@ -33,4 +37,5 @@ pub mod types;
 
 pub use caches::SourceScope;
 pub use controller::runnable;
+pub use secret_targets::SecretTargets;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};

@@ -9,6 +9,7 @@ use super::copy::{CopyInfo, Owner, SourceContent};
 use super::memory::{Memory, UNMANAGED_RECHECK};
 use super::own_writes::{CopyKey, CopyWrites, MirrorWrites};
 use super::plan::{Desired, Plan, plan};
+use super::secret_targets::SecretTargets;
 use super::status::{self, Observed, Reason};
 use super::types::Mirror;
 use crate::kube::events::Recorder;
@@ -27,6 +28,7 @@ pub struct Reconciler {
     pub(super) client: Client,
     pub(super) caches: Caches,
     scope: SourceScope,
+    secret_targets: SecretTargets,
     /// Copies as this replica last wrote them, until the copy caches catch up.
     pub(super) written: CopyWrites,
     /// Mirrors as this replica last wrote them, until the cache catches up (so a status or
@@ -44,6 +46,7 @@ impl Reconciler {
         client: Client,
         caches: Caches,
         scope: SourceScope,
+        secret_targets: SecretTargets,
         recorder: Recorder,
         stopping: Signal,
     ) -> Reconciler {
@@ -51,6 +54,7 @@ impl Reconciler {
             client,
             caches,
             scope,
+            secret_targets,
             written: CopyWrites::default(),
             mirrors_written: MirrorWrites::default(),
             memory: Memory::default(),
@@ -89,6 +93,13 @@ impl Reconciler {
                 &message,
             )
             .await?;
+            return Ok(Action::Done);
+        }
+        // Likewise a Secret Mirror whose target name RBAC does not cover (see secret_targets).
+        if let Some(refusal) = self.secret_targets.refusal(&mirror) {
+            let observed = Observed::default();
+            self.write_status(&mirror, &observed, refusal.reason, &refusal.message)
+                .await?;
             return Ok(Action::Done);
         }
         let mirror = self.ensure_finalizer(mirror).await?;

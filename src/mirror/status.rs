@@ -14,6 +14,10 @@ pub enum Reason {
     SourceNotFound,
     Conflict,
     SourceNamespaceNotAllowed,
+    /// A Secret Mirror while `--secret-target-names` is empty.
+    SecretTargetsDisabled,
+    /// A Secret Mirror whose target name is not in `--secret-target-names`.
+    SecretTargetNotAllowed,
     Error,
 }
 
@@ -25,6 +29,8 @@ impl Reason {
             Reason::SourceNotFound => "SourceNotFound",
             Reason::Conflict => "Conflict",
             Reason::SourceNamespaceNotAllowed => "SourceNamespaceNotAllowed",
+            Reason::SecretTargetsDisabled => "SecretTargetsDisabled",
+            Reason::SecretTargetNotAllowed => "SecretTargetNotAllowed",
             Reason::Error => "Error",
         }
     }

@@ -57,6 +57,8 @@ pub enum WatcherEvent<K> {
 #[derive(Debug, Clone)]
 pub struct WatcherConfig {
     pub label_selector: Option<String>,
+    /// e.g. `metadata.name=app-tls`: what RBAC `resourceNames` permits for list and watch.
+    pub field_selector: Option<String>,
     /// Items per LIST page.
     pub page_size: u32,
     pub watch_timeout: Duration,
@@ -69,6 +71,7 @@ impl Default for WatcherConfig {
     fn default() -> Self {
         WatcherConfig {
             label_selector: None,
+            field_selector: None,
             page_size: DEFAULT_PAGE_SIZE,
             watch_timeout: WATCH_TIMEOUT,
             backoff_initial: WATCH_BACKOFF_INITIAL,
@@ -80,6 +83,11 @@ impl Default for WatcherConfig {
 impl WatcherConfig {
     pub fn labels(mut self, selector: &str) -> Self {
         self.label_selector = Some(selector.to_owned());
+        self
+    }
+
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_owned());
         self
     }
 }
@@ -168,6 +176,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         };
         ListParams {
             label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
             limit: Some(self.config.page_size),
             continue_token,
             ..ListParams::default()
@@ -214,10 +223,10 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         };
         let params = WatchParams {
             label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
             resource_version: Some(resource_version.clone()),
             timeout_seconds: Some(self.jittered_timeout()),
             allow_bookmarks: true,
-            ..WatchParams::default()
         };
         match self.source.watch(&params).await {
             Ok(stream) => {

@@ -178,12 +178,12 @@ impl Cluster {
             .collect()
     }
 
-    /// Waits until the binary has its caches filled and its watches open: one each for
-    /// Mirrors, Namespaces, ConfigMap and Secret copies, and ConfigMap and Secret sources in
-    /// each of `source_namespaces`.
+    /// Waits until the binary, started without `--secret-target-names`, has its caches filled
+    /// and its watches open: one each for Mirrors, Namespaces and ConfigMap copies, and for
+    /// ConfigMap sources in each of `source_namespaces` (no Secret watch: Secret copies are off).
     pub fn wait_watching(&self, skiff: &Skiff, source_namespaces: usize) {
         self.wait_caches_filled(skiff);
-        let watches = 4 + 2 * source_namespaces;
+        let watches = 3 + source_namespaces;
         self.wait_for(skiff, &format!("{watches} open watches"), || {
             let open = self
                 .server
