@@ -12,7 +12,7 @@ STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
 STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
 ARGS ?=
 
-.PHONY: help build test testbin lint fmt run bench static image deploy demo clean
+.PHONY: help build test testbin peer lint fmt run bench compare static image deploy demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-8s %s\n", $$1, $$2 }'
@@ -44,8 +44,14 @@ fmt: ## format the code
 run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kind.yaml"
 	$(CARGO) run -- $(ARGS)
 
-bench: ## run the benchmarks (benches/) and record the figures in BENCHMARKS.md
-	$(CARGO) bench
+bench: compare ## run the benchmarks (benches/, make compare first) and record the figures in BENCHMARKS.md
+	$(CARGO) bench --bench fanout --bench memory
+
+peer: ## build the controller-runtime peer of make compare into bin/skiff-peer (only when missing)
+	testbin/peer/build.sh
+
+compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (~25 min)
+	$(CARGO) bench --bench compare
 
 static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff)
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --target $(STATIC_TARGET)
