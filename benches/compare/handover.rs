@@ -10,7 +10,7 @@ use crate::world::{Identity, TARGET};
 
 /// A standby runs this long before the leader is stopped: it has tried the Lease at least once
 /// and, for skiff, is watching it.
-const STANDBY_READY: Duration = Duration::from_secs(4);
+const STANDBY_READY: Duration = Duration::from_secs(3);
 /// The longest a handover may take before the round counts as failed: lease expiry plus a
 /// retry period.
 const HANDOVER_LIMIT: Duration = Duration::from_secs(20);

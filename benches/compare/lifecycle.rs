@@ -16,7 +16,7 @@ const SAMPLES: usize = 5;
 const SAMPLE_EVERY: Duration = Duration::from_millis(200);
 /// How long the restarted replica is watched for writes after it leads: its caches fill and
 /// every source is reconciled well within this.
-const RESTART_WATCH: Duration = Duration::from_secs(15);
+const RESTART_WATCH: Duration = Duration::from_secs(10);
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Time a fan-out may take: the bucket's pace (20/s) with a wide margin.
 const FANOUT_LIMIT_PER_COPY: Duration = Duration::from_millis(200);

@@ -153,10 +153,16 @@ fn squeeze_table(out: &mut String, columns: &[Column], ctx: &Context) {
             get(&|s| secs(s.max_gap)),
         ),
         row(
-            "leadership losses (holder changed)",
+            "leadership lost (a gap over the 10 s renew deadline)",
             Unit::Count,
             false,
             get(&|s| s.losses as f64),
+        ),
+        row(
+            "holder changes",
+            Unit::Count,
+            false,
+            get(&|s| s.holder_changes as f64),
         ),
         row(
             "restarts (exit 1)",
@@ -212,7 +218,8 @@ fn handover_table(out: &mut String, columns: &[Column], ctx: &Context) {
             pick(&|h| Some(h.failed as f64)),
         ),
     ];
-    let title = format!("Handover ({} rounds each)", ctx.handovers);
+    let plural = if ctx.handovers == 1 { "" } else { "s" };
+    let title = format!("Handover ({} round{plural} each)", ctx.handovers);
     table(out, &title, &cols, &rows);
 }
 
@@ -315,7 +322,7 @@ fn goals(out: &mut String, columns: &[Column]) {
             })
             .map(|p| p.operator.label)
             .collect();
-        let kept = s.losses == 0 && s.restarts == 0;
+        let kept = s.losses == 0 && s.restarts == 0 && s.holder_changes == 0;
         let gap_ok = s.max_gap <= RETRY_PERIOD + Duration::from_millis(500);
         let _ = writeln!(
             out,

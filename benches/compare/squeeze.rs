@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::lease_watch::{LeaseWatch, holder_changes, renewals};
-use crate::operator::{Launch, Operator, RETRY_PERIOD};
+use crate::operator::{Launch, Operator, RENEW_DEADLINE, RETRY_PERIOD};
 use crate::support::control_plane::ControlPlane;
 use crate::support::keepalive::KeepAliveGet;
 use crate::world::{self, Identity, WIDE};
@@ -50,12 +50,15 @@ const FLOW_SCHEMA: &str = r#"{
 pub struct Squeezed {
     pub renewals: usize,
     pub max_gap: Duration,
-    /// Times the holder changed (to another replica or to none).
+    /// Gaps between renewals longer than the renew deadline: each time, the leader gave up
+    /// (client-go and skiff both stop leading at the renew deadline).
     pub losses: usize,
+    /// Times the holder changed (to another replica or to none).
+    pub holder_changes: usize,
     /// Replicas that exited (non-zero) and were started again, as a Deployment would.
     pub restarts: usize,
-    /// (seconds into the squeeze, seconds since the previous renewal) for each renewal, and
-    /// the gap still open at the end.
+    /// (seconds into the squeeze, seconds since the previous renewal): at the start, at each
+    /// renewal, and at the end.
     pub gaps: Vec<(f64, f64)>,
     pub copies: usize,
     pub load_rejected: usize,
@@ -116,26 +119,32 @@ pub fn run(
     result
 }
 
-/// Renewals, gaps and holder changes between `from` and `to`.
+/// Renewals, gaps and holder changes between `from` and `to`. The gaps start with the time
+/// since the last renewal before `from` (the sawtooth's starting height).
 fn judge(watch: &LeaseWatch, from: Instant, to: Instant) -> Squeezed {
-    let seen: Vec<_> = watch
-        .seen()
+    let all = watch.seen();
+    let every_renewal = renewals(&all);
+    let before = every_renewal.iter().rfind(|r| r.at < from).cloned();
+    let in_window = |at: Instant| at >= from && at <= to;
+    let renewed: Vec<_> = every_renewal
         .into_iter()
-        .filter(|s| s.at >= from && s.at <= to)
+        .filter(|r| in_window(r.at))
         .collect();
-    let renewed = renewals(&seen);
-    let mut gaps = Vec::new();
-    let mut previous = from;
+    let seen: Vec<_> = all.into_iter().filter(|s| in_window(s.at)).collect();
+    let mut previous = before.map_or(from, |r| r.at);
+    let mut gaps = vec![(0.0, secs(from - previous))];
     for r in &renewed {
         gaps.push((secs(r.at - from), secs(r.at - previous)));
         previous = r.at;
     }
     gaps.push((secs(to - from), secs(to - previous)));
     let max_gap = gaps.iter().map(|g| g.1).fold(0.0, f64::max);
+    let deadline = RENEW_DEADLINE.as_secs_f64();
     Squeezed {
         renewals: renewed.len(),
         max_gap: Duration::from_secs_f64(max_gap),
-        losses: holder_changes(&seen),
+        losses: gaps.iter().filter(|g| g.1 > deadline).count(),
+        holder_changes: holder_changes(&seen),
         gaps,
         ..Squeezed::default()
     }

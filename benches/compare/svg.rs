@@ -1,14 +1,14 @@
-//! The picture of the squeeze, as hand-written SVG: for each operator, the time since the
-//! previous successful renewal at each renewal (and at the end), over the squeeze, with the
-//! renew deadline and the retry period drawn across.
+//! The picture of the squeeze, as hand-written SVG: for each operator, the time since its last
+//! successful renewal over the squeeze (a sawtooth that drops at each renewal), with the renew
+//! deadline and the retry period drawn across. Crossing the renew deadline is losing the Lease.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-const WIDTH: f64 = 900.0;
+const WIDTH: f64 = 980.0;
 const HEIGHT: f64 = 440.0;
 const LEFT: f64 = 60.0;
-const RIGHT: f64 = 230.0;
+const RIGHT: f64 = 300.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 50.0;
 /// Gaps above this are drawn at the top edge as a triangle, so one lost Lease does not flatten
@@ -151,16 +151,23 @@ impl Plot {
         );
     }
 
+    /// A sawtooth: the time since the last renewal climbs with the clock and drops to 0 at
+    /// each renewal. The first point is the start (no renewal there), the last the end.
     fn series(&self, svg: &mut String, s: &Series, colour: &str) {
-        let path: Vec<String> = s
-            .points
-            .iter()
-            .map(|&(t, gap)| format!("{:.1},{:.1}", self.x(t), self.y(gap)))
-            .collect();
+        let Some(&(t0, gap0)) = s.points.first() else {
+            return;
+        };
+        let mut path = format!("M{:.1} {:.1}", self.x(t0), self.y(gap0));
+        let last = s.points.len() - 1;
+        for (i, &(t, gap)) in s.points.iter().enumerate().skip(1) {
+            let _ = write!(path, " L{:.1} {:.1}", self.x(t), self.y(gap));
+            if i < last {
+                let _ = write!(path, " V{:.1}", self.y(0.0));
+            }
+        }
         let _ = writeln!(
             svg,
-            r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="1.5" opacity="0.8"/>"#,
-            path.join(" ")
+            r#"<path d="{path}" fill="none" stroke="{colour}" stroke-width="1.5" opacity="0.85"/>"#
         );
         for &(t, gap) in s.points.iter().filter(|p| p.1 > self.y_max) {
             let (x, y) = (self.x(t), self.y(self.y_max));

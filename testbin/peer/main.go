@@ -16,9 +16,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"time"
@@ -186,23 +188,11 @@ func (r *CopyReconciler) ensureCopy(ctx context.Context, source *corev1.ConfigMa
 		return err
 	case existing.Labels["app.kubernetes.io/managed-by"] != managedBy:
 		return nil // not ours: never touched
-	case equalData(existing.Data, source.Data):
+	case maps.Equal(existing.Data, source.Data) && maps.EqualFunc(existing.BinaryData, source.BinaryData, bytes.Equal):
 		return nil
 	}
 	existing.Data, existing.BinaryData = source.Data, source.BinaryData
 	return r.Update(ctx, &existing)
-}
-
-func equalData(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // SetupWithManager reconciles a source when it, one of its copies, or a namespace changes.
