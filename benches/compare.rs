@@ -166,7 +166,7 @@ fn run(settings: &Settings) {
     let ctx = report::Context {
         machine: machine(),
         date: shell("date -u '+%Y-%m-%d %H:%M UTC'"),
-        command: COMMAND.to_owned(),
+        command: command(),
         namespaces: settings.namespaces,
         fanout: settings.fanout,
         squeeze: settings.squeeze,
@@ -208,6 +208,17 @@ fn write_svg(columns: &[Column], settings: &Settings) -> String {
     }
     std::fs::write(&path, text).expect("write the SVG");
     SVG_PATH.to_owned()
+}
+
+/// The command that reproduces this run, with the scale variables it was given.
+fn command() -> String {
+    let mut scales: Vec<String> = std::env::vars()
+        .filter(|(name, _)| name.starts_with("COMPARE_"))
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    scales.sort();
+    scales.push(COMMAND.to_owned());
+    scales.join(" ")
 }
 
 fn repo() -> &'static Path {
