@@ -28,8 +28,8 @@ STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
 MAX_BINARY_BYTES ?= 12000000
 ARGS ?=
 
-.PHONY: help build test testbin lint fmt run bench static size docker-build docker-push image \
-	install uninstall deploy undeploy build-installer demo clean
+.PHONY: help build test testbin peer lint fmt run bench compare static size docker-build \
+	docker-push image install uninstall deploy undeploy build-installer demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -61,8 +61,14 @@ fmt: ## format the code
 run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kind.yaml"
 	$(CARGO) run -- $(ARGS)
 
-bench: ## run the benchmarks (benches/) and record the figures in BENCHMARKS.md
-	$(CARGO) bench
+bench: compare ## run the benchmarks (benches/, make compare first) and record the figures in BENCHMARKS.md
+	$(CARGO) bench --bench fanout --bench memory
+
+peer: ## build the controller-runtime peer of make compare into bin/skiff-peer (only when missing)
+	testbin/peer/build.sh
+
+compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (~30 min on 2 cores)
+	$(CARGO) bench --bench compare
 
 static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff), OpenSSL built from source
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --features vendored --target $(STATIC_TARGET)

@@ -1,13 +1,15 @@
 //! One replica's clients, wired as production runs them: the main client for controllers,
 //! fenced by the elector when leader election is on, and the elector on a lease client of its
-//! own, derived from the same base config but sharing nothing with the main client.
+//! own, derived from the same base config but sharing nothing with the main client. The
+//! "became leader" Event goes through the main client, so the lease client carries Lease
+//! requests only.
 //!
 //! `main` only adds signals, probes and the manager; keeping the wiring here lets tests build
 //! exactly what the binary builds.
 
 use crate::flags::{Settings, SourceNamespaces};
 use crate::kube::{Client, Config};
-use crate::leader::{ClientLeaseApi, Elector};
+use crate::leader::{Announcer, ClientLeaseApi, Elector};
 use crate::mirror::SourceScope;
 use crate::serve::Check;
 use std::collections::BTreeSet;
@@ -45,8 +47,14 @@ impl Replica {
                 scope,
             });
         }
-        let elector = elector(settings, &config, identity)?;
+        let (mut elector, lease) = elector(settings, &config, identity)?;
         let main = main.with_write_guard(Arc::new(elector.fence()));
+        elector.announce_with(Announcer::lease_event(
+            &main,
+            &lease.namespace,
+            &lease.name,
+            identity,
+        ));
         Ok(Replica {
             main,
             reviewer,
@@ -69,12 +77,18 @@ impl Replica {
     }
 }
 
+/// Where the Lease is.
+struct LeaseName {
+    namespace: String,
+    name: String,
+}
+
 /// The elector over a client of its own, derived from the base config (never shared).
 fn elector(
     settings: &Settings,
     config: &Config,
     identity: &str,
-) -> Result<Elector<ClientLeaseApi>, String> {
+) -> Result<(Elector<ClientLeaseApi>, LeaseName), String> {
     let namespace = settings
         .leader_election_namespace
         .clone()
@@ -83,17 +97,18 @@ fn elector(
     let lease_config =
         config.for_leader_election(settings.leader_elect_qps, settings.leader_elect_burst.get());
     let lease_client = Client::new(lease_config).map_err(|e| e.to_string())?;
-    let api = ClientLeaseApi::new(
-        lease_client,
-        &namespace,
-        &settings.leader_election_id,
-        identity,
-    );
+    let api = ClientLeaseApi::new(lease_client, &namespace, &settings.leader_election_id);
     log::info!(
         "leader election on Lease {namespace}/{} as {identity}",
         settings.leader_election_id
     );
-    Elector::new(api, identity.to_owned(), settings.timing).map_err(|e| e.to_string())
+    let elector =
+        Elector::new(api, identity.to_owned(), settings.timing).map_err(|e| e.to_string())?;
+    let lease = LeaseName {
+        namespace,
+        name: settings.leader_election_id.clone(),
+    };
+    Ok((elector, lease))
 }
 
 /// `--source-namespaces`, with "the namespace skiff runs in" resolved.

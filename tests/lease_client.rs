@@ -7,7 +7,7 @@ mod support;
 use serde_json::json;
 use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, Config};
-use skiff::leader::{ClientLeaseApi, Elector, LeaderLost, LeaseLock, Timing};
+use skiff::leader::{Announcer, ClientLeaseApi, Elector, LeaderLost, LeaseLock, Timing};
 use skiff::replica::Replica;
 use skiff::serve::Probes;
 use std::collections::BTreeSet;
@@ -109,7 +109,7 @@ fn renew_under_saturated_main_bucket(
     lease_client: Client,
     watch: Duration,
 ) -> (Option<LeaderLost>, Vec<RequestRecord>) {
-    let api = ClientLeaseApi::new(lease_client, NS, LEASE, "me_abc");
+    let api = ClientLeaseApi::new(lease_client, NS, LEASE);
     let mut elector = Elector::new(api, "me_abc".into(), saturation_timing()).expect("elector");
     smol::block_on(async {
         let acquired = smol::future::or(
@@ -293,7 +293,7 @@ fn renew_after(
 ) -> Vec<RequestRecord> {
     let main = Client::new(base_config(server)).expect("main client");
     let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
-    let api = ClientLeaseApi::new(lease, NS, LEASE, "me_abc");
+    let api = ClientLeaseApi::new(lease, NS, LEASE);
     let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
     smol::block_on(elector.acquire());
     let mark = server.requests().len();
@@ -360,36 +360,77 @@ fn a_failed_renewal_is_retried_one_retry_period_later_with_a_get() {
     );
 }
 
-#[test]
-fn becoming_leader_records_an_event_on_the_lease() {
-    let server = start_server();
-    renew_after(&server, |_| {}, ms(100));
-    let events: Vec<_> = server
+/// An elector on its own lease client that announces leadership through `main`, as
+/// `Replica::wire` builds it.
+fn announcing_elector(server: &FakeServer) -> (Elector<ClientLeaseApi>, Client) {
+    let main = Client::new(base_config(server)).expect("main client");
+    let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
+    let api = ClientLeaseApi::new(lease, NS, LEASE);
+    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
+    elector.announce_with(Announcer::lease_event(&main, NS, LEASE, "me_abc"));
+    (elector, main)
+}
+
+/// The "became leader" Event POSTs the server has answered so far.
+fn answered_leader_events(server: &FakeServer) -> Vec<RequestRecord> {
+    server
         .requests()
         .into_iter()
-        .filter(|r| r.method == "POST" && r.path.ends_with("/events"))
-        .collect();
+        .filter(|r| r.method == "POST" && r.path.ends_with("/events") && r.status != 0)
+        .collect()
+}
+
+fn wait_for_leader_event(server: &FakeServer) -> RequestRecord {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while answered_leader_events(server).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(ms(20));
+    }
+    let events = answered_leader_events(server);
     assert_eq!(events.len(), 1, "{events:?}");
-    let body = events[0].body.clone().unwrap_or_default().to_string();
+    events[0].clone()
+}
+
+#[test]
+fn becoming_leader_records_an_event_on_the_lease_through_the_main_client() {
+    let server = start_server();
+    let (mut elector, _main) = announcing_elector(&server);
+    smol::block_on(elector.acquire());
+    let event = wait_for_leader_event(&server);
+    let body = event.body.clone().unwrap_or_default().to_string();
     assert!(body.contains("me_abc became leader"), "{body}");
-    let regarding = &events[0].body.as_ref().expect("a body")["involvedObject"];
+    let regarding = &event.body.as_ref().expect("a body")["involvedObject"];
     let expected = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "namespace": NS, "name": LEASE});
     for field in ["apiVersion", "kind", "namespace", "name"] {
         assert_eq!(regarding[field], expected[field], "{field} of {regarding}");
     }
-    assert_eq!(events[0].user_agent.as_deref(), Some(LEASE_UA));
-    assert_eq!(events[0].status, 201);
+    assert_ne!(event.user_agent.as_deref(), Some(LEASE_UA));
+    assert_eq!(event.status, 201);
+    let records = server.requests();
+    let lease_conns = conn_ids(records.iter().filter(|r| r.class == RequestClass::Lease));
+    assert!(
+        !lease_conns.contains(&event.conn_id),
+        "on a lease connection"
+    );
+}
+
+/// The Event's reply takes 2 s: the elector leads at once, and the Event still lands later.
+#[test]
+fn a_slow_leader_event_does_not_delay_leading() {
+    let server = start_server();
+    let (mut elector, _main) = announcing_elector(&server);
+    server.set_fault(RequestClass::Other, support::fake::Fault::Delay(ms(2000)));
+    let started = Instant::now();
+    smol::block_on(elector.acquire());
+    let took = started.elapsed();
+    assert!(took < ms(1000), "acquire waited for the Event: {took:?}");
+    assert_eq!(wait_for_leader_event(&server).status, 201);
 }
 
 fn lock_over_lease_client(server: &FakeServer) -> LeaseLock<ClientLeaseApi> {
     let main = Client::new(base_config(server)).expect("main client");
     let lease = Client::new(main.config().for_leader_election(5.0, 10)).expect("lease client");
-    LeaseLock::new(
-        ClientLeaseApi::new(lease, NS, LEASE, "me_abc"),
-        "me_abc".into(),
-        2,
-    )
+    LeaseLock::new(ClientLeaseApi::new(lease, NS, LEASE), "me_abc".into(), 2)
 }
 
 fn lease_requests_since(server: &FakeServer, mark: usize) -> Vec<String> {
@@ -439,32 +480,6 @@ fn release_reports_a_failed_get_and_stamps_fresh_times() {
     assert_eq!(lease["spec"]["leaseDurationSeconds"], 1);
     assert_ne!(lease["spec"]["renewTime"], held["spec"]["renewTime"]);
     assert_ne!(lease["spec"]["acquireTime"], held["spec"]["acquireTime"]);
-}
-
-/// The leader Event is best effort but gets up to a retry period: a slow reply (200 ms) is
-/// still read, and the lease client keeps its connection for the next renewal.
-#[test]
-fn a_slow_leader_event_is_waited_for_within_a_retry_period() {
-    let server = start_server();
-    let lease = Client::new(base_config(&server).for_leader_election(5.0, 10)).expect("client");
-    let api = ClientLeaseApi::new(lease.clone(), NS, LEASE, "me_abc");
-    let mut elector = Elector::new(api, "me_abc".into(), timing()).expect("elector");
-    server.set_fault(RequestClass::Other, support::fake::Fault::Delay(ms(200)));
-    let started = Instant::now();
-    smol::block_on(elector.acquire());
-    let took = started.elapsed();
-    assert!(took >= ms(200) && took < ms(500), "acquire took {took:?}");
-    assert_eq!(
-        lease.idle_connections(),
-        1,
-        "the Event's connection was abandoned"
-    );
-    let events = server.requests();
-    let event = events
-        .iter()
-        .find(|r| r.path.ends_with("/events"))
-        .expect("an Event");
-    assert_eq!(event.status, 201);
 }
 
 /// A token that was waited for and used stays used: qps 10, burst 1, four requests in a row

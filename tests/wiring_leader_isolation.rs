@@ -1,6 +1,7 @@
 //! The built binary under real controller load (a Mirror fanning out to 1,000 namespaces):
-//! lease requests ride only on connections of their own, and renewals keep coming while every
-//! other request is delayed 5 s or answered 429.
+//! the lease client's connections carry Lease requests only (the "became leader" Event goes
+//! through the main client), and renewals keep coming while every other request is delayed 5 s
+//! or answered 429.
 
 mod support;
 
@@ -28,7 +29,7 @@ fn holder(server: &FakeServer) -> String {
 }
 
 #[test]
-fn lease_requests_ride_only_on_connections_of_their_own() {
+fn the_lease_connections_carry_lease_requests_only() {
     let (server, _dir, skiff) = leader_under_load(
         "isolation",
         &["--kube-api-qps=400", "--kube-api-burst=400"],
@@ -40,14 +41,12 @@ fn lease_requests_ride_only_on_connections_of_their_own() {
     assert!(done, "fan-out unfinished; log:\n{}", skiff.logs());
     std::thread::sleep(SHORT_RETRY * 2);
     let records = server.requests();
+    // The lease client's connections: every one that carried a Lease request or a request
+    // with the lease client's User-Agent.
     let lease_conns: BTreeSet<u64> = records
         .iter()
-        .filter(|r| r.class == RequestClass::Lease)
+        .filter(|r| r.class == RequestClass::Lease || r.user_agent.as_deref() == Some(LEASE_UA))
         .map(|r| r.conn_id)
-        .collect();
-    let on_lease_conns: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| lease_conns.contains(&r.conn_id))
         .collect();
     let writes = records.iter().filter(|r| is_controller_write(r)).count();
     let renewals = records.iter().filter(|r| is_lease_hold(r)).count();
@@ -57,12 +56,9 @@ fn lease_requests_ride_only_on_connections_of_their_own() {
         lease_conns.len()
     );
     assert!(writes >= NAMESPACES && renewals >= 3);
-    // The one other request a lease connection may carry is the lease client's own
-    // "became leader" Event; never anything of the main client.
-    let strangers: Vec<String> = on_lease_conns
+    let strangers: Vec<String> = records
         .iter()
-        .filter(|r| r.class != RequestClass::Lease)
-        .filter(|r| r.user_agent.as_deref() != Some(LEASE_UA) || !r.path.contains("/events"))
+        .filter(|r| lease_conns.contains(&r.conn_id) && !is_lease_request(r))
         .map(|r| {
             format!(
                 "{} {} ({:?}) on conn {}",
@@ -72,14 +68,24 @@ fn lease_requests_ride_only_on_connections_of_their_own() {
         .collect();
     assert!(
         strangers.is_empty(),
-        "shared lease connections: {strangers:#?}"
+        "the lease client's connections carried other requests: {strangers:#?}"
     );
-    assert!(
-        on_lease_conns
-            .iter()
-            .all(|r| r.user_agent.as_deref() == Some(LEASE_UA)),
-        "a lease connection carried a request of another client"
-    );
+    let leader_events: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/events"))
+        .filter(|r| {
+            r.body
+                .as_ref()
+                .is_some_and(|b| b["reason"] == "LeaderElection")
+        })
+        .collect();
+    assert_eq!(leader_events.len(), 1, "the \"became leader\" Event");
+    assert_ne!(leader_events[0].user_agent.as_deref(), Some(LEASE_UA));
+}
+
+/// A Lease GET, PUT, POST or watch (GET with `watch`): all the lease client may send.
+fn is_lease_request(r: &RequestRecord) -> bool {
+    r.class == RequestClass::Lease && ["GET", "PUT", "POST"].contains(&r.method.as_str())
 }
 
 /// Sets `fault` on every non-lease request once the fan-out is under way, then watches

@@ -5,8 +5,7 @@
 //! throttled.
 
 use super::lock::LeaseApi;
-use crate::kube::api::{Lease, ObjectReference};
-use crate::kube::events::Recorder;
+use crate::kube::api::Lease;
 use crate::kube::{Client, Error, Event, WatchParams};
 use smol::stream::Stream;
 use std::pin::Pin;
@@ -18,18 +17,16 @@ pub struct ClientLeaseApi {
     client: Client,
     namespace: String,
     name: String,
-    recorder: Recorder,
 }
 
 impl ClientLeaseApi {
-    /// `client` must be the dedicated lease client; `identity` names this replica in Events.
-    pub fn new(client: Client, namespace: &str, name: &str, identity: &str) -> ClientLeaseApi {
-        let recorder = Recorder::new(&client, "skiff", identity);
+    /// `client` must be the dedicated lease client, and carries Lease requests only (the
+    /// "became leader" Event goes through the main client, see [`super::announce`]).
+    pub fn new(client: Client, namespace: &str, name: &str) -> ClientLeaseApi {
         ClientLeaseApi {
             client,
             namespace: namespace.to_owned(),
             name: name.to_owned(),
-            recorder,
         }
     }
 
@@ -74,16 +71,5 @@ impl LeaseApi for ClientLeaseApi {
         Ok(Box::pin(smol::stream::unfold(stream, |mut s| async move {
             s.next().await.map(|item| (item, s))
         })))
-    }
-
-    async fn record_event(&self, reason: &str, message: &str) {
-        let regarding = ObjectReference {
-            api_version: Some("coordination.k8s.io/v1".into()),
-            kind: Some("Lease".into()),
-            namespace: Some(self.namespace.clone()),
-            name: Some(self.name.clone()),
-            ..ObjectReference::default()
-        };
-        self.recorder.normal(regarding, reason, message).await;
     }
 }

@@ -4,8 +4,9 @@
 //! `keep_renewing()` (returns [`LeaderLost`] when the renew deadline is missed, after closing
 //! the fence) against the shutdown signal; on shutdown stop the controllers, then `release()`.
 
+use super::announce::Announcer;
 use super::fence::Fence;
-use super::lock::{Attempt, LeaseApi, LeaseLock, before};
+use super::lock::{Attempt, LeaseApi, LeaseLock};
 use super::standby::Standby;
 use super::timing::{InvalidTiming, Timing};
 use crate::kube::Error;
@@ -37,6 +38,8 @@ pub struct Elector<A: LeaseApi> {
     fence: Fence,
     standby: Standby<A>,
     metrics: LeaseMetrics,
+    /// Posts the "became leader" Event in the background (never on the lease client).
+    announcer: Announcer,
 }
 
 impl<A: LeaseApi> Elector<A> {
@@ -50,7 +53,13 @@ impl<A: LeaseApi> Elector<A> {
             timing,
             standby: Standby::new(),
             metrics,
+            announcer: Announcer::silent(),
         })
+    }
+
+    /// Who announces this replica's leadership (by default nobody).
+    pub fn announce_with(&mut self, announcer: Announcer) {
+        self.announcer = announcer;
     }
 
     pub fn identity(&self) -> &str {
@@ -135,6 +144,7 @@ impl<A: LeaseApi> Elector<A> {
         self.fence.close();
         self.metrics.master_status.set(0.0);
         self.standby.stop_watching();
+        self.announcer.cancel();
         let seen_as_ours = self
             .lock
             .observed()
@@ -188,21 +198,14 @@ impl<A: LeaseApi> Elector<A> {
             self.identity(),
             transitions.unwrap_or(0)
         );
-        let message = format!("{} became leader", self.identity());
-        let event = self.lock.api().record_event("LeaderElection", &message);
-        // EVENT_TIMEOUT: one retry period; the Event is best effort and must not delay leading.
-        let deadline = Instant::now() + self.timing.retry_period;
-        let bounded = before(deadline, "event", async {
-            event.await;
-            Ok(())
-        });
-        if let Err(e) = bounded.await {
-            log::debug!("leader event not recorded: {e}");
-        }
+        // Not awaited: the Event goes out through the main client in the background.
+        self.announcer
+            .announce(format!("{} became leader", self.identity()));
     }
 
     fn lost(&mut self, reason: String) -> LeaderLost {
         self.fence.close();
+        self.announcer.cancel();
         self.metrics.master_status.set(0.0);
         LeaderLost { reason }
     }
@@ -285,13 +288,34 @@ mod tests {
     }
 
     #[test]
-    fn acquires_an_absent_lease_opens_the_fence_and_records_an_event() {
+    fn acquires_an_absent_lease_and_opens_the_fence() {
         let store = FakeStore::default();
         let e = leading(&store);
         assert_eq!(store.holder().as_deref(), Some(ME));
         assert!(e.fence().check_at(Instant::now(), "POST", "/x").is_ok());
-        assert_eq!(store.recorded_events().len(), 1);
-        assert!(store.recorded_events()[0].contains(ME));
+        assert_eq!(store.requests(), ["GET", "POST"], "only Lease requests");
+    }
+
+    /// The announcement never finishes: an elector that waited for it would never lead.
+    #[test]
+    fn becomes_leader_without_waiting_for_the_leader_event() {
+        let store = FakeStore::default();
+        let (tx, rx) = smol::channel::unbounded();
+        let mut e = elector(&store, short());
+        e.announce_with(Announcer::new(
+            move |message| {
+                let tx = tx.clone();
+                async move {
+                    let _ = tx.send(message).await;
+                    smol::future::pending::<()>().await;
+                }
+            },
+            Duration::from_secs(3600),
+        ));
+        let acquired = smol::block_on(within(ms(1000), e.acquire()));
+        assert!(acquired.is_some(), "acquire waited for the Event");
+        let message = smol::block_on(within(ms(1000), rx.recv()));
+        assert_eq!(message, Some(Ok(format!("{ME} became leader"))));
     }
 
     #[test]

@@ -23,7 +23,6 @@ struct Inner {
     delay: Duration,
     requests: Vec<String>,
     watchers: Vec<Sender<Result<Event<Lease>, Error>>>,
-    events: Vec<String>,
     race_next_put: Option<OtherWrite>,
 }
 
@@ -78,10 +77,6 @@ impl FakeStore {
 
     pub fn clear_requests(&self) {
         self.lock().requests.clear();
-    }
-
-    pub fn recorded_events(&self) -> Vec<String> {
-        self.lock().events.clone()
     }
 
     /// The next `n` GET/POST/PUT requests fail with 500.
@@ -228,13 +223,6 @@ impl LeaseApi for FakeApi {
         }
         inner.watchers.push(tx);
         Ok(rx)
-    }
-
-    async fn record_event(&self, reason: &str, message: &str) {
-        self.store
-            .lock()
-            .events
-            .push(format!("{reason}: {message}"));
     }
 }
 

@@ -42,8 +42,6 @@ pub trait LeaseApi: Send + Sync {
     ) -> impl Future<Output = Result<Lease, Error>> + Send;
     /// WATCH this one Lease (field selector `metadata.name=<name>`).
     fn watch(&self) -> impl Future<Output = Result<Self::Events, Error>> + Send;
-    /// Best effort: a Kubernetes Event on the Lease.
-    fn record_event(&self, reason: &str, message: &str) -> impl Future<Output = ()> + Send;
 }
 
 /// What an acquire attempt found.

@@ -6,7 +6,9 @@
 //! - [`lock`]: [`LeaseApi`] and the [`LeaseLock`] over it; [`api`]: `LeaseApi` for the
 //!   dedicated lease client.
 //! - [`elector`]: acquire, keep renewing, release; [`standby`]: the wait between attempts.
+//! - [`announce`]: the "became leader" Event, in the background on the main client.
 //! - [`fence`]: refuses the main client's writes once leadership may be lost; `/healthz` check.
+pub mod announce;
 pub mod api;
 pub mod elector;
 pub mod fence;
@@ -19,6 +21,7 @@ pub mod timing;
 #[cfg(test)]
 pub(crate) mod fake;
 
+pub use announce::Announcer;
 pub use api::ClientLeaseApi;
 pub use elector::{Elector, LeaderLost};
 pub use fence::Fence;

@@ -1,0 +1,245 @@
+//! `make compare`: skiff beside a controller-runtime operator doing the same job (the peer in
+//! `testbin/peer/`, three variants), one after the other on one real control plane. Prints
+//! side-by-side tables and rewrites the generated section of BENCHMARKS.md and the SVG.
+//!
+//! Scenarios, per operator: footprint idle and converged, fan-out to every target namespace and
+//! the writes of a restart (`compare/lifecycle.rs`); handover rounds (`compare/handover.rs`);
+//! the Lease under controller load with APF squeezed (`compare/squeeze.rs`). Scales come from
+//! the environment (`compare/settings.rs`); `cargo test --all-targets` skips this program.
+
+#[path = "../tests/support/mod.rs"]
+#[cfg_attr(test, allow(unused_imports))]
+mod support;
+
+#[path = "compare/children.rs"]
+mod children;
+#[path = "compare/handover.rs"]
+mod handover;
+#[path = "compare/lease_watch.rs"]
+mod lease_watch;
+#[path = "compare/lifecycle.rs"]
+mod lifecycle;
+#[path = "compare/operator.rs"]
+mod operator;
+#[path = "compare/report.rs"]
+mod report;
+#[path = "compare/settings.rs"]
+mod settings;
+#[path = "compare/squeeze.rs"]
+mod squeeze;
+#[path = "compare/svg.rs"]
+mod svg;
+#[path = "compare/world.rs"]
+mod world;
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use operator::{Operator, RENEW_DEADLINE, RETRY_PERIOD};
+use report::Column;
+use settings::Settings;
+use support::control_plane::{ControlPlane, bin_dir};
+
+/// The generated picture, relative to the repository root.
+const SVG_PATH: &str = "docs/lease-under-load.svg";
+const BENCHMARKS: &str = "BENCHMARKS.md";
+const COMMAND: &str = "make compare";
+
+fn main() -> ExitCode {
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this without it.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("compare: skipped outside `cargo bench` (run `make compare`)");
+        return ExitCode::SUCCESS;
+    }
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("compare: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = binaries_present().and_then(|()| children::kill_on_signal()) {
+        eprintln!("compare: {e}");
+        return ExitCode::FAILURE;
+    }
+    run(&settings);
+    ExitCode::SUCCESS
+}
+
+fn binaries_present() -> Result<(), String> {
+    let missing: Vec<String> = ["etcd", "kube-apiserver", "kubectl", "skiff-peer"]
+        .iter()
+        .map(|name| bin_dir().join(name))
+        .filter(|path| !path.is_file())
+        .map(|path| path.display().to_string())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "missing {}; run `make compare`, which builds the control plane and the peer first",
+        missing.join(", ")
+    ))
+}
+
+fn operators() -> Vec<Operator> {
+    vec![
+        Operator::skiff(),
+        Operator::peer("scaffold", "peer: scaffold", "scaffold", false),
+        Operator::peer(
+            "shared-limiter",
+            "peer: shared limiter",
+            "shared-limiter",
+            false,
+        ),
+        Operator::peer(
+            "dedicated-lease",
+            "peer: own lease config",
+            "dedicated-lease",
+            false,
+        ),
+    ]
+}
+
+fn run(settings: &Settings) {
+    let started = Instant::now();
+    println!("compare: {settings:?}");
+    let cp = ControlPlane::start();
+    std::fs::create_dir_all(cp.dir().join("compare")).expect("create the log directory");
+    let (skiff_identity, peer_identity) = world::install(&cp);
+    world::create_namespaces(&cp, 0..settings.namespaces, true);
+    let identity = |o: &Operator| {
+        if o.is_skiff() {
+            &skiff_identity
+        } else {
+            &peer_identity
+        }
+    };
+    let mut columns = Vec::new();
+    for operator in operators() {
+        println!(
+            "compare: {}: footprint, fan-out, restart, handovers",
+            operator.label
+        );
+        let id = identity(&operator);
+        let (life, leader, watch) = lifecycle::run(&cp, &operator, id, settings.namespaces);
+        let handovers = handover::run(&cp, &operator, id, leader, &watch, settings.handovers);
+        drop(watch);
+        columns.push(Column {
+            binary_bytes: std::fs::metadata(operator.binary()).ok().map(|m| m.len()),
+            operator,
+            lifecycle: Some(life),
+            handovers: Some(handovers),
+            squeezed: None,
+        });
+    }
+    world::create_namespaces(&cp, settings.namespaces..settings.fanout, false);
+    columns.push(Column {
+        operator: Operator::peer(
+            "scaffold",
+            "peer: scaffold + FlowSchema",
+            "scaffold-fs",
+            true,
+        ),
+        lifecycle: None,
+        handovers: None,
+        squeezed: None,
+        binary_bytes: None,
+    });
+    for column in &mut columns {
+        println!(
+            "compare: {}: the Lease under the squeeze",
+            column.operator.label
+        );
+        let id = identity(&column.operator);
+        let squeezed = squeeze::run(
+            &cp,
+            &column.operator,
+            id,
+            settings.squeeze,
+            settings.load_threads,
+        );
+        column.squeezed = Some(squeezed);
+    }
+    let svg = settings.write_report.then(|| write_svg(&columns, settings));
+    let ctx = report::Context {
+        machine: machine(),
+        date: shell("date -u '+%Y-%m-%d %H:%M UTC'"),
+        command: command(),
+        namespaces: settings.namespaces,
+        fanout: settings.fanout,
+        squeeze: settings.squeeze,
+        handovers: settings.handovers,
+        took: started.elapsed(),
+        svg_path: svg,
+    };
+    let section = report::render(&columns, &ctx);
+    println!("{section}");
+    if settings.write_report {
+        let path = repo().join(BENCHMARKS);
+        let document = std::fs::read_to_string(&path).unwrap_or_default();
+        std::fs::write(&path, report::splice(&document, &section)).expect("write BENCHMARKS.md");
+        println!("compare: wrote {BENCHMARKS} and {SVG_PATH}");
+    }
+}
+
+fn write_svg(columns: &[Column], settings: &Settings) -> String {
+    let series: Vec<svg::Series> = columns
+        .iter()
+        .filter_map(|c| {
+            let s = c.squeezed.as_ref()?;
+            Some(svg::Series {
+                label: c.operator.label,
+                summary: format!(
+                    "max gap {:.1} s, {} losses, {} restarts",
+                    s.max_gap.as_secs_f64(),
+                    s.losses,
+                    s.restarts
+                ),
+                points: &s.gaps,
+            })
+        })
+        .collect();
+    let text = svg::render(&series, settings.squeeze, RENEW_DEADLINE, RETRY_PERIOD);
+    let path = repo().join(SVG_PATH);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("create docs/");
+    }
+    std::fs::write(&path, text).expect("write the SVG");
+    SVG_PATH.to_owned()
+}
+
+/// The command that reproduces this run, with the scale variables it was given.
+fn command() -> String {
+    let mut scales: Vec<String> = std::env::vars()
+        .filter(|(name, _)| name.starts_with("COMPARE_"))
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    scales.sort();
+    scales.push(COMMAND.to_owned());
+    scales.join(" ")
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// CPUs, model and kernel, for the report's header.
+fn machine() -> String {
+    let model = shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2");
+    format!(
+        "{} CPUs ({}), Linux {}",
+        shell("nproc"),
+        model.trim(),
+        shell("uname -r")
+    )
+}
+
+fn shell(script: &str) -> String {
+    Command::new("sh")
+        .args(["-c", script])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}

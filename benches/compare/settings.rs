@@ -1,0 +1,66 @@
+//! The comparison's scales, from the environment so a smoke run and the full run are one
+//! program: `COMPARE_NAMESPACES=20 COMPARE_FANOUT=40 COMPARE_SQUEEZE=20s COMPARE_HANDOVERS=1`.
+
+use skiff::duration::parse_duration;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespaces of the footprint and fan-out scenarios (issue: 1,000).
+    pub namespaces: usize,
+    /// Namespaces the fan-out under the squeeze reaches (issue: 2,000).
+    pub fanout: usize,
+    /// How long the priority level is squeezed (issue: 3 minutes).
+    pub squeeze: Duration,
+    /// Handover rounds per operator (issue: 10).
+    pub handovers: usize,
+    /// Threads listing ConfigMaps as the operator, filling the squeezed level's seats.
+    pub load_threads: usize,
+    /// Whether to rewrite BENCHMARKS.md and the SVG (off for a smoke run).
+    pub write_report: bool,
+}
+
+impl Settings {
+    pub fn from_env() -> Result<Settings, String> {
+        let full = Settings {
+            namespaces: 1_000,
+            fanout: 2_000,
+            squeeze: Duration::from_secs(180),
+            handovers: 10,
+            load_threads: 4,
+            write_report: true,
+        };
+        let settings = Settings {
+            namespaces: count("COMPARE_NAMESPACES", full.namespaces)?,
+            fanout: count("COMPARE_FANOUT", full.fanout)?,
+            squeeze: duration("COMPARE_SQUEEZE", full.squeeze)?,
+            handovers: count("COMPARE_HANDOVERS", full.handovers)?,
+            load_threads: count("COMPARE_LOAD_THREADS", full.load_threads)?,
+            write_report: count("COMPARE_WRITE", 1)? == 1,
+        };
+        if settings.fanout < settings.namespaces {
+            return Err(format!(
+                "COMPARE_FANOUT ({}) must be at least COMPARE_NAMESPACES ({})",
+                settings.fanout, settings.namespaces
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+fn count(name: &str, default: usize) -> Result<usize, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(text) => text
+            .parse()
+            .map_err(|_| format!("{name}={text:?}: expected a whole number, e.g. {default}")),
+    }
+}
+
+fn duration(name: &str, default: Duration) -> Result<Duration, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(text) => parse_duration(&text)
+            .map_err(|e| format!("{name}={text:?}: {e}; expected e.g. 3m or 20s")),
+    }
+}
