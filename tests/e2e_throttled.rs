@@ -9,14 +9,11 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use support::control_plane::{ControlPlane, e2e_enabled};
-use support::keepalive::KeepAliveGet;
 use support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
+use support::load::ListLoad;
 use support::scrape::{scrape, sum_samples};
 use support::skiff::{Skiff, TempDir};
 use support::watchdog::free_ports;
@@ -127,62 +124,6 @@ fn mirror_to_every_namespace(cp: &ControlPlane, payload: &str) {
     );
 }
 
-/// Threads listing every ConfigMap as the operator until stopped; counts their 429s.
-struct Load {
-    stop: Arc<AtomicBool>,
-    rejected: Arc<AtomicUsize>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Load {
-    fn start(cp: &'static ControlPlane) -> Load {
-        let stop = Arc::new(AtomicBool::new(false));
-        let rejected = Arc::new(AtomicUsize::new(0));
-        let threads = (0..LOAD_THREADS)
-            .map(|_| {
-                let (stop, rejected) = (stop.clone(), rejected.clone());
-                let mut client = KeepAliveGet::new(cp.url(), cp.ca_pem(), cp.operator_token());
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        match client.get("/api/v1/configmaps") {
-                            Ok((429, _)) => {
-                                rejected.fetch_add(1, Ordering::Relaxed);
-                                std::thread::sleep(Duration::from_millis(20));
-                            }
-                            Ok(_) => {}
-                            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-                        }
-                    }
-                })
-            })
-            .collect();
-        Load {
-            stop,
-            rejected,
-            threads,
-        }
-    }
-
-    /// Stops the threads; returns how many of their requests were rejected.
-    fn stop(mut self) -> usize {
-        self.halt();
-        self.rejected.load(Ordering::Relaxed)
-    }
-
-    fn halt(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        self.halt();
-    }
-}
-
 /// How long the last reading had shown the same renewTime (the gap still open at the end).
 fn unrenewed_at_end(records: &[LeaseRecord]) -> Duration {
     let Some(last) = records.last() else {
@@ -263,7 +204,7 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
         .unwrap_or_else(|| panic!("skiff never held the Lease; log:\n{}", skiff.logs()))
         .holder;
 
-    let load = Load::start(cp);
+    let load = ListLoad::start(cp, cp.operator_token(), LOAD_THREADS);
     mirror_to_every_namespace(cp, "one");
     let throttled_from = Instant::now();
     std::thread::sleep(THROTTLED_FOR / 2);

@@ -9,15 +9,12 @@
 //! requests for the `leader-election` level; a peer as scaffolded has none, so its Lease
 //! requests wait in the squeezed level with its controller traffic.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::lease_watch::{LeaseWatch, holder_changes, renewals};
 use crate::operator::{Launch, Operator, RENEW_DEADLINE, RETRY_PERIOD};
 use crate::support::control_plane::ControlPlane;
-use crate::support::keepalive::KeepAliveGet;
+use crate::support::load::ListLoad;
 use crate::world::{self, Identity, WIDE};
 
 const LEVEL: &str = "compare-squeezed";
@@ -90,7 +87,7 @@ pub fn run(
     std::thread::sleep(RETRY_PERIOD * 2);
     install(cp, identity);
     world::create_source(cp, &launch);
-    let load = Load::start(cp, &identity.token, load_threads);
+    let load = ListLoad::start(cp, &identity.token, load_threads);
     let from = Instant::now();
     let mut restarts = 0;
     while from.elapsed() < squeeze {
@@ -183,59 +180,4 @@ fn install(cp: &ControlPlane, identity: &Identity) {
 
 fn remove(cp: &ControlPlane) {
     cp.kubectl_ok(&["delete", "flowschema", SCHEMA, "--ignore-not-found"]);
-}
-
-/// Threads listing every ConfigMap as the operator until stopped; counts their 429s.
-struct Load {
-    stop: Arc<AtomicBool>,
-    rejected: Arc<AtomicUsize>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Load {
-    fn start(cp: &ControlPlane, token: &str, threads: usize) -> Load {
-        let stop = Arc::new(AtomicBool::new(false));
-        let rejected = Arc::new(AtomicUsize::new(0));
-        let threads = (0..threads)
-            .map(|_| {
-                let (stop, rejected) = (stop.clone(), rejected.clone());
-                let mut client = KeepAliveGet::new(cp.url(), cp.ca_pem(), token);
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        match client.get("/api/v1/configmaps") {
-                            Ok((429, _)) => {
-                                rejected.fetch_add(1, Ordering::Relaxed);
-                                std::thread::sleep(Duration::from_millis(20));
-                            }
-                            Ok(_) => {}
-                            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-                        }
-                    }
-                })
-            })
-            .collect();
-        Load {
-            stop,
-            rejected,
-            threads,
-        }
-    }
-
-    fn stop(mut self) -> usize {
-        self.halt();
-        self.rejected.load(Ordering::Relaxed)
-    }
-
-    fn halt(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        self.halt();
-    }
 }

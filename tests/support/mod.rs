@@ -9,6 +9,7 @@ pub mod fake;
 pub mod keepalive;
 pub mod kubectl;
 pub mod lease;
+pub mod load;
 pub mod plugin;
 pub mod pod;
 pub mod proxy;
