@@ -16,6 +16,7 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use support::fake::tls::self_signed;
 use support::plugin::{EXEC_API, Plugin, exec_kubeconfig};
 use support::skiff::TempDir;
 
@@ -25,24 +26,6 @@ const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","status":"Failu
 
 fn key() -> PKey<Private> {
     PKey::from_rsa(openssl::rsa::Rsa::generate(2048).expect("RSA")).expect("key")
-}
-
-fn certificate(key: &PKey<Private>, cn: &str) -> openssl::x509::X509 {
-    let mut name = openssl::x509::X509NameBuilder::new().expect("name");
-    name.append_entry_by_text("CN", cn).expect("CN");
-    let name = name.build();
-    let mut cert = openssl::x509::X509Builder::new().expect("builder");
-    cert.set_version(2).expect("version");
-    cert.set_subject_name(&name).expect("subject");
-    cert.set_issuer_name(&name).expect("issuer");
-    cert.set_pubkey(key).expect("pubkey");
-    let from = openssl::asn1::Asn1Time::days_from_now(0).expect("time");
-    let until = openssl::asn1::Asn1Time::days_from_now(1).expect("time");
-    cert.set_not_before(&from).expect("not before");
-    cert.set_not_after(&until).expect("not after");
-    cert.sign(key, openssl::hash::MessageDigest::sha256())
-        .expect("sign");
-    cert.build()
 }
 
 /// Records the client certificate CN of each connection; answers 401 while `reject` > 0.
@@ -59,7 +42,7 @@ impl CertServer {
             SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).expect("acceptor");
         acceptor.set_private_key(&key).expect("server key");
         acceptor
-            .set_certificate(&certificate(&key, "server"))
+            .set_certificate(&self_signed(&key, "server").expect("certificate"))
             .expect("server cert");
         // Any client certificate will do: the test reads its CN.
         acceptor.set_verify_callback(
@@ -142,7 +125,7 @@ fn new_connections_present_the_plugins_current_client_certificate() {
     let dir = TempDir::new("exec-cert");
     for n in [1, 2] {
         let key = key();
-        let cert = certificate(&key, &format!("client-{n}"));
+        let cert = self_signed(&key, &format!("client-{n}")).expect("certificate");
         let reply = serde_json::json!({
             "apiVersion": EXEC_API,
             "kind": "ExecCredential",

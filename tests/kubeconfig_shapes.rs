@@ -8,6 +8,7 @@ use base64::Engine as _;
 use openssl::pkey::{PKey, Private};
 use skiff::kube::{Auth, Config};
 use std::path::{Path, PathBuf};
+use support::fake::tls::self_signed;
 use support::plugin::{Plugin, print_token};
 use support::skiff::TempDir;
 
@@ -25,28 +26,10 @@ struct Pki {
 fn pki() -> Pki {
     let key = PKey::from_rsa(openssl::rsa::Rsa::generate(2048).expect("RSA key")).expect("key");
     Pki {
-        ca: self_signed(&key, "kubernetes"),
-        client_cert: self_signed(&key, "kubernetes-admin"),
+        ca: pem(&key, "kubernetes"),
+        client_cert: pem(&key, "kubernetes-admin"),
         client_key_pkcs1: key.rsa().and_then(|r| r.private_key_to_pem()).expect("PEM"),
     }
-}
-
-fn self_signed(key: &PKey<Private>, cn: &str) -> Vec<u8> {
-    let mut name = openssl::x509::X509NameBuilder::new().expect("name");
-    name.append_entry_by_text("CN", cn).expect("CN");
-    let name = name.build();
-    let mut cert = openssl::x509::X509Builder::new().expect("builder");
-    cert.set_version(2).expect("version");
-    cert.set_subject_name(&name).expect("subject");
-    cert.set_issuer_name(&name).expect("issuer");
-    cert.set_pubkey(key).expect("pubkey");
-    let from = openssl::asn1::Asn1Time::days_from_now(0).expect("time");
-    let until = openssl::asn1::Asn1Time::days_from_now(1).expect("time");
-    cert.set_not_before(&from).expect("not before");
-    cert.set_not_after(&until).expect("not after");
-    cert.sign(key, openssl::hash::MessageDigest::sha256())
-        .expect("sign");
-    cert.build().to_pem().expect("PEM")
 }
 
 fn load(dir: &TempDir, yaml: &str) -> Config {
@@ -349,4 +332,9 @@ current-context: c
     let text = err.to_string();
     assert!(text.contains("gke-gcloud-auth-plugin"), "{text}");
     assert!(text.contains("gcloud components install"), "{text}");
+}
+
+fn pem(key: &PKey<Private>, cn: &str) -> Vec<u8> {
+    let cert = self_signed(key, cn).expect("certificate");
+    cert.to_pem().expect("PEM")
 }

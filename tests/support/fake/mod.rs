@@ -16,7 +16,7 @@ mod selectors;
 mod shared;
 mod status;
 mod store;
-mod tls;
+pub mod tls;
 mod watch;
 
 pub use faults::{Fault, RequestClass};

@@ -46,6 +46,16 @@ pub fn generate() -> Result<TlsMaterial, ErrorStack> {
     })
 }
 
+/// A plain self-signed certificate for `key`, named `common_name` (client identities and
+/// kubeconfig fixtures in tests; no extensions).
+pub fn self_signed(key: &PKey<Private>, common_name: &str) -> Result<X509, ErrorStack> {
+    let mut builder = base_builder(key, common_name)?;
+    let issuer = name(common_name)?;
+    builder.set_issuer_name(&issuer)?;
+    builder.sign(key, MessageDigest::sha256())?;
+    Ok(builder.build())
+}
+
 fn new_key() -> Result<PKey<Private>, ErrorStack> {
     let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
     PKey::from_ec_key(EcKey::generate(&group)?)
