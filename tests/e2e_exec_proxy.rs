@@ -11,7 +11,7 @@ mod support;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, e2e_enabled};
 use support::plugin::{Plugin, exec_kubeconfig, print_token};
 use support::proxy::ConnectProxy;
 use support::skiff::{Skiff, TempDir, eventually};
@@ -19,15 +19,6 @@ use support::skiff::{Skiff, TempDir, eventually};
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The Lease name the shipped RBAC allows (the default `--leader-election-id`).
 const LEASE_ID: &str = "skiff-leader";
-const SKIFF_FLAGS: [&str; 7] = [
-    "--leader-elect",
-    "--leader-election-namespace=skiff-system",
-    "--source-namespaces=skiff-system",
-    "--leader-elect-lease-duration=4s",
-    "--leader-elect-renew-deadline=3s",
-    "--leader-elect-retry-period=1s",
-    "--log-level=debug",
-];
 
 /// The tests share one Lease: one replica at a time.
 static ONE_REPLICA_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -52,7 +43,8 @@ fn leads_and_mirrors(name: &str, cluster_extra: &[&str]) -> usize {
         cluster_extra,
     );
     let log = dir.0.join("skiff.log");
-    let mut skiff = Skiff::start_with_env(&kubeconfig, log, &SKIFF_FLAGS, &[("POD_NAME", name)]);
+    let mut skiff =
+        Skiff::start_with_env(&kubeconfig, log, &E2E_REPLICA_FLAGS, &[("POD_NAME", name)]);
 
     let held = eventually(STEP_TIMEOUT, || {
         cp.object("lease", OPERATOR_NAMESPACE, LEASE_ID)

@@ -14,22 +14,17 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, e2e_enabled};
 use support::skiff::{Skiff, TempDir, eventually};
 
 /// Each wait for the controller to act.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
-/// Short lease timings: a replica killed by a failed test lets the next one lead within 4 s.
-const SKIFF_FLAGS: [&str; 8] = [
-    "--leader-elect",
-    "--leader-election-namespace=skiff-system",
-    "--source-namespaces=skiff-system",
-    "--leader-elect-lease-duration=4s",
-    "--leader-elect-renew-deadline=3s",
-    "--leader-elect-retry-period=1s",
-    "--log-level=debug",
-    "--secret-target-names=app-tls",
-];
+/// The e2e replica's flags, with Secret copies of `app-tls` enabled.
+fn skiff_flags() -> Vec<&'static str> {
+    let mut flags = E2E_REPLICA_FLAGS.to_vec();
+    flags.push("--secret-target-names=app-tls");
+    flags
+}
 
 /// The default install plus the secret-targets component, once per control plane.
 fn control_plane() -> &'static ControlPlane {
@@ -55,7 +50,7 @@ fn with_skiff(name: &str, test: impl FnOnce(&'static ControlPlane)) {
     let mut skiff = Skiff::start_with_env(
         &cp.operator_kubeconfig(),
         log,
-        &SKIFF_FLAGS,
+        &skiff_flags(),
         &[("POD_NAME", name)],
     );
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(cp)));

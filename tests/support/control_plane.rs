@@ -36,6 +36,18 @@ pub const OPERATOR_NAMESPACE: &str = "skiff-system";
 /// Set to `1` to skip the e2e tests on a machine without the testbin binaries (each test says so).
 pub const SKIP_VARIABLE: &str = "SKIFF_SKIP_E2E";
 
+/// Flags of a skiff replica in the e2e suites: the operator's Lease in skiff-system, with short
+/// lease timings so a replica killed by a failed test lets the next one lead within 4 s.
+pub const E2E_REPLICA_FLAGS: [&str; 7] = [
+    "--leader-elect",
+    "--leader-election-namespace=skiff-system",
+    "--source-namespaces=skiff-system",
+    "--leader-elect-lease-duration=4s",
+    "--leader-elect-renew-deadline=3s",
+    "--leader-elect-retry-period=1s",
+    "--log-level=debug",
+];
+
 /// The repository's `bin/`, where `make testbin` puts etcd, kube-apiserver and kubectl.
 pub fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("bin")
