@@ -62,7 +62,7 @@ run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kin
 	$(CARGO) run -- $(ARGS)
 
 bench: compare ## run the benchmarks (benches/, make compare first) and record the figures in BENCHMARKS.md
-	$(CARGO) bench --bench fanout --bench memory
+	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode
 
 peer: ## build the controller-runtime peer of make compare into bin/skiff-peer (only when missing)
 	testbin/peer/build.sh
