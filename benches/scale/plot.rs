@@ -85,7 +85,7 @@ pub fn svg(cells: &[Cell]) -> String {
         let ly = TOP + 20.0 * i as f64;
         let _ = writeln!(
             out,
-            r#"<line x1="{:.1}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{colour}" stroke-width="2"/><text x="{:.1}" y="{:.1}">N = {n} namespaces</text>"#,
+            r#"<line x1="{:.1}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{colour}" stroke-width="2"/><text x="{:.1}" y="{:.1}">N = {n}</text>"#,
             WIDTH - RIGHT + 10.0,
             WIDTH - RIGHT + 30.0,
             WIDTH - RIGHT + 35.0,
