@@ -63,9 +63,12 @@ pub fn render(
         "2 3",
         "retry period",
     );
+    // Drawn last to first, so skiff's line (the first) is on top where the lines overlap.
+    for (i, s) in series.iter().enumerate().rev() {
+        plot.series(&mut svg, s, COLOURS[i % COLOURS.len()]);
+    }
     for (i, s) in series.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
-        plot.series(&mut svg, s, colour);
         let y = TOP + 20.0 + 38.0 * i as f64;
         let x = WIDTH - RIGHT + 15.0;
         let _ = writeln!(
