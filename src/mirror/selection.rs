@@ -10,7 +10,7 @@
 //! Both updates run under one lock and each reads the other cache as it is now, so whichever
 //! runs second sees both changes: the index never misses an update that raced another.
 
-use super::selector::{NamespaceInfo, selects};
+use super::selector::{NamespaceInfo, chooses, eligible, selects};
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
 use crate::runtime::{ObjectKey, Store, WatcherEvent};
@@ -33,6 +33,10 @@ impl Selection {
 
     fn selects(&self, ns: &NamespaceInfo) -> bool {
         selects(self.selector.as_ref(), &self.mirror_namespace, ns)
+    }
+
+    fn chooses(&self, ns: &NamespaceInfo) -> bool {
+        chooses(self.selector.as_ref(), &self.mirror_namespace, ns)
     }
 }
 
@@ -159,8 +163,9 @@ fn update_one(
     exists: bool,
     changed: &mut HashSet<ObjectKey>,
 ) {
+    let eligible = exists && eligible(ns);
     for (key, selection) in index.iter_mut() {
-        let now = exists && selection.selects(ns);
+        let now = eligible && selection.chooses(ns);
         let was = selection.namespaces.contains(&ns.name);
         if now == was {
             continue;

@@ -103,13 +103,25 @@ pub fn selects(
     mirror_namespace: &str,
     ns: &NamespaceInfo,
 ) -> bool {
+    eligible(ns) && chooses(selector, mirror_namespace, ns)
+}
+
+/// Whether any Mirror may copy into `ns` at all: it is not Terminating and not opted out. The
+/// same for every Mirror, so a Namespace event asks it once, not once per Mirror.
+pub fn eligible(ns: &NamespaceInfo) -> bool {
+    !ns.terminating && ns.label(EXCLUDE_LABEL) != Some("true")
+}
+
+/// The Mirror's own part of [`selects`], for a namespace already known [`eligible`].
+pub fn chooses(
+    selector: Option<&LabelSelector>,
+    mirror_namespace: &str,
+    ns: &NamespaceInfo,
+) -> bool {
     let Some(selector) = selector else {
         return false;
     };
-    ns.name != mirror_namespace
-        && !ns.terminating
-        && ns.label(EXCLUDE_LABEL) != Some("true")
-        && matches(selector, |key| ns.label(key))
+    ns.name != mirror_namespace && matches(selector, |key| ns.label(key))
 }
 
 #[cfg(test)]
