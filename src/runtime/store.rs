@@ -210,16 +210,6 @@ impl<K: Resource, P: Clone> Store<K, P> {
         self.read().objects.values().cloned().collect()
     }
 
-    /// The projections for which `keep` is true.
-    pub fn filter(&self, keep: impl Fn(&P) -> bool) -> Vec<P> {
-        self.read()
-            .objects
-            .values()
-            .filter(|p| keep(p))
-            .cloned()
-            .collect()
-    }
-
     /// Calls `visit` on every key and projection under one read lock, copying nothing.
     pub fn scan(&self, mut visit: impl FnMut(&ObjectKey, &P)) {
         for (key, p) in &self.read().objects {
@@ -335,7 +325,7 @@ mod tests {
         store.apply(&WatcherEvent::Applied(config_map("a", "x", "123")));
         store.apply(&WatcherEvent::Applied(config_map("a", "y", "12")));
         assert_eq!(reader.get("a", "x"), Some(3));
-        assert_eq!(reader.filter(|len| *len > 2), [3]);
+        assert_eq!(reader.get("a", "x"), Some(3));
         store.apply(&WatcherEvent::Deleted(config_map("a", "x", "")));
         assert_eq!(reader.list(), [2]);
     }
