@@ -179,12 +179,18 @@ impl Process {
     }
 }
 
-/// Whether the measured binary has `flag` (a build from before it may not).
+/// Whether the measured binary has `flag` (a build from before it may not); its `--help` is
+/// read once per run.
 fn knows_flag(flag: &str) -> bool {
-    let help = std::process::Command::new(support::skiff::binary())
-        .arg("--help")
-        .output();
-    help.is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(flag))
+    static HELP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let help = HELP.get_or_init(|| {
+        let out = std::process::Command::new(support::skiff::binary())
+            .arg("--help")
+            .output();
+        out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    });
+    help.contains(flag)
 }
 
 /// CPU time of every thread of `pid` so far, in microseconds: the scheduler's nanosecond
