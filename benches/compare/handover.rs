@@ -34,15 +34,7 @@ pub fn run(
     watch: &LeaseWatch,
     rounds: usize,
 ) -> Handovers {
-    let tag = format!("cmp-{}", operator.slug);
-    let log_dir = cp.dir().join("compare");
-    let launch = Launch {
-        operator,
-        kubeconfig: &identity.kubeconfig,
-        selector: (TARGET, "true"),
-        tag: &tag,
-        log_dir: &log_dir,
-    };
+    let launch = Launch::new(cp, operator, identity, TARGET, "cmp");
     let mut result = Handovers::default();
     for round in 0..rounds {
         let standby = launch.start(&format!("standby-{round}"));

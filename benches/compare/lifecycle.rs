@@ -38,15 +38,7 @@ pub fn run(
     identity: &Identity,
     namespaces: usize,
 ) -> (Lifecycle, Replica, LeaseWatch) {
-    let tag = format!("cmp-{}", operator.slug);
-    let log_dir = cp.dir().join("compare");
-    let launch = Launch {
-        operator,
-        kubeconfig: &identity.kubeconfig,
-        selector: (TARGET, "true"),
-        tag: &tag,
-        log_dir: &log_dir,
-    };
+    let launch = Launch::new(cp, operator, identity, TARGET, "cmp");
     let (namespace, name) = operator.lease();
     let watch = LeaseWatch::start(cp, namespace, name);
     let mut first = launch.start("first");

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::control_plane::bin_dir;
+use crate::support::control_plane::{ControlPlane, bin_dir};
 use crate::support::skiff::proc_status_kib;
+use crate::world::Identity;
 
 /// Lease timing of every operator (15 s lease): client-go's defaults, which skiff shares.
 pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
@@ -95,11 +96,29 @@ pub struct Launch<'a> {
     /// Label key=value selecting the target namespaces.
     pub selector: (&'a str, &'a str),
     /// The run's tag: the source's name, and for the peer the source label key's suffix.
-    pub tag: &'a str,
-    pub log_dir: &'a Path,
+    pub tag: String,
+    pub log_dir: PathBuf,
 }
 
-impl Launch<'_> {
+impl<'a> Launch<'a> {
+    /// Replicas of `operator` as `identity`, copying into the namespaces labelled
+    /// `selector_key=true`; `prefix` names the scenario in the tag (`cmp`, `wide`).
+    pub fn new(
+        cp: &ControlPlane,
+        operator: &'a Operator,
+        identity: &'a Identity,
+        selector_key: &'a str,
+        prefix: &str,
+    ) -> Launch<'a> {
+        Launch {
+            operator,
+            kubeconfig: &identity.kubeconfig,
+            selector: (selector_key, "true"),
+            tag: format!("{prefix}-{}", operator.slug),
+            log_dir: cp.dir().join("compare"),
+        }
+    }
+
     /// The flags of a replica; `name` makes skiff's identity readable (`POD_NAME`).
     fn args(&self) -> Vec<String> {
         let (namespace, _) = self.operator.lease();

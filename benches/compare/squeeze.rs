@@ -68,15 +68,7 @@ pub fn run(
     squeeze: Duration,
     load_threads: usize,
 ) -> Squeezed {
-    let tag = format!("wide-{}", operator.slug);
-    let log_dir = cp.dir().join("compare");
-    let launch = Launch {
-        operator,
-        kubeconfig: &identity.kubeconfig,
-        selector: (WIDE, "true"),
-        tag: &tag,
-        log_dir: &log_dir,
-    };
+    let launch = Launch::new(cp, operator, identity, WIDE, "wide");
     if operator.with_flowschema {
         world::apply_peer_flowschema(cp, true);
     }
