@@ -20,10 +20,13 @@
 //!   elector on a lease client of its own).
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 //! - [`version`]: the version and git revision skiff reports.
-#![forbid(unsafe_code)]
+//! - [`heap`]: one malloc arena, and free memory returned to the system.
+// Unsafe code is denied everywhere but `heap`, the one place that calls the C allocator.
+#![deny(unsafe_code)]
 
 pub mod duration;
 pub mod flags;
+pub mod heap;
 pub mod kube;
 pub mod leader;
 pub mod log;

@@ -17,6 +17,7 @@ use skiff::serve::{self, MetricsAuth, MetricsSecurity, Probes};
 use smol::stream::StreamExt as _;
 
 fn main() -> ExitCode {
+    skiff::heap::configure();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let settings = match flags::parse(&args) {
         Ok(settings) => settings,
@@ -68,6 +69,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
         secret_targets,
         &identity,
     )];
+    smol::spawn(skiff::heap::release_when_idle()).detach();
     let signal = async move {
         match signals.next().await {
             Some(Ok(signal)) => log::info!("received {signal:?}, shutting down"),
