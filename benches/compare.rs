@@ -118,9 +118,9 @@ fn run(settings: &Settings) {
     };
     let mut columns = Vec::new();
     for operator in operators() {
-        println!(
-            "compare: {}: footprint, fan-out, restart, handovers",
-            operator.label
+        progress(
+            started,
+            &format!("{}: footprint, fan-out, restart, handovers", operator.label),
         );
         let id = identity(&operator);
         let (life, leader, watch) = lifecycle::run(&cp, &operator, id, settings.namespaces);
@@ -148,9 +148,9 @@ fn run(settings: &Settings) {
         binary_bytes: None,
     });
     for column in &mut columns {
-        println!(
-            "compare: {}: the Lease under the squeeze",
-            column.operator.label
+        progress(
+            started,
+            &format!("{}: the Lease under the squeeze", column.operator.label),
         );
         let id = identity(&column.operator);
         let squeezed = squeeze::run(
@@ -162,6 +162,7 @@ fn run(settings: &Settings) {
         );
         column.squeezed = Some(squeezed);
     }
+    progress(started, "done");
     let svg = settings.write_report.then(|| write_svg(&columns, settings));
     let ctx = report::Context {
         machine: machine(),
@@ -182,6 +183,14 @@ fn run(settings: &Settings) {
         std::fs::write(&path, report::splice(&document, &section)).expect("write BENCHMARKS.md");
         println!("compare: wrote {BENCHMARKS} and {SVG_PATH}");
     }
+}
+
+/// A progress line with the time since the run started, so a run shows where its time goes.
+fn progress(started: Instant, what: &str) {
+    println!(
+        "compare: [{:4.0} s] {what}",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 fn write_svg(columns: &[Column], settings: &Settings) -> String {

@@ -57,7 +57,7 @@ pub struct TlsOptions {
 }
 
 /// A client certificate; the key is converted to PKCS#8 when the config is loaded.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct ClientIdentity {
     pub cert_pem: Vec<u8>,
     pub key_pkcs8_pem: Vec<u8>,

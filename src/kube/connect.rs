@@ -10,10 +10,12 @@ use super::Error;
 use super::config::{ClientIdentity, Config, TlsOptions};
 use super::error::or_timeout;
 use super::proxy::HttpProxy;
+use super::tls_stream::TlsStream;
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 use std::io;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -27,32 +29,64 @@ pub struct Connector {
     connect_timeout: Duration,
 }
 
-/// TLS settings parsed once; native-tls builders are not `Clone`, so one is made per dial.
+/// TLS set up once per client: the OpenSSL context every dial shares (see `tls_stream`).
 struct TlsSetup {
+    /// With the config's client certificate, if any.
+    connector: native_tls::TlsConnector,
+    /// The last certificate a credential plugin gave, and the context made for it.
+    plugin: Mutex<Option<(ClientIdentity, native_tls::TlsConnector)>>,
     /// When set, the only trust anchors (the system roots are disabled).
     roots: Vec<native_tls::Certificate>,
-    identity: Option<native_tls::Identity>,
     insecure_skip_verify: bool,
     /// SNI and the name the certificate must carry.
     server_name: String,
 }
 
 impl TlsSetup {
-    /// `identity` (a plugin's) replaces the config's client certificate.
-    fn connector(&self, identity: Option<native_tls::Identity>) -> async_native_tls::TlsConnector {
-        let mut builder = native_tls::TlsConnector::builder();
-        for cert in &self.roots {
-            builder.add_root_certificate(cert.clone());
+    /// The context for a dial: the config's, or one presenting a plugin's `identity` (made
+    /// again only when the plugin hands out a new certificate).
+    fn connector(
+        &self,
+        identity: Option<&ClientIdentity>,
+    ) -> Result<native_tls::TlsConnector, Error> {
+        let Some(identity) = identity else {
+            return Ok(self.connector.clone());
+        };
+        let mut plugin = self.plugin.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cached, connector)) = plugin.as_ref()
+            && cached == identity
+        {
+            return Ok(connector.clone());
         }
-        // The given CA is the cluster's trust anchor; the system roots must not also vouch.
-        builder.disable_built_in_roots(!self.roots.is_empty());
-        if let Some(identity) = identity.or_else(|| self.identity.clone()) {
-            builder.identity(identity);
-        }
-        builder.danger_accept_invalid_certs(self.insecure_skip_verify);
-        builder.danger_accept_invalid_hostnames(self.insecure_skip_verify);
-        async_native_tls::TlsConnector::from(builder)
+        let connector = build_connector(
+            &self.roots,
+            Some(native_identity(identity)?),
+            self.insecure_skip_verify,
+        )?;
+        *plugin = Some((identity.clone(), connector.clone()));
+        Ok(connector)
     }
+}
+
+fn build_connector(
+    roots: &[native_tls::Certificate],
+    identity: Option<native_tls::Identity>,
+    insecure_skip_verify: bool,
+) -> Result<native_tls::TlsConnector, Error> {
+    let mut builder = native_tls::TlsConnector::builder();
+    for cert in roots {
+        builder.add_root_certificate(cert.clone());
+    }
+    // The given CA is the cluster's trust anchor; the system roots must not also vouch.
+    builder.disable_built_in_roots(!roots.is_empty());
+    if let Some(identity) = identity {
+        builder.identity(identity);
+    }
+    builder.danger_accept_invalid_certs(insecure_skip_verify);
+    builder.danger_accept_invalid_hostnames(insecure_skip_verify);
+    builder
+        .build()
+        .map_err(|e| Error::Refused(format!("cannot set up TLS for the server: {e}")))
 }
 
 impl Connector {
@@ -112,10 +146,7 @@ impl Connector {
             }
             let stream = match &self.tls {
                 None => Stream::Plain(tcp),
-                Some(tls) => {
-                    let identity = identity.map(native_identity).transpose()?;
-                    Stream::Tls(Box::new(self.handshake(tls, identity, tcp).await?))
-                }
+                Some(tls) => Stream::Tls(Box::new(self.handshake(tls, identity, tcp).await?)),
             };
             Ok(Connection::new(stream))
         };
@@ -147,12 +178,11 @@ impl Connector {
     async fn handshake(
         &self,
         tls: &TlsSetup,
-        identity: Option<native_tls::Identity>,
+        identity: Option<&ClientIdentity>,
         tcp: TcpStream,
-    ) -> Result<async_native_tls::TlsStream<TcpStream>, Error> {
-        let connector = tls.connector(identity);
-        connector
-            .connect(tls.server_name.as_str(), tcp)
+    ) -> Result<TlsStream<TcpStream>, Error> {
+        let connector = tls.connector(identity)?;
+        super::tls_stream::connect(&connector, &tls.server_name, tcp)
             .await
             .map_err(|e| {
                 Error::Transport(format!(
@@ -186,8 +216,9 @@ fn tls_setup(options: &TlsOptions, host: &str) -> Result<TlsSetup, Error> {
         .clone()
         .unwrap_or_else(|| host.to_owned());
     Ok(TlsSetup {
+        connector: build_connector(&roots, identity, options.insecure_skip_verify)?,
+        plugin: Mutex::new(None),
         roots,
-        identity,
         insecure_skip_verify: options.insecure_skip_verify,
         server_name,
     })
@@ -223,7 +254,7 @@ fn parse_roots(ca_pem: &[u8]) -> Result<Vec<native_tls::Certificate>, Error> {
 /// A plain TCP or TLS byte stream.
 pub enum Stream {
     Plain(TcpStream),
-    Tls(Box<async_native_tls::TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<TcpStream>>),
 }
 
 impl AsyncRead for Stream {
