@@ -7,15 +7,15 @@
 //! current one.
 
 use super::Error;
-use super::config::{ClientIdentity, Config, TlsOptions};
+use super::config::{ClientIdentity, Config};
 use super::error::or_timeout;
 use super::proxy::HttpProxy;
+use super::tls_setup::TlsSetup;
 use super::tls_stream::TlsStream;
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 use std::io;
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -27,66 +27,6 @@ pub struct Connector {
     tls: Option<TlsSetup>,
     proxy: Option<HttpProxy>,
     connect_timeout: Duration,
-}
-
-/// TLS set up once per client: the OpenSSL context every dial shares (see `tls_stream`).
-struct TlsSetup {
-    /// With the config's client certificate, if any.
-    connector: native_tls::TlsConnector,
-    /// The last certificate a credential plugin gave, and the context made for it.
-    plugin: Mutex<Option<(ClientIdentity, native_tls::TlsConnector)>>,
-    /// When set, the only trust anchors (the system roots are disabled).
-    roots: Vec<native_tls::Certificate>,
-    insecure_skip_verify: bool,
-    /// SNI and the name the certificate must carry.
-    server_name: String,
-}
-
-impl TlsSetup {
-    /// The context for a dial: the config's, or one presenting a plugin's `identity` (made
-    /// again only when the plugin hands out a new certificate).
-    fn connector(
-        &self,
-        identity: Option<&ClientIdentity>,
-    ) -> Result<native_tls::TlsConnector, Error> {
-        let Some(identity) = identity else {
-            return Ok(self.connector.clone());
-        };
-        let mut plugin = self.plugin.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((cached, connector)) = plugin.as_ref()
-            && cached == identity
-        {
-            return Ok(connector.clone());
-        }
-        let connector = build_connector(
-            &self.roots,
-            Some(native_identity(identity)?),
-            self.insecure_skip_verify,
-        )?;
-        *plugin = Some((identity.clone(), connector.clone()));
-        Ok(connector)
-    }
-}
-
-fn build_connector(
-    roots: &[native_tls::Certificate],
-    identity: Option<native_tls::Identity>,
-    insecure_skip_verify: bool,
-) -> Result<native_tls::TlsConnector, Error> {
-    let mut builder = native_tls::TlsConnector::builder();
-    for cert in roots {
-        builder.add_root_certificate(cert.clone());
-    }
-    // The given CA is the cluster's trust anchor; the system roots must not also vouch.
-    builder.disable_built_in_roots(!roots.is_empty());
-    if let Some(identity) = identity {
-        builder.identity(identity);
-    }
-    builder.danger_accept_invalid_certs(insecure_skip_verify);
-    builder.danger_accept_invalid_hostnames(insecure_skip_verify);
-    builder
-        .build()
-        .map_err(|e| Error::Refused(format!("cannot set up TLS for the server: {e}")))
 }
 
 impl Connector {
@@ -102,7 +42,7 @@ impl Connector {
             Error::Refused(format!("server URL {url} has no port and no known default"))
         })?;
         let tls = match url.scheme() {
-            "https" => Some(tls_setup(&config.tls, &host)?),
+            "https" => Some(TlsSetup::new(&config.tls, &host)?),
             "http" => None,
             other => {
                 return Err(Error::Refused(format!(
@@ -181,8 +121,8 @@ impl Connector {
         identity: Option<&ClientIdentity>,
         tcp: TcpStream,
     ) -> Result<TlsStream<TcpStream>, Error> {
-        let connector = tls.connector(identity)?;
-        super::tls_stream::connect(&connector, &tls.server_name, tcp)
+        let ssl = tls.ssl(identity)?;
+        super::tls_stream::connect(ssl, tcp)
             .await
             .map_err(|e| {
                 Error::Transport(format!(
@@ -203,52 +143,6 @@ fn keep_alive(tcp: &TcpStream) -> std::io::Result<()> {
     sockopt::set_tcp_keepidle(tcp, KEEP_ALIVE_IDLE)?;
     sockopt::set_tcp_keepintvl(tcp, KEEP_ALIVE_IDLE)?;
     Ok(())
-}
-
-fn tls_setup(options: &TlsOptions, host: &str) -> Result<TlsSetup, Error> {
-    let roots = match &options.ca_pem {
-        Some(ca) => parse_roots(ca)?,
-        None => Vec::new(),
-    };
-    let identity = options.identity.as_ref().map(native_identity).transpose()?;
-    let server_name = options
-        .server_name
-        .clone()
-        .unwrap_or_else(|| host.to_owned());
-    Ok(TlsSetup {
-        connector: build_connector(&roots, identity, options.insecure_skip_verify)?,
-        plugin: Mutex::new(None),
-        roots,
-        insecure_skip_verify: options.insecure_skip_verify,
-        server_name,
-    })
-}
-
-fn native_identity(identity: &ClientIdentity) -> Result<native_tls::Identity, Error> {
-    native_tls::Identity::from_pkcs8(&identity.cert_pem, &identity.key_pkcs8_pem).map_err(|e| {
-        Error::Refused(format!(
-            "the client certificate and key do not form a usable identity: {e}"
-        ))
-    })
-}
-
-/// Every certificate of a PEM bundle (native-tls's `from_pem` reads only the first).
-fn parse_roots(ca_pem: &[u8]) -> Result<Vec<native_tls::Certificate>, Error> {
-    let certs = openssl::x509::X509::stack_from_pem(ca_pem)
-        .map_err(|e| Error::Refused(format!("the cluster CA is not valid PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(Error::Refused("the cluster CA holds no certificate".into()));
-    }
-    certs
-        .iter()
-        .map(|cert| {
-            let der = cert
-                .to_der()
-                .map_err(|e| Error::Refused(format!("the cluster CA cannot be encoded: {e}")))?;
-            native_tls::Certificate::from_der(&der)
-                .map_err(|e| Error::Refused(format!("the cluster CA is not usable: {e}")))
-        })
-        .collect()
 }
 
 /// A plain TCP or TLS byte stream.

@@ -35,6 +35,7 @@ pub mod stream;
 mod test_cert;
 #[cfg(test)]
 mod test_dir;
+mod tls_setup;
 mod tls_stream;
 mod tokenfile;
 mod tunnel;

@@ -1,36 +1,36 @@
-//! TLS client streams on smol, from a `native_tls::TlsConnector` built once per client.
+//! TLS client streams on smol, from an OpenSSL context (`SslConnector`) built once per client.
 //!
 //! async-native-tls builds a new OpenSSL context (`SSL_CTX`) for every connection it dials:
 //! the cipher and signature tables, the trust store (the cluster CA), and first the system's
 //! default roots, which OpenSSL parses from the host's CA bundle before native-tls replaces
 //! them with the cluster's. Measured on a real control plane, that was 250 KB kept for seven
 //! connections and about 300 KB of short-lived allocations per dial on a host with a CA
-//! bundle. Here the context is made once per client and each connection only adds its
-//! `SSL` state.
+//! bundle. Here the context is made once per client (`connect.rs`) and each connection only
+//! adds its `SSL` state, whose 16 KiB buffers the context's `RELEASE_BUFFERS` mode frees
+//! while the connection is idle.
 //!
 //! The bridge is the usual one: the TLS stream reads and writes a std `Read + Write` adapter
 //! that polls the async socket with the waker of the current task and turns `Pending` into
 //! `WouldBlock`; each async call hands the adapter its task's waker first.
 
+use openssl::ssl::{HandshakeError, MidHandshakeSslStream, Ssl, SslStream};
+use openssl::x509::X509VerifyResult;
 use smol::io::{AsyncRead, AsyncWrite};
 use std::future::poll_fn;
 use std::io::{self, Read, Write};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-/// Dials a TLS connection over `stream` with `connector` (shared by every dial of a client).
-pub async fn connect<S>(
-    connector: &native_tls::TlsConnector,
-    domain: &str,
-    stream: S,
-) -> io::Result<TlsStream<S>>
+/// Dials a TLS connection over `stream` with `ssl` (made from the client's shared context for
+/// this server name).
+pub async fn connect<S>(ssl: Ssl, stream: S) -> io::Result<TlsStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut state = Handshake::Start(stream);
+    let mut state = Handshake::Start(ssl, stream);
     poll_fn(|cx| {
         let attempt = match std::mem::replace(&mut state, Handshake::Finished) {
-            Handshake::Start(stream) => connector.connect(domain, Bridge::new(stream, cx)),
+            Handshake::Start(ssl, stream) => ssl.connect(Bridge::new(stream, cx)),
             Handshake::Midway(mut midway) => {
                 midway.get_mut().set_waker(cx);
                 midway.handshake()
@@ -43,25 +43,40 @@ where
         };
         match attempt {
             Ok(tls) => Poll::Ready(Ok(TlsStream { tls })),
-            Err(native_tls::HandshakeError::WouldBlock(midway)) => {
+            Err(HandshakeError::WouldBlock(midway)) => {
                 state = Handshake::Midway(midway);
                 Poll::Pending
             }
-            Err(native_tls::HandshakeError::Failure(e)) => Poll::Ready(Err(io::Error::other(e))),
+            Err(HandshakeError::Failure(failed)) => Poll::Ready(Err(handshake_error(&failed))),
+            Err(HandshakeError::SetupFailure(e)) => Poll::Ready(Err(io::Error::other(e))),
         }
     })
     .await
 }
 
 enum Handshake<S> {
-    Start(S),
-    Midway(native_tls::MidHandshakeTlsStream<Bridge<S>>),
+    Start(Ssl, S),
+    Midway(MidHandshakeSslStream<Bridge<S>>),
     Finished,
+}
+
+/// The handshake's error, with the reason a certificate was refused when it was.
+fn handshake_error<S>(failed: &MidHandshakeSslStream<S>) -> io::Error {
+    let verify = failed.ssl().verify_result();
+    if verify == X509VerifyResult::OK {
+        io::Error::other(failed.error().to_string())
+    } else {
+        io::Error::other(format!(
+            "{} (certificate verification: {})",
+            failed.error(),
+            verify.error_string()
+        ))
+    }
 }
 
 /// An established TLS connection over `S`.
 pub struct TlsStream<S> {
-    tls: native_tls::TlsStream<Bridge<S>>,
+    tls: SslStream<Bridge<S>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
@@ -69,7 +84,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
     fn poll_io<R>(
         &mut self,
         cx: &mut Context<'_>,
-        io: impl FnOnce(&mut native_tls::TlsStream<Bridge<S>>) -> io::Result<R>,
+        io: impl FnOnce(&mut SslStream<Bridge<S>>) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
         self.tls.get_mut().set_waker(cx);
         match io(&mut self.tls) {
@@ -105,7 +120,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for TlsStream<S> {
     /// Sends TLS's close_notify, then closes the socket.
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        match this.poll_io(cx, |tls| tls.shutdown()) {
+        let close_notify = |tls: &mut SslStream<Bridge<S>>| {
+            tls.shutdown()
+                .map(|_| ())
+                .map_err(|e| e.into_io_error().unwrap_or_else(io::Error::other))
+        };
+        match this.poll_io(cx, close_notify) {
             Poll::Pending => return Poll::Pending,
             // A peer that already closed is closed; the socket is closed below either way.
             Poll::Ready(Ok(())) | Poll::Ready(Err(_)) => {}
@@ -168,6 +188,8 @@ impl<S: AsyncWrite + Unpin> Write for Bridge<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use openssl::ssl::{SslConnector, SslMethod, SslMode};
+    use openssl::x509::X509;
     use smol::io::{AsyncReadExt, AsyncWriteExt};
     use smol::net::{TcpListener, TcpStream};
 
@@ -194,18 +216,24 @@ mod tests {
         let key_pem = key.private_key_to_pem_pkcs8().unwrap();
         let identity = native_tls::Identity::from_pkcs8(&cert, &key_pem).unwrap();
         let acceptor = native_tls::TlsAcceptor::new(identity).unwrap();
-        let mut builder = native_tls::TlsConnector::builder();
-        builder
-            .add_root_certificate(native_tls::Certificate::from_pem(&cert).unwrap())
-            .disable_built_in_roots(true);
-        let connector = builder.build().unwrap();
+        let mut store = openssl::x509::store::X509StoreBuilder::new().unwrap();
+        store.add_cert(X509::from_pem(&cert).unwrap()).unwrap();
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
+        builder.set_cert_store(store.build());
+        builder.set_mode(SslMode::RELEASE_BUFFERS);
+        let connector = builder.build();
         smol::block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             smol::spawn(echo_server(listener, acceptor.into())).detach();
             for dial in 0..2 {
                 let tcp = TcpStream::connect(addr).await.unwrap();
-                let mut tls = connect(&connector, "skiff-test", tcp).await.unwrap();
+                let ssl = connector
+                    .configure()
+                    .unwrap()
+                    .into_ssl("skiff-test")
+                    .unwrap();
+                let mut tls = connect(ssl, tcp).await.unwrap();
                 // Larger than one TLS record, so reads and writes take several turns.
                 let message: Vec<u8> = (0..40_000).map(|i| (i * 7 + dial) as u8).collect();
                 tls.write_all(&message).await.unwrap();
@@ -225,20 +253,29 @@ mod tests {
         let key_pem = key.private_key_to_pem_pkcs8().unwrap();
         let identity = native_tls::Identity::from_pkcs8(&cert, &key_pem).unwrap();
         let acceptor = native_tls::TlsAcceptor::new(identity).unwrap();
-        // No root for the server's certificate: the system roots do not vouch for it either.
-        let connector = native_tls::TlsConnector::builder()
-            .disable_built_in_roots(true)
-            .build()
-            .unwrap();
+        // An empty trust store: nothing vouches for the server's certificate.
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
+        builder.set_cert_store(
+            openssl::x509::store::X509StoreBuilder::new()
+                .unwrap()
+                .build(),
+        );
+        let connector = builder.build();
         smol::block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             smol::spawn(echo_server(listener, acceptor.into())).detach();
             let tcp = TcpStream::connect(addr).await.unwrap();
-            let err = connect(&connector, "skiff-test", tcp).await.err();
+            let ssl = connector
+                .configure()
+                .unwrap()
+                .into_ssl("skiff-test")
+                .unwrap();
+            let err = connect(ssl, tcp).await.err().map(|e| e.to_string());
             assert!(
-                err.is_some_and(|e| e.to_string().contains("certificate")),
-                "the handshake must fail on the unknown certificate"
+                err.as_deref()
+                    .is_some_and(|e| e.contains("certificate verification: self-signed")),
+                "the handshake must fail naming the unknown certificate: {err:?}"
             );
         });
     }
