@@ -67,7 +67,7 @@ bench: compare ## run the benchmarks (benches/, make compare first) and record t
 peer: ## build the controller-runtime peer of make compare into bin/skiff-peer (only when missing)
 	testbin/peer/build.sh
 
-compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (~30 min on 2 cores)
+compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (about 14 min on 2 cores; COMPARE_SQUEEZE=3m for the longer squeeze, about 24)
 	$(CARGO) bench --bench compare
 
 static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff), OpenSSL built from source

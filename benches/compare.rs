@@ -116,8 +116,10 @@ fn run(settings: &Settings) {
             &peer_identity
         }
     };
+    let chosen =
+        |o: &Operator| settings.only.is_empty() || settings.only.iter().any(|s| s == o.slug);
     let mut columns = Vec::new();
-    for operator in operators() {
+    for operator in operators().into_iter().filter(chosen) {
         progress(
             started,
             &format!("{}: footprint, fan-out, restart, handovers", operator.label),
@@ -135,18 +137,21 @@ fn run(settings: &Settings) {
         });
     }
     world::create_namespaces(&cp, settings.namespaces..settings.fanout, false);
-    columns.push(Column {
-        operator: Operator::peer(
-            "scaffold",
-            "peer: scaffold + FlowSchema",
-            "scaffold-fs",
-            true,
-        ),
-        lifecycle: None,
-        handovers: None,
-        squeezed: None,
-        binary_bytes: None,
-    });
+    let with_flowschema = Operator::peer(
+        "scaffold",
+        "peer: scaffold + FlowSchema",
+        "scaffold-fs",
+        true,
+    );
+    if chosen(&with_flowschema) {
+        columns.push(Column {
+            operator: with_flowschema,
+            lifecycle: None,
+            handovers: None,
+            squeezed: None,
+            binary_bytes: None,
+        });
+    }
     for column in &mut columns {
         progress(
             started,
