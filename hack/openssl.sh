@@ -35,9 +35,10 @@ OPTIONS=(
   no-mdc2 no-ocb no-rc2 no-rc4 no-rc5 no-rmd160 no-scrypt no-seed no-siphash no-siv no-sm2
   no-sm3 no-sm4 no-whirlpool no-ec2m no-ml-dsa no-slh-dsa no-lms
 )
+# -Os: 0.4 MB smaller than -O2 for handshakes 0.1-0.2 ms slower (the assembly is the same).
 # -ffunction-sections/-fdata-sections let the linker drop the functions skiff never calls (the
 # cc crate adds them for the vendored build too); -fPIC because the binary is a static PIE.
-CFLAGS_EXTRA=(-O2 -ffunction-sections -fdata-sections -fPIC)
+CFLAGS_EXTRA=(-Os -ffunction-sections -fdata-sections -fPIC)
 
 die() {
   echo "hack/openssl.sh: $*" >&2
