@@ -104,7 +104,10 @@ grep -q '^if (0) { #<<< left out by hack/openssl.sh$' "$gcm" || die "could not e
 (
   cd "$build"
   # No target named: Configure picks the machine's (the binary is built for the machine too).
-  perl ./Configure --prefix="$prefix" --libdir=lib "${OPTIONS[@]}" "${CFLAGS_EXTRA[@]}"
+  # --openssldir as openssl-src sets it: where the default CA bundle and certs directory are
+  # looked up (SSL_CERT_FILE and SSL_CERT_DIR override it), not a path inside this build.
+  perl ./Configure --prefix="$prefix" --openssldir=/usr/local/ssl --libdir=lib "${OPTIONS[@]}" \
+    "${CFLAGS_EXTRA[@]}"
   make -j "${OPENSSL_JOBS:-$(nproc)}" build_libs
   make install_dev
 ) >"$build.log" 2>&1 || {
