@@ -16,7 +16,8 @@
 # number of CPUs).
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+script=$(cd "$(dirname "$0")" && pwd -P)/$(basename "$0")
+cd "$(dirname "$script")/.."
 
 # Configure options. Kept on purpose: DH (native-tls' acceptor sets DHE parameters), X25519 and
 # ML-KEM (TLS 1.3's default key shares), RSA, ECDSA and Ed25519, AES-GCM and ChaCha20-Poly1305.
@@ -50,8 +51,8 @@ for tool in "${CARGO:-cargo}" perl make cc; do
 done
 
 # The openssl-src crate's source and the cargo target directory, from cargo itself.
-metadata=$("${CARGO:-cargo}" metadata --format-version 1 --locked --features vendored) ||
-  die "cargo metadata failed; run it in the repository with a Cargo.lock that has openssl-src"
+metadata=$("${CARGO:-cargo}" metadata --format-version 1 --features vendored) ||
+  die "cargo metadata failed (its error is above); fix Cargo.toml, or run cargo fetch"
 manifest=$(printf '%s' "$metadata" |
   grep -o '"manifest_path":"[^"]*/openssl-src-[0-9][^"/]*/Cargo.toml"' | head -n 1 |
   sed 's/^"manifest_path":"//; s/"$//') ||
@@ -73,7 +74,7 @@ hash=$(
   {
     basename "$crate_dir"
     printf '%s\n' "${OPTIONS[@]}" "${CFLAGS_EXTRA[@]}"
-    cat "$0"
+    cat "$script"
   } | sha256sum | cut -c1-12
 )
 prefix=$target_dir/openssl/$version-$hash
@@ -91,6 +92,7 @@ trap 'rm -rf "$build"' EXIT
 echo "hack/openssl.sh: building OpenSSL $version into $prefix (options: ${OPTIONS[*]})" >&2
 start=$(date +%s)
 cp -R "$source_dir/." "$build/"
+chmod -R u+w "$build"
 # The AVX-512 (VAES) AES-GCM code is 0.7 MB of unrolled assembly, the largest single part of
 # libcrypto in the binary. Left out the way OpenSSL leaves it out for an assembler too old for
 # it: the generator emits a stub that reports the CPU as not capable, and AES-GCM runs on the
