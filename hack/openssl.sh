@@ -61,8 +61,9 @@ manifest=$(printf '%s' "$metadata" |
   die "openssl-src is not in cargo metadata; keep the vendored feature (async-native-tls/vendored) in Cargo.toml"
 crate_dir=$(dirname "$manifest")
 source_dir=$crate_dir/openssl
-[ -f "$source_dir/Configure" ] && [ -f "$source_dir/VERSION.dat" ] ||
+if [ ! -f "$source_dir/Configure" ] || [ ! -f "$source_dir/VERSION.dat" ]; then
   die "$source_dir has no OpenSSL source; run \`cargo fetch\` to download the openssl-src crate"
+fi
 target_dir=$(printf '%s' "$metadata" | grep -o '"target_directory":"[^"]*"' |
   sed 's/^"target_directory":"//; s/"$//') || true
 [ -n "$target_dir" ] || die "cargo metadata did not name the target directory"
@@ -98,9 +99,11 @@ chmod -R u+w "$build"
 # it: the generator emits a stub that reports the CPU as not capable, and AES-GCM runs on the
 # AES-NI/AVX code instead (gigabytes per second; skiff moves kilobytes to megabytes).
 gcm=$build/crypto/modes/asm/aes-gcm-avx512.pl
+# shellcheck disable=SC2016 # a Perl line, matched literally
 gcm_switch='if ($avx512vaes>0) { #<<<'
 [ "$(grep -cxF "$gcm_switch" "$gcm")" = 1 ] ||
   die "$gcm no longer has the line '$gcm_switch'; update the AVX-512 step of this script for the new OpenSSL"
+# shellcheck disable=SC2016
 sed -i 's/^if (\$avx512vaes>0) { #<<<$/if (0) { #<<< left out by hack\/openssl.sh/' "$gcm"
 grep -q '^if (0) { #<<< left out by hack/openssl.sh$' "$gcm" || die "could not edit $gcm"
 (
