@@ -208,38 +208,60 @@ mod tests {
         }
     }
 
-    #[test]
-    fn dials_sharing_one_connector_handshake_echo_and_close() {
+    /// A TLS echo server with a fresh self-signed certificate (CN `skiff-test`): its address
+    /// and the certificate's PEM.
+    async fn start_server() -> (std::net::SocketAddr, Vec<u8>) {
         let key =
             openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
         let cert = crate::kube::test_cert::self_signed(&key);
         let key_pem = key.private_key_to_pem_pkcs8().unwrap();
         let identity = native_tls::Identity::from_pkcs8(&cert, &key_pem).unwrap();
         let acceptor = native_tls::TlsAcceptor::new(identity).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        smol::spawn(echo_server(listener, acceptor.into())).detach();
+        (addr, cert)
+    }
+
+    /// A client context trusting only `roots` (PEM).
+    fn client_trusting(roots: &[&[u8]]) -> SslConnector {
         let mut store = openssl::x509::store::X509StoreBuilder::new().unwrap();
-        store.add_cert(X509::from_pem(&cert).unwrap()).unwrap();
+        for pem in roots {
+            store.add_cert(X509::from_pem(pem).unwrap()).unwrap();
+        }
         let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
         builder.set_cert_store(store.build());
         builder.set_mode(SslMode::RELEASE_BUFFERS);
-        let connector = builder.build();
+        builder.build()
+    }
+
+    /// A TLS connection to `addr` through `connector`, for the server name `skiff-test`.
+    async fn dial(
+        connector: &SslConnector,
+        addr: std::net::SocketAddr,
+    ) -> io::Result<TlsStream<TcpStream>> {
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let ssl = connector
+            .configure()
+            .unwrap()
+            .into_ssl("skiff-test")
+            .unwrap();
+        connect(ssl, tcp).await
+    }
+
+    #[test]
+    fn dials_sharing_one_connector_handshake_echo_and_close() {
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            smol::spawn(echo_server(listener, acceptor.into())).detach();
-            for dial in 0..2 {
-                let tcp = TcpStream::connect(addr).await.unwrap();
-                let ssl = connector
-                    .configure()
-                    .unwrap()
-                    .into_ssl("skiff-test")
-                    .unwrap();
-                let mut tls = connect(ssl, tcp).await.unwrap();
+            let (addr, cert) = start_server().await;
+            let connector = client_trusting(&[&cert]);
+            for dial_no in 0..2 {
+                let mut tls = dial(&connector, addr).await.unwrap();
                 // Larger than one TLS record, so reads and writes take several turns.
-                let message: Vec<u8> = (0..40_000).map(|i| (i * 7 + dial) as u8).collect();
+                let message: Vec<u8> = (0..40_000).map(|i| (i * 7 + dial_no) as u8).collect();
                 tls.write_all(&message).await.unwrap();
                 let mut echoed = vec![0u8; message.len()];
                 tls.read_exact(&mut echoed).await.unwrap();
-                assert_eq!(echoed, message, "dial {dial}");
+                assert_eq!(echoed, message, "dial {dial_no}");
                 tls.close().await.unwrap();
             }
         });
@@ -247,31 +269,11 @@ mod tests {
 
     #[test]
     fn an_untrusted_server_fails_the_handshake() {
-        let key =
-            openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap()).unwrap();
-        let cert = crate::kube::test_cert::self_signed(&key);
-        let key_pem = key.private_key_to_pem_pkcs8().unwrap();
-        let identity = native_tls::Identity::from_pkcs8(&cert, &key_pem).unwrap();
-        let acceptor = native_tls::TlsAcceptor::new(identity).unwrap();
-        // An empty trust store: nothing vouches for the server's certificate.
-        let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
-        builder.set_cert_store(
-            openssl::x509::store::X509StoreBuilder::new()
-                .unwrap()
-                .build(),
-        );
-        let connector = builder.build();
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            smol::spawn(echo_server(listener, acceptor.into())).detach();
-            let tcp = TcpStream::connect(addr).await.unwrap();
-            let ssl = connector
-                .configure()
-                .unwrap()
-                .into_ssl("skiff-test")
-                .unwrap();
-            let err = connect(ssl, tcp).await.err().map(|e| e.to_string());
+            let (addr, _cert) = start_server().await;
+            // An empty trust store: nothing vouches for the server's certificate.
+            let connector = client_trusting(&[]);
+            let err = dial(&connector, addr).await.err().map(|e| e.to_string());
             assert!(
                 err.as_deref()
                     .is_some_and(|e| e.contains("certificate verification: self-signed")),
