@@ -157,6 +157,17 @@ mod tests {
     }
 
     #[test]
+    fn every_dial_without_a_plugin_shares_the_clients_context() {
+        let setup = TlsSetup::new(&TlsOptions::default(), "example").unwrap();
+        let first = setup.ssl(None).unwrap();
+        let second = setup.ssl(None).unwrap();
+        assert!(
+            std::ptr::eq(first.ssl_context(), second.ssl_context()),
+            "a dial built its own OpenSSL context"
+        );
+    }
+
+    #[test]
     fn a_plugin_certificate_gets_one_context_until_it_changes() {
         let setup = TlsSetup::new(&TlsOptions::default(), "example").unwrap();
         let first = identity();
