@@ -13,11 +13,13 @@ use super::config::{Config, Credential};
 use super::connect::Connector;
 use super::error::or_timeout;
 use super::guard::WriteGuard;
+use super::liveness::Liveness;
 use super::params::{ListParams, WatchParams};
 use super::pool::{MAX_IDLE, Pool};
 use super::ratelimit::TokenBucket;
-use super::request::{Reply, RequestSpec, reply_error, send_pooled};
+use super::request::{Reply, RequestSpec, reply_error};
 use super::stream::WatchStream;
+use super::watch_body::GuardedBody;
 use crate::signal::Signal;
 use http_types::Method;
 use serde::Serialize;
@@ -62,16 +64,24 @@ struct Inner {
     metrics: ClientMetrics,
     /// The plugin run whose client certificate new connections present (0: none yet).
     identity_generation: AtomicU64,
+    liveness: Liveness,
 }
 
 impl Client {
     /// A client with its own connector, token bucket and pool.
     pub fn new(config: Config) -> Result<Client, Error> {
+        Client::with_liveness(config, Liveness::new())
+    }
+
+    /// [`Client::new`], raising and heeding connection suspicions through `liveness` (shared
+    /// with another client of the same replica; raising one never waits on the other client).
+    pub fn with_liveness(config: Config, liveness: Liveness) -> Result<Client, Error> {
         let connector = Connector::new(&config)?;
         let bucket = TokenBucket::new(config.qps, config.burst);
         Ok(Client {
             inner: Arc::new(Inner {
-                pool: Pool::new(connector, MAX_IDLE),
+                pool: Pool::new(connector, MAX_IDLE, liveness.clone()),
+                liveness,
                 bucket,
                 metrics: ClientMetrics::new(&config.name),
                 identity_generation: AtomicU64::new(0),
@@ -121,6 +131,17 @@ impl Client {
     /// Idle pooled connections; for tests and diagnostics.
     pub fn idle_connections(&self) -> usize {
         self.inner.pool.idle_count()
+    }
+
+    /// Suspicion and watch hearing of this client's connections.
+    pub fn liveness(&self) -> &Liveness {
+        &self.inner.liveness
+    }
+
+    /// Makes every connection with a write in flight reset when it closes, so nothing it still
+    /// holds reaches the server later; call when the fence closes. Returns how many there were.
+    pub fn reset_writes_in_flight(&self) -> usize {
+        self.inner.pool.writes.reset_all()
     }
 
     pub async fn get<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<K, Error> {
@@ -226,7 +247,7 @@ impl Client {
         params: &WatchParams,
     ) -> Result<WatchStream<K>, Error> {
         let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "watch");
-        spec.query = watch_query(params);
+        spec.query = watch_query(&self.bounded(params));
         self.rate_limit().await?;
         let mut may_refresh = true;
         loop {
@@ -234,6 +255,7 @@ impl Client {
             let timeout = self.timeout()?;
             let started = Instant::now();
             let (pool, config) = (&self.inner.pool, &self.inner.config);
+            let epoch = self.inner.liveness.epoch();
             let result =
                 super::request::start_watch(pool, config, &spec, &credential, timeout).await;
             let code = result.as_ref().map_or_else(Error::code, |_| Some(200));
@@ -242,7 +264,23 @@ impl Client {
                 may_refresh = false;
                 continue;
             }
-            return result.map(WatchStream::from_reader);
+            self.suspect_on_timeout(&result, &spec);
+            let (idle, liveness) = (config.watch_idle_timeout, &self.inner.liveness);
+            return result.map(|body| {
+                WatchStream::from_reader(GuardedBody::new(body, idle, liveness, epoch))
+            });
+        }
+    }
+
+    /// `params` with a server-side timeout the idle deadline leaves room for: a live server
+    /// then always ends the watch (cleanly) before the client would give it up as silent.
+    fn bounded(&self, params: &WatchParams) -> WatchParams {
+        let idle = self.inner.config.watch_idle_timeout;
+        let most = (idle.as_secs_f64() * super::config::WATCH_TIMEOUT_SHARE) as u32;
+        let asked = params.timeout_seconds.unwrap_or(u32::MAX);
+        WatchParams {
+            timeout_seconds: Some(asked.min(most).max(1)),
+            ..params.clone()
         }
     }
 
@@ -348,11 +386,13 @@ impl Client {
         retry
     }
 
-    /// One attempt within the request timeout; a timed-out attempt drops its connection.
+    /// One attempt within the request timeout; a timed-out attempt drops its connection and
+    /// makes the others suspect.
     async fn send(&self, spec: &RequestSpec, credential: &Credential) -> Result<Reply, Error> {
         let timeout = self.timeout()?;
         let started = Instant::now();
-        let attempt = send_pooled(&self.inner.pool, &self.inner.config, spec, credential);
+        let (pool, config) = (&self.inner.pool, &self.inner.config);
+        let attempt = super::hedge::send(pool, config, spec, credential, &self.inner.liveness);
         let result = or_timeout(attempt, smol::Timer::after(timeout), || {
             format!(
                 "{} {} got no complete reply within {timeout:?}",
@@ -361,7 +401,16 @@ impl Client {
         })
         .await;
         self.record(spec, result.as_ref().ok().map(|r| r.code), started);
+        self.suspect_on_timeout(&result, spec);
         result
+    }
+
+    /// A request with no reply in time makes this client's other connections suspect.
+    fn suspect_on_timeout<T>(&self, result: &Result<T, Error>, spec: &RequestSpec) {
+        if let Err(Error::Timeout(why)) = result {
+            let what = format!("{} {}: {why}", spec.method, spec.path);
+            self.inner.liveness.suspect(&what);
+        }
     }
 
     /// `wait`, unless the cancel signal fires first (or has fired).

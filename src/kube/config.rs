@@ -23,6 +23,13 @@ pub const DEFAULT_BURST: u32 = 30;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// TCP (+TLS) connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a watch may hear nothing (no event, no bookmark, no end) before its connection is
+/// given up and the watch resumed on a new one: the longest server-side watch timeout the
+/// watcher asks for (50 s + 10 % jitter) + 15 s. A live server ends every watch before this.
+pub const DEFAULT_WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(70);
+/// The server-side timeout of a watch is at most this share of the idle timeout, so a live
+/// server always ends the watch, cleanly, before the client would give it up.
+pub const WATCH_TIMEOUT_SHARE: f64 = 0.8;
 /// How often the main client retries a 429 (client-go retries up to 10; skiff keeps it short).
 pub const DEFAULT_RETRIES_ON_429: u32 = 3;
 
@@ -44,6 +51,11 @@ pub struct Config {
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
     pub retries_on_429: u32,
+    /// See [`DEFAULT_WATCH_IDLE_TIMEOUT`].
+    pub watch_idle_timeout: Duration,
+    /// Send a GET or PUT again on a new connection when it has no reply after this long
+    /// (the lease client's requests, see [`super::hedge`]); `None` never hedges.
+    pub hedge_after: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -136,6 +148,8 @@ impl Config {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             retries_on_429: DEFAULT_RETRIES_ON_429,
+            watch_idle_timeout: DEFAULT_WATCH_IDLE_TIMEOUT,
+            hedge_after: None,
         }
     }
 

@@ -133,15 +133,27 @@ impl Connector {
     }
 }
 
-/// Idle time before the kernel probes a quiet connection: 30 s, client-go's dialer default.
-/// A peer that vanished without a FIN is then found in about a minute instead of never.
-pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(30);
+/// Idle time before the kernel probes a quiet connection: 15 s, Go's dialer default (client-go
+/// uses 30 s).
+pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(15);
+/// Time between unanswered keep-alive probes.
+pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(5);
+/// Unanswered probes before the kernel gives the connection up.
+pub const KEEP_ALIVE_PROBES: u32 = 3;
+/// How long sent data may stay unacknowledged, probes included, before the kernel gives the
+/// connection up: idle + interval × probes, so both paths agree. A flow a NAT or load
+/// balancer dropped is then noticed in 30 s; with the kernel's defaults (9 probes, and 15
+/// retransmissions for unacknowledged data) it took minutes.
+pub const USER_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn keep_alive(tcp: &TcpStream) -> std::io::Result<()> {
     use rustix::net::sockopt;
     sockopt::set_socket_keepalive(tcp, true)?;
     sockopt::set_tcp_keepidle(tcp, KEEP_ALIVE_IDLE)?;
-    sockopt::set_tcp_keepintvl(tcp, KEEP_ALIVE_IDLE)?;
+    sockopt::set_tcp_keepintvl(tcp, KEEP_ALIVE_INTERVAL)?;
+    sockopt::set_tcp_keepcnt(tcp, KEEP_ALIVE_PROBES)?;
+    let millis = u32::try_from(USER_TIMEOUT.as_millis()).unwrap_or(u32::MAX);
+    sockopt::set_tcp_user_timeout(tcp, millis)?;
     Ok(())
 }
 
@@ -213,6 +225,19 @@ impl Connection {
     /// A process-unique number, for logs.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Makes the eventual close reset the connection (`SO_LINGER` 0) instead of delivering
+    /// what is still unsent: for writes in flight when the fence closes, which must not reach
+    /// the server later, after a partition heals.
+    pub fn reset_on_close(&self) -> io::Result<()> {
+        let stream = self.stream.lock();
+        let tcp = match &*stream {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => tls.socket(),
+        };
+        rustix::net::sockopt::set_socket_linger(tcp, Some(Duration::ZERO))?;
+        Ok(())
     }
 
     /// Whether an idle connection still looks usable: not closed by the server and with no
@@ -298,10 +323,18 @@ mod tests {
             };
             assert!(tcp.nodelay().unwrap());
             assert!(rustix::net::sockopt::socket_keepalive(tcp).unwrap());
-            assert_eq!(
-                rustix::net::sockopt::tcp_keepidle(tcp).unwrap(),
-                KEEP_ALIVE_IDLE
-            );
+            use rustix::net::sockopt;
+            assert_eq!(sockopt::tcp_keepidle(tcp).unwrap(), KEEP_ALIVE_IDLE);
+            assert_eq!(sockopt::tcp_keepintvl(tcp).unwrap(), KEEP_ALIVE_INTERVAL);
+            assert_eq!(sockopt::tcp_keepcnt(tcp).unwrap(), KEEP_ALIVE_PROBES);
+            assert_eq!(sockopt::tcp_user_timeout(tcp).unwrap(), 30_000);
+            drop(stream);
+            conn.reset_on_close().unwrap();
+            let stream = conn.stream.lock();
+            let Stream::Plain(tcp) = &*stream else {
+                unreachable!()
+            };
+            assert_eq!(sockopt::socket_linger(tcp).unwrap(), Some(Duration::ZERO));
         });
     }
 

@@ -21,6 +21,12 @@ pub enum Error {
     Transport(String),
     /// The request did not finish before its timeout or deadline.
     Timeout(String),
+    /// A watch heard nothing (no event, no bookmark) within its idle deadline; its connection
+    /// was abandoned.
+    Silent(String),
+    /// A connection was abandoned because another connection to the same server got no reply
+    /// in time (see [`super::liveness`]).
+    Suspect(String),
     /// The server's reply could not be decoded.
     Decode(String),
     /// A client-side limit refused the request (rate limiter deadline, fence, invalid input).
@@ -35,7 +41,11 @@ impl Error {
         match self {
             Error::Api { code, .. } => matches!(code, 429 | 500 | 502 | 503 | 504),
             // A plugin may fail for a passing reason (network, its own rate limits).
-            Error::Transport(_) | Error::Timeout(_) | Error::Credentials(_) => true,
+            Error::Transport(_)
+            | Error::Timeout(_)
+            | Error::Silent(_)
+            | Error::Suspect(_)
+            | Error::Credentials(_) => true,
             Error::Expired(_) | Error::Decode(_) | Error::Refused(_) => false,
         }
     }
@@ -74,6 +84,8 @@ impl fmt::Display for Error {
             Error::Expired(m) => write!(f, "resource version expired (410 Gone): {m}"),
             Error::Transport(m) => write!(f, "connection error: {m}"),
             Error::Timeout(m) => write!(f, "timed out: {m}"),
+            Error::Silent(m) => write!(f, "watch silent: {m}"),
+            Error::Suspect(m) => write!(f, "connection suspect: {m}"),
             Error::Decode(m) => write!(f, "could not decode the server's reply: {m}"),
             Error::Refused(m) => write!(f, "request refused: {m}"),
             Error::Credentials(m) => write!(f, "no credentials: {m}"),

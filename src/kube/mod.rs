@@ -12,6 +12,10 @@
 //! - [`api`]: the typed objects skiff reads and writes.
 //! - [`params`]: LIST and WATCH query parameters; [`watch`]: decoded watch events.
 //! - [`guard`]: the hook that lets the leader-election fence refuse writes.
+//! - [`liveness`]: suspicion of dead connections shared by both clients, and how long each
+//!   watch has heard nothing; `watch_body` puts a deadline on a watch's silence, `hedge`
+//!   resends a lease request on a new connection, `inflight` resets writes when the fence
+//!   closes.
 //! - [`events`]: best-effort Kubernetes Events (leader changes, conflicts).
 pub mod api;
 pub mod client;
@@ -23,8 +27,11 @@ pub mod error;
 pub mod events;
 mod exec;
 pub mod guard;
+mod hedge;
 mod incluster;
+mod inflight;
 mod kubeconfig;
+pub mod liveness;
 pub mod params;
 mod pool;
 pub mod proxy;
@@ -40,6 +47,7 @@ mod tls_stream;
 mod tokenfile;
 mod tunnel;
 pub mod watch;
+mod watch_body;
 
 pub use client::Client;
 pub use config::{
@@ -49,6 +57,7 @@ pub use config::{
 pub use connect::{Connection, Connector};
 pub use error::Error;
 pub use guard::WriteGuard;
+pub use liveness::Liveness;
 pub use params::{ListParams, WatchParams};
 pub use ratelimit::TokenBucket;
 pub use stream::WatchStream;

@@ -3,16 +3,24 @@
 //! A connection is either carrying exactly one request or sitting idle here; a request that
 //! finds nothing idle dials a new one, so requests never queue behind each other on a socket.
 //! A connection goes back only after its response body was read to the end; a failed or timed
-//! out request simply drops its connection.
+//! out request simply drops its connection. An idle connection returned before the last
+//! suspicion ([`Liveness`]) is not reused: it may be one a load balancer silently forgot.
 
 use super::Error;
 use super::config::ClientIdentity;
 use super::connect::{Connection, Connector};
+use super::inflight::InFlightWrites;
+use super::liveness::Liveness;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Idle connections kept per client; more are closed when returned (client-go's
 /// `MaxIdleConnsPerHost` is 25 for API clients; skiff rounds up a little).
 pub const MAX_IDLE: usize = 32;
+/// An idle connection older than this is not reused: client-go's `IdleConnTimeout`. Load
+/// balancers forget idle flows after minutes (4 to 10 by default in the large clouds), without
+/// telling either end; a request sent on such a connection would wait out its timeout.
+pub const MAX_IDLE_AGE: Duration = Duration::from_secs(90);
 
 /// A connection taken from the pool, and whether it had carried a request before.
 pub struct Checkout {
@@ -20,29 +28,51 @@ pub struct Checkout {
     pub reused: bool,
 }
 
+struct Idle {
+    conn: Connection,
+    since: Instant,
+    epoch: u64,
+}
+
 pub struct Pool {
     connector: Connector,
-    idle: Mutex<Vec<Connection>>,
+    /// Idle connections with when, and at which suspicion epoch, they were returned.
+    idle: Mutex<Vec<Idle>>,
     max_idle: usize,
+    liveness: Liveness,
+    /// Connections carrying a write now, reset when the fence closes.
+    pub writes: InFlightWrites,
 }
 
 impl Pool {
-    pub fn new(connector: Connector, max_idle: usize) -> Pool {
+    pub fn new(connector: Connector, max_idle: usize, liveness: Liveness) -> Pool {
         Pool {
             connector,
             idle: Mutex::new(Vec::new()),
             max_idle,
+            liveness,
+            writes: InFlightWrites::default(),
         }
     }
 
-    /// The most recently used idle connection that is still open, or a new one presenting
-    /// `identity` (a plugin's client certificate) if given.
+    /// The most recently used idle connection that is still open and not suspect, or a new
+    /// one presenting `identity` (a plugin's client certificate) if given.
     pub async fn checkout(&self, identity: Option<&ClientIdentity>) -> Result<Checkout, Error> {
-        while let Some(conn) = self.pop_idle() {
-            if conn.is_idle_and_open() {
+        let epoch = self.liveness.epoch();
+        while let Some(idle) = self.pop_idle() {
+            let conn = idle.conn;
+            if idle.epoch < epoch {
+                log::debug!("dropping suspect idle connection {}", conn.id());
+            } else if idle.since.elapsed() > MAX_IDLE_AGE {
+                log::debug!(
+                    "dropping idle connection {} unused for {MAX_IDLE_AGE:?}",
+                    conn.id()
+                );
+            } else if conn.is_idle_and_open() {
                 return Ok(Checkout { conn, reused: true });
+            } else {
+                log::debug!("dropping closed idle connection {}", conn.id());
             }
-            log::debug!("dropping closed idle connection {}", conn.id());
         }
         Ok(Checkout {
             conn: self.dial(identity).await?,
@@ -63,9 +93,14 @@ impl Pool {
 
     /// Returns a connection whose last response was read to the end.
     pub fn checkin(&self, conn: Connection) {
+        let epoch = self.liveness.epoch();
         let mut idle = self.lock();
         if idle.len() < self.max_idle {
-            idle.push(conn);
+            idle.push(Idle {
+                conn,
+                since: Instant::now(),
+                epoch,
+            });
         }
     }
 
@@ -74,11 +109,11 @@ impl Pool {
         self.lock().len()
     }
 
-    fn pop_idle(&self) -> Option<Connection> {
+    fn pop_idle(&self) -> Option<Idle> {
         self.lock().pop()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Idle>> {
         // A list of handles stays valid even if a holder panicked.
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -95,7 +130,27 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let connector = Connector::new(&Config::new(url)).unwrap();
-        (Pool::new(connector, max_idle), listener)
+        (Pool::new(connector, max_idle, Liveness::new()), listener)
+    }
+
+    #[test]
+    fn connections_returned_before_a_suspicion_are_not_reused() {
+        let (pool, listener) = pool_with_listener(4);
+        smol::block_on(async {
+            let (first, _accepted) =
+                smol::future::zip(pool.checkout(None), listener.accept()).await;
+            let first = first.unwrap();
+            let id = first.conn.id();
+            pool.checkin(first.conn);
+            pool.liveness.suspect("test");
+            let (next, _still_open) =
+                smol::future::zip(pool.checkout(None), listener.accept()).await;
+            let next = next.unwrap();
+            assert!(!next.reused, "a suspect connection was reused");
+            assert_ne!(next.conn.id(), id);
+            pool.checkin(next.conn);
+            assert!(pool.checkout(None).await.unwrap().reused, "a later one is");
+        });
     }
 
     #[test]

@@ -110,6 +110,20 @@ pub async fn send_pooled(
     }
 }
 
+/// Sends `spec` on a new connection (a hedge: the pooled ones may be dead) and reads the
+/// whole reply; the connection joins the pool afterwards if it can be reused.
+pub async fn send_fresh(
+    pool: &Pool,
+    config: &Config,
+    spec: &RequestSpec,
+    credential: &Credential,
+) -> Result<Reply, Error> {
+    let conn = pool.dial(credential.identity.as_ref()).await?;
+    exchange(pool, conn, spec.build(config, credential))
+        .await
+        .map_err(Failure::into_error)
+}
+
 impl Failure {
     fn into_error(self) -> Error {
         match self {
@@ -119,9 +133,17 @@ impl Failure {
 }
 
 async fn exchange(pool: &Pool, conn: Connection, req: Request) -> Result<Reply, Failure> {
+    let mutating = matches!(
+        req.method(),
+        Method::Post | Method::Put | Method::Patch | Method::Delete
+    );
+    let mut in_flight = mutating.then(|| pool.writes.track(&conn));
     let mut res = async_h1::client::connect(conn.clone(), req)
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
+    if let Some(write) = &mut in_flight {
+        write.answered();
+    }
     let expected_len = content_length(&res);
     let body = res.body_bytes().await.map_err(|e| {
         Failure::AfterResponse(Error::Transport(format!("reading the response body: {e}")))

@@ -94,7 +94,7 @@ impl<K: Resource> WatchStream<K> {
         self.buf.resize(filled + READ_SIZE, 0);
         let read = self.body.read(&mut self.buf[filled..]).await;
         self.buf.truncate(filled + *read.as_ref().unwrap_or(&0));
-        let read = read.map_err(|e| Error::Transport(format!("watch stream broke off: {e}")))?;
+        let read = read.map_err(|e| super::watch_body::read_error(&e))?;
         if read == 0 {
             self.done = true;
             if self.buf.iter().all(u8::is_ascii_whitespace) {

@@ -79,6 +79,13 @@ pub struct TlsStream<S> {
     tls: SslStream<Bridge<S>>,
 }
 
+impl<S> TlsStream<S> {
+    /// The socket under the TLS layer (for socket options).
+    pub fn socket(&self) -> &S {
+        &self.tls.get_ref().socket
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
     /// Runs one std I/O call with the task's waker; `WouldBlock` means the socket registered it.
     fn poll_io<R>(

@@ -1,0 +1,154 @@
+//! Hedged requests: when a request has no reply after a short delay, the same request is sent
+//! again on a new connection, and the first success wins.
+//!
+//! Why: Lease requests take milliseconds. One that is still unanswered after a second is far
+//! more likely sitting on a connection a load balancer silently dropped than waiting on a slow
+//! server; waiting out its timeout would cost most of the renew deadline. Only requests that
+//! are safe to repeat are hedged: a GET, and a PUT whose resourceVersion precondition makes a
+//! second copy fail with 409 rather than write twice (the lock re-reads the Lease to tell a
+//! lost race from its own first copy, see [`crate::leader::lock`]).
+
+use super::Error;
+use super::config::{Config, Credential};
+use super::liveness::Liveness;
+use super::pool::Pool;
+use super::request::{Reply, RequestSpec, send_fresh, send_pooled};
+use http_types::Method;
+use smol::Timer;
+use smol::future::or;
+use std::future::Future;
+use std::pin::pin;
+use std::time::Duration;
+
+/// Sends `spec` on a pooled connection; with `config.hedge_after` set, a GET or PUT still
+/// unanswered after it is sent again on a new connection. A hedge that answers first raises a
+/// suspicion: the pooled connection was silent while a new one answered.
+pub async fn send(
+    pool: &Pool,
+    config: &Config,
+    spec: &RequestSpec,
+    credential: &Credential,
+    liveness: &Liveness,
+) -> Result<Reply, Error> {
+    let primary = send_pooled(pool, config, spec, credential);
+    let delay = match config.hedge_after {
+        Some(delay) if matches!(spec.method, Method::Get | Method::Put) => delay,
+        _ => return primary.await,
+    };
+    let backup = send_fresh(pool, config, spec, credential);
+    let (result, winner) = hedged(primary, delay, backup).await;
+    if winner == Winner::Backup && result.is_ok() {
+        liveness.suspect(&format!(
+            "{} {} had no reply after {delay:?} on a pooled connection, while a new connection \
+             answered",
+            spec.method, spec.path
+        ));
+    }
+    result
+}
+
+/// Which attempt produced the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Winner {
+    Primary,
+    /// The hedge: the primary had not answered within the delay.
+    Backup,
+}
+
+/// Runs `primary`; if it has no result after `delay`, runs `backup` beside it. Returns the first
+/// success, else the error of whichever finished last. `backup` is not started (and its
+/// connection not dialed) when `primary` finishes in time.
+pub async fn hedged<T, E>(
+    primary: impl Future<Output = Result<T, E>>,
+    delay: Duration,
+    backup: impl Future<Output = Result<T, E>>,
+) -> (Result<T, E>, Winner) {
+    let mut primary = pin!(primary);
+    let early = or(async { Some(primary.as_mut().await) }, async {
+        Timer::after(delay).await;
+        None
+    })
+    .await;
+    if let Some(result) = early {
+        return (result, Winner::Primary);
+    }
+    let mut backup = pin!(backup);
+    let (first, winner) = or(async { (primary.as_mut().await, Winner::Primary) }, async {
+        (backup.as_mut().await, Winner::Backup)
+    })
+    .await;
+    match (first, winner) {
+        (Ok(value), winner) => (Ok(value), winner),
+        (Err(_), Winner::Primary) => (backup.await, Winner::Backup),
+        (Err(_), Winner::Backup) => (primary.await, Winner::Primary),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    async fn after(
+        delay: Duration,
+        result: Result<&'static str, &'static str>,
+    ) -> Result<&'static str, &'static str> {
+        Timer::after(delay).await;
+        result
+    }
+
+    #[test]
+    fn a_prompt_primary_never_starts_the_backup() {
+        let started = AtomicBool::new(false);
+        let backup = async {
+            started.store(true, Ordering::SeqCst);
+            Ok("backup")
+        };
+        let result = smol::block_on(hedged(after(ms(1), Ok("primary")), ms(200), backup));
+        assert_eq!(result, (Ok("primary"), Winner::Primary));
+        assert!(!started.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_silent_primary_is_overtaken_by_the_backup() {
+        let primary = smol::future::pending::<Result<&str, &str>>();
+        let result = smol::block_on(hedged(primary, ms(10), after(ms(1), Ok("backup"))));
+        assert_eq!(result, (Ok("backup"), Winner::Backup));
+    }
+
+    #[test]
+    fn a_late_primary_still_wins_if_it_answers_first() {
+        let result = smol::block_on(hedged(
+            after(ms(30), Ok("primary")),
+            ms(10),
+            after(ms(500), Ok("backup")),
+        ));
+        assert_eq!(result, (Ok("primary"), Winner::Primary));
+    }
+
+    #[test]
+    fn a_failure_waits_for_the_other_attempt() {
+        let result = smol::block_on(hedged(
+            after(ms(20), Err("primary failed")),
+            ms(10),
+            after(ms(40), Ok("backup")),
+        ));
+        assert_eq!(result, (Ok("backup"), Winner::Backup));
+        let result = smol::block_on(hedged(
+            after(ms(40), Ok("primary")),
+            ms(10),
+            after(ms(1), Err("backup failed")),
+        ));
+        assert_eq!(result, (Ok("primary"), Winner::Primary));
+        let result = smol::block_on(hedged(
+            after(ms(20), Err("primary failed")),
+            ms(10),
+            after(ms(1), Err("backup failed")),
+        ));
+        assert_eq!(result, (Err("primary failed"), Winner::Primary));
+    }
+}

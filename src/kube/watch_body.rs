@@ -1,0 +1,228 @@
+//! A watch body with a deadline on silence: it ends with an error when nothing arrives for the
+//! idle timeout, or when its connection becomes suspect.
+//!
+//! Why: a live API server always says something within a watch's idle timeout: events, a
+//! bookmark (kube-apiserver's watch cache sends one about every minute while the resource
+//! version moves, and one 2 s before the watch's `timeoutSeconds`), and at the latest the
+//! clean end at `timeoutSeconds`, which the client asks to come first (see
+//! `Client::watch`). A watch that hears nothing for longer is on a connection nobody is at
+//! the other end of. TCP cannot tell when the far end is a proxy that keeps the socket open,
+//! so without this deadline such a watch would wait forever, and a leader would keep
+//! renewing its Lease while it heard nothing.
+
+use super::Error;
+use super::liveness::Liveness;
+use smol::Timer;
+use smol::io::AsyncRead;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+type Suspicion = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+
+/// Why a watch body was given up; carried inside the `io::Error` it ends with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Abandoned {
+    Silent(Duration),
+    Suspect,
+}
+
+impl fmt::Display for Abandoned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Abandoned::Silent(idle) => write!(
+                f,
+                "nothing arrived for {:.0}s (no event, no bookmark, and the server did not end \
+                 the watch at its timeout)",
+                idle.as_secs_f64()
+            ),
+            Abandoned::Suspect => f.write_str(
+                "another connection to the API server got no reply in time, so this one may be \
+                 dead too",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Abandoned {}
+
+/// `body`, ending with an error once it has been silent for `idle`, or once `liveness` raises
+/// a suspicion after `epoch` (the epoch the watch was dialed at).
+pub struct GuardedBody<R> {
+    body: R,
+    idle: Duration,
+    deadline: Timer,
+    suspicion: Suspicion,
+}
+
+impl<R> GuardedBody<R> {
+    pub fn new(body: R, idle: Duration, liveness: &Liveness, epoch: u64) -> GuardedBody<R> {
+        let liveness = liveness.clone();
+        GuardedBody {
+            body,
+            idle,
+            deadline: Timer::after(idle),
+            suspicion: Box::pin(async move { liveness.suspected_after(epoch).await }),
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for GuardedBody<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if let Poll::Ready(read) = Pin::new(&mut this.body).poll_read(cx, buf) {
+            if matches!(read, Ok(n) if n > 0) {
+                this.deadline.set_after(this.idle);
+            }
+            return Poll::Ready(read);
+        }
+        if this.suspicion.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(abandoned(Abandoned::Suspect)));
+        }
+        if Pin::new(&mut this.deadline).poll(cx).is_ready() {
+            return Poll::Ready(Err(abandoned(Abandoned::Silent(this.idle))));
+        }
+        Poll::Pending
+    }
+}
+
+fn abandoned(why: Abandoned) -> io::Error {
+    let kind = match why {
+        Abandoned::Silent(_) => io::ErrorKind::TimedOut,
+        Abandoned::Suspect => io::ErrorKind::ConnectionAborted,
+    };
+    io::Error::new(kind, why)
+}
+
+/// The client error for a failed read of a watch body: [`Error::Silent`] or [`Error::Suspect`]
+/// when a [`GuardedBody`] gave up, else [`Error::Transport`].
+pub fn read_error(e: &io::Error) -> Error {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<Abandoned>())
+    {
+        Some(why @ Abandoned::Silent(_)) => Error::Silent(why.to_string()),
+        Some(why @ Abandoned::Suspect) => Error::Suspect(why.to_string()),
+        None => Error::Transport(format!("watch stream broke off: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol::io::AsyncReadExt;
+
+    /// A body that yields one byte every `every`, forever.
+    struct Trickle {
+        every: Duration,
+        next: Timer,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut [u8],
+        ) -> Poll<io::Result<usize>> {
+            let every = self.every;
+            match Pin::new(&mut self.next).poll(cx) {
+                Poll::Ready(_) => {
+                    self.next.set_after(every);
+                    buf[0] = b' ';
+                    Poll::Ready(Ok(1))
+                }
+                Poll::Pending => Poll::Pending,
+            }
+        }
+    }
+
+    fn trickle(every: Duration) -> Trickle {
+        Trickle {
+            every,
+            next: Timer::after(every),
+        }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Reads until the body fails; how many bytes came first, and the error as the client
+    /// sees it.
+    async fn read_until_error(mut body: impl AsyncRead + Unpin) -> (usize, Error) {
+        let mut bytes = 0;
+        let mut buf = [0u8; 8];
+        loop {
+            match body.read(&mut buf).await {
+                Ok(n) => bytes += n,
+                Err(e) => return (bytes, read_error(&e)),
+            }
+        }
+    }
+
+    /// `read_until_error`, or `None` if the body still reads after `wait`.
+    fn still_reading_after(wait: Duration, body: impl AsyncRead + Unpin) -> Option<(usize, Error)> {
+        smol::block_on(smol::future::or(
+            async { Some(read_until_error(body).await) },
+            async {
+                Timer::after(wait).await;
+                None
+            },
+        ))
+    }
+
+    #[test]
+    fn a_body_that_keeps_talking_outlives_its_idle_timeout_and_a_silent_one_does_not() {
+        let liveness = Liveness::new();
+        let talking = GuardedBody::new(trickle(ms(10)), ms(40), &liveness, 0);
+        let outcome = still_reading_after(ms(200), talking);
+        assert!(
+            outcome.is_none(),
+            "a talking watch was abandoned: {outcome:?}"
+        );
+        let silent = GuardedBody::new(trickle(ms(400)), ms(40), &liveness, 0);
+        let (bytes, error) = smol::block_on(read_until_error(silent));
+        assert_eq!(bytes, 0);
+        assert!(
+            matches!(&error, Error::Silent(m) if m.contains("bookmark")),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_suspicion_after_the_dial_ends_the_body_and_an_earlier_one_does_not() {
+        let earlier = Liveness::new();
+        earlier.suspect("before the dial");
+        let body = GuardedBody::new(trickle(ms(5)), ms(1000), &earlier, earlier.epoch());
+        let outcome = still_reading_after(ms(100), body);
+        assert!(
+            outcome.is_none(),
+            "an older suspicion ended the body: {outcome:?}"
+        );
+
+        let liveness = Liveness::new();
+        let body = GuardedBody::new(trickle(ms(5)), ms(1000), &liveness, liveness.epoch());
+        let raiser = liveness.clone();
+        smol::spawn(async move {
+            Timer::after(ms(50)).await;
+            raiser.suspect("after the dial");
+        })
+        .detach();
+        let (bytes, error) = smol::block_on(read_until_error(body));
+        assert!(bytes > 0, "the body was cut before the suspicion");
+        assert!(matches!(error, Error::Suspect(_)), "{error}");
+    }
+
+    #[test]
+    fn other_read_errors_stay_transport_errors() {
+        let e = io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer");
+        assert!(matches!(read_error(&e), Error::Transport(m) if m.contains("reset by peer")));
+    }
+}
