@@ -5,26 +5,38 @@
 //! the lease is released only after every controller has stopped, and nothing runs after
 //! `run` returns. Losing the lease cancels the controllers at once: the fence already refuses
 //! their writes, so there is nothing left to wait for.
+//!
+//! A leader whose controllers hear nothing from the API server ([`StepDown`]) steps down: the
+//! fence closes, the controllers are cancelled, the lease is released so a replica that hears
+//! can lead, and this replica stands by again, after a hold-off. It does not exit: when the
+//! whole API server is unreachable every replica would exit, and the restarts would end in
+//! CrashLoopBackOff, still leaderless when the server comes back.
 
 use crate::leader::{Elector, LeaderLost, LeaseApi};
+use crate::metrics;
 use crate::signal::{Signal, Trigger, signal};
 use smol::future::FutureExt as _;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// A long-running part started once this replica may act (e.g. the Mirror controller).
+/// How often a leader checks that its controllers hear.
+pub const HEARING_CHECK_PERIOD: Duration = Duration::from_secs(1);
+
+/// A long-running part started each time this replica may act (e.g. the Mirror controller).
 pub struct Runnable {
     name: String,
-    start: Box<dyn FnOnce(Signal) -> BoxFuture + Send>,
+    start: Box<dyn Fn(Signal) -> BoxFuture + Send + Sync>,
 }
 
 impl Runnable {
-    /// `start(stop)` must return once `stop` fires and its in-flight work has finished.
+    /// `start(stop)` must return once `stop` fires and its in-flight work has finished. It is
+    /// called again for each term of leadership.
     pub fn new<F, Fut>(name: &str, start: F) -> Runnable
     where
-        F: FnOnce(Signal) -> Fut + Send + 'static,
+        F: Fn(Signal) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         Runnable {
@@ -32,6 +44,18 @@ impl Runnable {
             start: Box::new(move |stop| Box::pin(start(stop))),
         }
     }
+}
+
+/// When a leader gives its lease up although it still renews: its controllers are deaf.
+#[derive(Clone)]
+pub struct StepDown {
+    /// `Err(why)` once the controllers have heard nothing for longer than allowed.
+    pub deaf: Arc<dyn Fn(Instant) -> Result<(), String> + Send + Sync>,
+    /// How long a replica that stepped down stands by before it tries to lead again, so a
+    /// replica that hears takes the lease first.
+    pub hold_off: Duration,
+    /// How often `deaf` is asked ([`HEARING_CHECK_PERIOD`]).
+    pub check_every: Duration,
 }
 
 /// How the manager ends things.
@@ -45,21 +69,32 @@ pub struct Shutdown {
 
 /// Runs the runnables, under leader election when an elector is given, until `signal`
 /// completes (SIGTERM/SIGINT in the binary) or the lease is lost.
+/// `step_down` applies under leader election only (without it, `/healthz` reports deafness).
 pub async fn run<A: LeaseApi>(
     elector: Option<Elector<A>>,
     runnables: Vec<Runnable>,
     signal: impl Future<Output = ()>,
     shutdown: Shutdown,
+    step_down: Option<StepDown>,
 ) -> Result<(), LeaderLost> {
     match elector {
         None => {
-            let running = Running::start(runnables);
+            let running = Running::start(&runnables);
             signal.await;
             running.stop(shutdown.graceful_timeout).await;
             Ok(())
         }
-        Some(elector) => run_elected(elector, runnables, signal, shutdown).await,
+        Some(elector) => run_elected(elector, runnables, signal, shutdown, step_down).await,
     }
+}
+
+/// How one term of leadership ended.
+enum Term {
+    /// The signal came and the controllers stopped.
+    Stopped,
+    Lost(LeaderLost),
+    /// The controllers were deaf; the fence is closed and they are cancelled.
+    Deaf(String),
 }
 
 async fn run_elected<A: LeaseApi>(
@@ -67,45 +102,104 @@ async fn run_elected<A: LeaseApi>(
     runnables: Vec<Runnable>,
     signal: impl Future<Output = ()>,
     shutdown: Shutdown,
+    step_down: Option<StepDown>,
 ) -> Result<(), LeaderLost> {
     let mut signal = Box::pin(signal);
-    let acquired = async {
-        elector.acquire().await;
-        true
-    };
-    if !acquired
-        .or(async {
-            (&mut signal).await;
-            false
-        })
+    let mut stand_by_until = None;
+    loop {
+        let acquired = async {
+            if let Some(until) = stand_by_until.take() {
+                smol::Timer::at(until).await;
+            }
+            elector.acquire().await;
+            true
+        };
+        if !acquired
+            .or(async {
+                (&mut signal).await;
+                false
+            })
+            .await
+        {
+            log::info!("stopping while standing by; nothing to release");
+            return Ok(());
+        }
+        let running = Running::start(&runnables);
+        match term(
+            &mut elector,
+            running,
+            &mut signal,
+            &shutdown,
+            step_down.as_ref(),
+        )
         .await
-    {
-        log::info!("stopping while standing by; nothing to release");
-        return Ok(());
-    }
-    let running = Running::start(runnables);
-    let stopped = async {
-        (&mut signal).await;
-        log::info!(
-            "stopping controllers (at most {:?})",
-            shutdown.graceful_timeout
-        );
-        running.stop(shutdown.graceful_timeout).await;
-        None
-    };
-    // The lease keeps being renewed while the controllers stop.
-    if let Some(lost) = stopped
-        .or(async { Some(elector.keep_renewing().await) })
-        .await
-    {
-        // Cancelled by dropping them; `main` reports the loss.
-        return Err(lost);
+        {
+            Term::Stopped => break,
+            // The controllers were cancelled by dropping them; `main` reports the loss.
+            Term::Lost(lost) => return Err(lost),
+            Term::Deaf(why) => {
+                let hold_off = step_down.as_ref().map_or(Duration::ZERO, |s| s.hold_off);
+                log::warn!(
+                    "stepping down: {why}; controllers cancelled, releasing the lease so a \
+                     replica that hears can lead; standing by again in {hold_off:?}"
+                );
+                step_downs().inc();
+                // A failed release leaves the lease to expire; the elector logs how it went.
+                let _ = elector.release().await;
+                stand_by_until = Some(Instant::now() + hold_off);
+            }
+        }
     }
     if shutdown.release_on_cancel {
         // The elector logs how the release went; a failed one leaves the lease to expire.
         let _ = elector.release().await;
     }
     Ok(())
+}
+
+/// One term of leadership: until the signal (controllers stopped), the lease is lost, or the
+/// controllers are found deaf (fence closed first, so nothing is written after).
+async fn term<A: LeaseApi>(
+    elector: &mut Elector<A>,
+    running: Running,
+    signal: &mut Pin<Box<impl Future<Output = ()>>>,
+    shutdown: &Shutdown,
+    step_down: Option<&StepDown>,
+) -> Term {
+    let fence = elector.fence();
+    let stopped = async {
+        signal.await;
+        log::info!(
+            "stopping controllers (at most {:?})",
+            shutdown.graceful_timeout
+        );
+        running.stop(shutdown.graceful_timeout).await;
+        Term::Stopped
+    };
+    // The lease keeps being renewed while the controllers stop.
+    let renewing = async { Term::Lost(elector.keep_renewing().await) };
+    let deaf = async {
+        let Some(step_down) = step_down else {
+            return smol::future::pending().await;
+        };
+        loop {
+            smol::Timer::after(step_down.check_every).await;
+            if let Err(why) = (step_down.deaf)(Instant::now()) {
+                fence.close();
+                return Term::Deaf(why);
+            }
+        }
+    };
+    stopped.or(renewing).or(deaf).await
+}
+
+fn step_downs() -> metrics::Counter {
+    metrics::counter(
+        "skiff_leader_step_downs_total",
+        "Times this replica gave up leading because its controllers heard nothing from the API \
+         server (--deafness-timeout).",
+        &[],
+    )
 }
 
 /// The runnables while they run. Dropping it cancels them.
@@ -117,13 +211,13 @@ struct Running {
 }
 
 impl Running {
-    fn start(runnables: Vec<Runnable>) -> Running {
+    fn start(runnables: &[Runnable]) -> Running {
         let (stop, receiver) = signal();
         let tasks = runnables
-            .into_iter()
+            .iter()
             .map(|r| {
                 log::info!("starting {}", r.name);
-                (r.name, smol::spawn((r.start)(receiver.clone())))
+                (r.name.clone(), smol::spawn((r.start)(receiver.clone())))
             })
             .collect();
         Running { tasks, stop }
@@ -153,8 +247,8 @@ impl Running {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leader::Timing;
     use crate::leader::fake::{FakeApi, FakeStore, within};
+    use crate::leader::{Fence, Timing};
     use smol::future;
     use std::sync::{Arc, Mutex};
 
@@ -186,11 +280,14 @@ mod tests {
     /// lease holder it sees at the moment it finishes.
     fn recorder(log: &Log, store: &FakeStore, linger: Duration) -> Runnable {
         let (log, store) = (log.clone(), store.clone());
-        Runnable::new("recorder", move |stop| async move {
-            push(&log, format!("started holder={:?}", store.holder()));
-            stop.wait().await;
-            smol::Timer::after(linger).await;
-            push(&log, format!("stopped holder={:?}", store.holder()));
+        Runnable::new("recorder", move |stop| {
+            let (log, store) = (log.clone(), store.clone());
+            async move {
+                push(&log, format!("started holder={:?}", store.holder()));
+                stop.wait().await;
+                smol::Timer::after(linger).await;
+                push(&log, format!("stopped holder={:?}", store.holder()));
+            }
         })
     }
 
@@ -211,6 +308,7 @@ mod tests {
             vec![recorder(&log, &store, ms(100))],
             after(ms(200)),
             shutdown(true),
+            None,
         );
         let result = finish(run);
         assert!(result.is_ok());
@@ -245,6 +343,7 @@ mod tests {
             vec![recorder(&log, &store, ms(0))],
             after(ms(300)),
             shutdown(true),
+            None,
         );
         assert!(finish(run).is_ok());
         assert!(
@@ -266,6 +365,7 @@ mod tests {
             vec![recorder(&log, &store, ms(0))],
             after(ms(200)),
             shutdown(false),
+            None,
         );
         assert!(finish(run).is_ok());
         assert_eq!(store.holder().as_deref(), Some(ME));
@@ -282,12 +382,15 @@ mod tests {
         }
         let (store, log) = (FakeStore::default(), Log::default());
         let (failing, runnable_log) = (store.clone(), log.clone());
-        let runnable = Runnable::new("trips-the-store", move |stop| async move {
-            let _guard = OnDrop(runnable_log.clone());
-            push(&runnable_log, "started".into());
-            failing.fail_all(true);
-            stop.wait().await;
-            push(&runnable_log, "stopped normally".into());
+        let runnable = Runnable::new("trips-the-store", move |stop| {
+            let (failing, runnable_log) = (failing.clone(), runnable_log.clone());
+            async move {
+                let _guard = OnDrop(runnable_log.clone());
+                push(&runnable_log, "started".into());
+                failing.fail_all(true);
+                stop.wait().await;
+                push(&runnable_log, "stopped normally".into());
+            }
         });
         let started = Instant::now();
         let run = run(
@@ -295,6 +398,7 @@ mod tests {
             vec![runnable],
             future::pending(),
             shutdown(true),
+            None,
         );
         let err = finish(run).expect_err("lease lost");
         assert!(err.to_string().contains("leader election lost"), "{err}");
@@ -318,6 +422,7 @@ mod tests {
             vec![stuck],
             after(ms(100)),
             shutdown(true),
+            None,
         );
         assert!(finish(run).is_ok());
         assert!(started.elapsed() < ms(1500), "took {:?}", started.elapsed());
@@ -329,6 +434,89 @@ mod tests {
     }
 
     #[test]
+    fn a_deaf_leader_closes_the_fence_releases_and_leads_again_after_the_hold_off() {
+        let store = FakeStore::default();
+        let e = elector(&store);
+        let fence = e.fence();
+        let deaf_once = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let check = deaf_once.clone();
+        let step_down = StepDown {
+            deaf: Arc::new(move |_| {
+                if check.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    Err("the watch of Namespace heard nothing".into())
+                } else {
+                    Ok(())
+                }
+            }),
+            hold_off: ms(300),
+            check_every: ms(50),
+        };
+        /// How each term went: ("started", when, holder is me) or ("ended", when, fence open).
+        type Terms = Arc<Mutex<Vec<(&'static str, Instant, bool)>>>;
+        let terms: Terms = Arc::default();
+        let (record, watched) = (terms.clone(), store.clone());
+        let runnable = Runnable::new("term-recorder", move |stop| {
+            let (record, store, fence) = (record.clone(), watched.clone(), fence.clone());
+            async move {
+                /// Records how the term ended, and whether the fence was open then.
+                struct Ended(Terms, Fence);
+                impl Drop for Ended {
+                    fn drop(&mut self) {
+                        let open = self.1.is_leading();
+                        self.0
+                            .lock()
+                            .expect("lock")
+                            .push(("ended", Instant::now(), open));
+                    }
+                }
+                let holder_is_me = store.holder().as_deref() == Some(ME);
+                record
+                    .lock()
+                    .expect("lock")
+                    .push(("started", Instant::now(), holder_is_me));
+                let _ended = Ended(record.clone(), fence);
+                stop.wait().await;
+            }
+        });
+        let run = run(
+            Some(e),
+            vec![runnable],
+            after(ms(1200)),
+            shutdown(true),
+            Some(step_down),
+        );
+        assert!(finish(run).is_ok());
+        let terms = terms.lock().expect("lock").clone();
+        let kinds: Vec<(&str, bool)> = terms.iter().map(|(k, _, b)| (*k, *b)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("started", true),
+                ("ended", false),
+                ("started", true),
+                ("ended", true)
+            ],
+            "first term cancelled with the fence already closed; second term stopped by the signal"
+        );
+        let stood_by = terms[2].1.duration_since(terms[1].1);
+        assert!(
+            stood_by >= ms(300),
+            "led again after {stood_by:?}, inside the hold-off"
+        );
+        let spec = store.lease().expect("lease").spec;
+        assert_eq!(
+            spec.holder_identity.as_deref(),
+            Some(""),
+            "released at the end"
+        );
+        assert_eq!(
+            spec.lease_transitions,
+            Some(1),
+            "one new term after the step-down"
+        );
+    }
+
+    #[test]
     fn without_leader_election_controllers_run_at_once_and_stop_on_signal() {
         let (store, log) = (FakeStore::default(), Log::default());
         let run = run::<FakeApi>(
@@ -336,6 +524,7 @@ mod tests {
             vec![recorder(&log, &store, ms(50))],
             after(ms(100)),
             shutdown(true),
+            None,
         );
         assert!(finish(run).is_ok());
         assert_eq!(log.lock().expect("log lock").len(), 2);

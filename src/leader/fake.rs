@@ -24,6 +24,7 @@ struct Inner {
     requests: Vec<String>,
     watchers: Vec<Sender<Result<Event<Lease>, Error>>>,
     race_next_put: Option<OtherWrite>,
+    conflict_after_next_put: bool,
 }
 
 /// Cheap to clone: every clone (and every [`FakeApi`]) sees the same lease.
@@ -108,6 +109,12 @@ impl FakeStore {
     /// resourceVersion is stale and it gets 409).
     pub fn race_next_put(&self, change: impl FnOnce(&mut LeaseSpec) + Send + 'static) {
         self.lock().race_next_put = Some(Box::new(change));
+    }
+
+    /// The next PUT is stored, but its caller is told 409: as when the first copy of a hedged
+    /// PUT landed unanswered and the second copy found its resourceVersion stale.
+    pub fn conflict_after_next_put(&self) {
+        self.lock().conflict_after_next_put = true;
     }
 
     /// Another replica deletes the lease; watchers are told.
@@ -206,7 +213,11 @@ impl LeaseApi for FakeApi {
             if current.metadata.resource_version != lease.metadata.resource_version {
                 return Err(api_error(409));
             }
-            Ok(store(inner, lease.clone()))
+            let stored = store(inner, lease.clone());
+            if std::mem::take(&mut inner.conflict_after_next_put) {
+                return Err(api_error(409));
+            }
+            Ok(stored)
         })
         .await
     }

@@ -6,20 +6,31 @@
 
 use super::timing::Timing;
 use crate::kube::{Error, WriteGuard};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// HEALTH_GRACE: 20 s beyond the lease duration before `/healthz` fails (DESIGN §5).
 pub const HEALTH_GRACE: Duration = Duration::from_secs(20);
 
+/// What runs when the fence closes (e.g. resetting the connections with writes in flight).
+pub type OnClose = Box<dyn Fn() + Send + Sync>;
+
 /// Cheap to clone; all clones share one state.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Fence {
     state: Arc<State>,
 }
 
-#[derive(Debug)]
+impl std::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fence")
+            .field("leading", &self.is_leading())
+            .field("last_renew", &self.last_renew())
+            .finish()
+    }
+}
+
 struct State {
     /// Origin for `last_renew_nanos`: atomics hold integers, not `Instant`s.
     origin: Instant,
@@ -27,6 +38,7 @@ struct State {
     leading: AtomicBool,
     renew_deadline: Duration,
     lease_duration: Duration,
+    on_close: Mutex<Vec<OnClose>>,
 }
 
 impl Fence {
@@ -39,6 +51,7 @@ impl Fence {
                 leading: AtomicBool::new(false),
                 renew_deadline: timing.renew_deadline,
                 lease_duration: timing.lease_duration,
+                on_close: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -56,9 +69,29 @@ impl Fence {
         self.state.leading.store(true, Ordering::SeqCst);
     }
 
-    /// Closes the fence at once (leadership lost or being released).
+    /// Closes the fence at once (leadership lost, being released, or stepped down from), and
+    /// runs the [`Fence::on_close`] hooks if it was open.
     pub fn close(&self) {
-        self.state.leading.store(false, Ordering::SeqCst);
+        if self.state.leading.swap(false, Ordering::SeqCst) {
+            let hooks = self
+                .state
+                .on_close
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for hook in hooks.iter() {
+                hook();
+            }
+        }
+    }
+
+    /// Runs `hook` each time an open fence closes.
+    pub fn on_close(&self, hook: OnClose) {
+        let mut hooks = self
+            .state
+            .on_close
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        hooks.push(hook);
     }
 
     pub fn is_leading(&self) -> bool {
@@ -196,6 +229,22 @@ mod tests {
         f.renewed(t0);
         f.clone().close();
         refusal(f.check_at(t0, "POST", PATH));
+    }
+
+    #[test]
+    fn closing_an_open_fence_runs_the_hooks_once() {
+        let f = fence();
+        let runs = Arc::new(AtomicU64::new(0));
+        let counter = runs.clone();
+        f.on_close(Box::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }));
+        f.close();
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "a fence that was not open");
+        f.renewed(Instant::now());
+        f.close();
+        f.close();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -242,6 +242,8 @@ impl<A: LeaseApi> LeaseLock<A> {
     }
 
     /// PUT `spec` onto `current` (its resourceVersion) and remember what the server returned.
+    /// A 409 is checked with a GET before it counts: the lease client hedges a silent PUT on a
+    /// new connection, and when the first copy landed unanswered, the second gets the 409.
     async fn write(
         &mut self,
         spec: LeaseSpec,
@@ -252,9 +254,34 @@ impl<A: LeaseApi> LeaseLock<A> {
             spec,
             ..current.clone()
         };
-        let stored = before(deadline, "update", self.api.replace(&lease, deadline)).await?;
-        self.observe(stored, Instant::now());
-        Ok(())
+        match before(deadline, "update", self.api.replace(&lease, deadline)).await {
+            Ok(stored) => {
+                self.observe(stored, Instant::now());
+                Ok(())
+            }
+            Err(e) if e.is_conflict() => self.confirm_own_write(&lease.spec, deadline, e).await,
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After a 409 to a write of `spec`: `Ok` if the Lease holds exactly that write (same
+    /// holder and renewTime, which is ours to the microsecond), else `conflict`.
+    async fn confirm_own_write(
+        &mut self,
+        spec: &LeaseSpec,
+        deadline: Instant,
+        conflict: Error,
+    ) -> Result<(), Error> {
+        let current = before(deadline, "get", self.api.get(deadline)).await?;
+        let ours = current.spec.holder_identity == spec.holder_identity
+            && current.spec.renew_time.is_some()
+            && current.spec.renew_time == spec.renew_time;
+        self.observe(current, Instant::now());
+        if ours {
+            log::debug!("a 409 to a lease write whose first copy had already landed; it stands");
+            return Ok(());
+        }
+        Err(conflict)
     }
 }
 
@@ -348,6 +375,30 @@ mod tests {
     }
 
     #[test]
+    fn a_409_to_a_write_that_already_landed_is_a_renewal_not_a_loss() {
+        let store = FakeStore::default();
+        let mut lock = lock(&store);
+        smol::block_on(lock.try_acquire_or_renew(soon())).unwrap();
+        store.clear_requests();
+        store.conflict_after_next_put();
+        assert_eq!(smol::block_on(lock.renew(soon())), Ok(()));
+        assert_eq!(
+            store.requests(),
+            ["PUT", "GET"],
+            "checked with one GET, not a second PUT"
+        );
+        let seen = lock.observed().expect("observed").lease().clone();
+        assert_eq!(
+            seen,
+            store.lease().unwrap(),
+            "the lock caches what the server holds"
+        );
+        store.clear_requests();
+        smol::block_on(lock.renew(soon())).expect("the next renewal uses the fresh version");
+        assert_eq!(store.requests(), ["PUT"]);
+    }
+
+    #[test]
     fn release_clears_the_holder_sets_duration_one_and_keeps_transitions() {
         let store = FakeStore::default();
         store.write_as_other(|spec| {
@@ -368,7 +419,8 @@ mod tests {
         store.write_as_other(|spec| spec.holder_identity = Some(ME.into()));
         store.race_next_put(|spec| spec.renew_time = Some("2026-01-01T00:00:01.000000Z".into()));
         assert_eq!(smol::block_on(lock(&store).release(soon())), Ok(true));
-        assert_eq!(store.requests(), ["GET", "PUT", "GET", "PUT"]);
+        // GET, PUT (409), GET (not our write: the race was lost), then a fresh try.
+        assert_eq!(store.requests(), ["GET", "PUT", "GET", "GET", "PUT"]);
         assert_eq!(store.holder().as_deref(), Some(""));
     }
 

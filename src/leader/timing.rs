@@ -126,7 +126,18 @@ impl Timing {
     pub fn release_timeout(&self) -> Duration {
         self.retry_period
     }
+
+    /// A lease request unanswered this long is sent again on a new connection: half the retry
+    /// period, at most 1 s. Lease requests take milliseconds, so one still silent after a
+    /// second is most likely on a dead connection; the renewal then lands within about the
+    /// retry period + 1 s of the last one instead of waiting out a timeout.
+    pub fn hedge_after(&self) -> Duration {
+        (self.retry_period / 2).min(MAX_HEDGE_AFTER)
+    }
 }
+
+/// The longest [`Timing::hedge_after`].
+pub const MAX_HEDGE_AFTER: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {
@@ -134,6 +145,13 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn lease_requests_are_hedged_after_half_the_retry_period_at_most_a_second() {
+        assert_eq!(Timing::default().hedge_after(), ms(1000));
+        let short = Timing::new(ms(4000), ms(3000), ms(1000)).unwrap();
+        assert_eq!(short.hedge_after(), ms(500));
     }
 
     #[test]

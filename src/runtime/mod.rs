@@ -3,9 +3,11 @@
 //! Data flows one way: a [`watcher`] lists then watches a collection and emits
 //! [`WatcherEvent`]s → a [`store`] caches a projection of each object → a mapping function
 //! turns each event into [`ObjectKey`]s → the [`queue`] deduplicates them and delays failures
-//! ([`backoff`]) → the [`controller`]'s workers reconcile one key at a time.
+//! ([`backoff`]) → the [`controller`]'s workers reconcile one key at a time. Each watcher
+//! reports whether it hears its server (`hearing`), which is how a deaf leader is found.
 pub mod backoff;
 pub mod controller;
+mod hearing;
 pub mod queue;
 pub mod source;
 pub mod store;

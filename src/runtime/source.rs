@@ -2,6 +2,7 @@
 
 use super::watcher::{EventStream, ListWatch};
 use crate::kube::api::{ObjectList, Resource};
+use crate::kube::liveness::WatchHealth;
 use crate::kube::{Client, Error, Event, ListParams, WatchParams, WatchStream};
 
 /// Lists and watches `K` through `client`, in `namespace` or (`None`) across all namespaces.
@@ -28,6 +29,14 @@ impl<K: Resource> ListWatch<K> for ApiSource {
 
     async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
         self.client.watch(self.namespace.as_deref(), params).await
+    }
+
+    fn register_health(&self, what: &str) -> Option<WatchHealth> {
+        let what = match &self.namespace {
+            Some(ns) => format!("{what} in namespace {ns}"),
+            None => what.to_owned(),
+        };
+        Some(self.client.liveness().register(&what))
     }
 }
 

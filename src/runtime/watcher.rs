@@ -10,14 +10,20 @@ use std::time::{Duration, Instant};
 use smol::Timer;
 
 use super::backoff::{Backoff, WATCH_BACKOFF_INITIAL, WATCH_BACKOFF_MAX};
+use super::hearing::Hearing;
 use crate::kube::api::{ObjectList, Resource};
 use crate::kube::client::DEFAULT_PAGE_SIZE;
+use crate::kube::liveness::WatchHealth;
 use crate::kube::{Error, Event, ListParams, WatchParams};
 use crate::random::Random;
 
-/// Server-side watch timeout before jitter: 290 s, kube-runtime's default. Watches end and
-/// resume regularly, so a connection that died silently is replaced within minutes.
-pub const WATCH_TIMEOUT: Duration = Duration::from_secs(290);
+/// Server-side watch timeout before jitter (±10 %): 50 s. The server's clean end of a watch is
+/// its one heartbeat that is sure to come: kube-apiserver sends a bookmark every minute only
+/// while the resource version moves, so a watch of a quiet resource may otherwise hear nothing
+/// for minutes, and its connection's silence (`--watch-idle-timeout`, 70 s) would mean
+/// nothing. The cost is one watch request per watch per minute (kube-runtime's 290 s: one per
+/// five minutes).
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(50);
 /// A watch that ends sooner than this without one event is treated as a failure, so a server
 /// closing watches at once cannot spin the watcher (client-go's "very short watch", 1 s).
 pub const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -33,6 +39,11 @@ pub trait ListWatch<K: Resource>: Send + Sync {
         &self,
         params: &WatchParams,
     ) -> impl Future<Output = Result<Self::Stream, Error>> + Send;
+    /// Where the watcher reports whether it hears (see [`Hearing`]); `what` names the watch.
+    fn register_health(&self, what: &str) -> Option<WatchHealth> {
+        let _ = what;
+        None
+    }
 }
 
 /// An open watch: events until the server ends it (`None`). 410 Gone arrives as
@@ -111,6 +122,8 @@ struct OpenWatch<S> {
     stream: S,
     opened: Instant,
     events: u64,
+    /// When the stream last delivered an event (or opened).
+    last_event: Instant,
 }
 
 /// Lists then watches one collection, forever; see the module docs.
@@ -121,12 +134,15 @@ pub struct Watcher<K: Resource, S: ListWatch<K>> {
     retry_at: Option<Instant>,
     backoff: Backoff,
     jitter: Random,
+    hearing: Hearing,
 }
 
 impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     pub fn new(source: S, config: WatcherConfig) -> Self {
         let backoff = Backoff::new(config.backoff_initial, config.backoff_max);
+        let hearing = Hearing::new(source.register_health(&describe::<K>(&config)));
         Watcher {
+            hearing,
             source,
             config,
             state: State::Empty,
@@ -185,7 +201,9 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
 
     async fn step_list(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
         let params = self.step_list_params();
-        let page = match self.source.list(&params).await {
+        let page = self.source.list(&params).await;
+        self.hearing.listed(&page);
+        let page = match page {
             Ok(page) => page,
             Err(e) => return self.failed(e),
         };
@@ -231,15 +249,20 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         match self.source.watch(&params).await {
             Ok(stream) => {
                 if let State::Watching { stream: slot, .. } = &mut self.state {
+                    let now = Instant::now();
                     *slot = Some(OpenWatch {
                         stream,
-                        opened: Instant::now(),
+                        opened: now,
                         events: 0,
+                        last_event: now,
                     });
                 }
                 None
             }
-            Err(e) => self.failed(e),
+            Err(e) => {
+                self.hearing.dial_failed(&e, Instant::now());
+                self.failed(e)
+            }
         }
     }
 
@@ -254,6 +277,8 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         else {
             return None;
         };
+        let quiet_since = stream.as_ref().map_or_else(Instant::now, |w| w.last_event);
+        self.hearing.streamed(&received, quiet_since);
         let event = match received {
             Some(Ok(event)) => event,
             Some(Err(e)) => {
@@ -272,6 +297,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         };
         if let Some(open) = stream {
             open.events += 1;
+            open.last_event = Instant::now();
         }
         self.backoff.reset();
         let (new_version, output) = match event {
@@ -292,6 +318,9 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     /// Anything else is reported, and the same request is retried (a watch resumes from the
     /// same version, a list from the same page).
     fn failed(&mut self, error: Error) -> Option<Result<WatcherEvent<K>, Error>> {
+        if let Some(resumed) = self.abandoned(&error) {
+            return resumed;
+        }
         self.schedule_retry();
         if error.code() == Some(410) {
             log::info!("{} list/watch expired, relisting: {error}", K::KIND);
@@ -299,6 +328,38 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
             return None;
         }
         Some(Err(error))
+    }
+
+    /// A watch given up for silence or suspicion resumes from its resourceVersion on a new
+    /// connection (no relist); silence also makes the client's other connections suspect.
+    /// `None` for any other error.
+    fn abandoned(&mut self, error: &Error) -> Option<Option<Result<WatcherEvent<K>, Error>>> {
+        let what = describe::<K>(&self.config);
+        let resume_from = match &self.state {
+            State::Watching {
+                resource_version, ..
+            } => resource_version.clone(),
+            _ => String::new(),
+        };
+        match error {
+            Error::Silent(why) => {
+                log::warn!(
+                    "watch of {what}: {why}; resuming from resourceVersion {resume_from} on a \
+                     new connection"
+                );
+                self.hearing
+                    .suspect(&format!("the watch of {what} heard nothing"));
+                self.schedule_retry();
+            }
+            Error::Suspect(_) => {
+                log::info!(
+                    "watch of {what} resumes from resourceVersion {resume_from} on a new connection"
+                );
+                self.retry_at = None;
+            }
+            _ => return None,
+        }
+        Some(None)
     }
 
     fn schedule_retry(&mut self) {
@@ -309,6 +370,19 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     fn jittered_timeout(&mut self) -> u32 {
         let spread = 0.9 + 0.2 * self.jitter.next_f64();
         self.config.watch_timeout.mul_f64(spread).as_secs().max(1) as u32
+    }
+}
+
+/// The watch's name in logs and deafness reports: the kind and its selectors.
+fn describe<K: Resource>(config: &WatcherConfig) -> String {
+    let selectors: Vec<&str> = [&config.label_selector, &config.field_selector]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    match selectors.as_slice() {
+        [] => K::KIND.to_owned(),
+        some => format!("{} ({})", K::KIND, some.join(", ")),
     }
 }
 
