@@ -5,6 +5,7 @@
 //! happens here, at start, and an error names the flag, the value and what would be accepted.
 
 mod argv;
+mod hearing;
 mod validate;
 
 use std::fmt;
@@ -21,6 +22,7 @@ use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
 
 pub use argv::parse_bool;
+pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
 
 /// Main client QPS: controller-runtime's default (client-go's own is 5).
 pub const DEFAULT_KUBE_API_QPS: f32 = 20.0;
@@ -96,6 +98,22 @@ struct Options {
     /// directory holding tls.crt and tls.key for /metrics (default: a self-signed certificate)
     #[argh(option, default = "String::new()")]
     metrics_cert_dir: String,
+    /// a watch that hears nothing (no event, no bookmark, no end) this long is resumed on a new
+    /// connection; each watch asks the server to end it within 80 % of this (default 1m10s)
+    #[argh(
+        option,
+        default = "DEFAULT_WATCH_IDLE_TIMEOUT",
+        from_str_fn(duration_arg)
+    )]
+    watch_idle_timeout: Duration,
+    /// a leader whose watches hear nothing this long, on fresh connections too, releases the
+    /// Lease for a replica that hears, and /healthz fails; 0 disables (default 1m30s)
+    #[argh(
+        option,
+        default = "DEFAULT_DEAFNESS_TIMEOUT",
+        from_str_fn(duration_arg)
+    )]
+    deafness_timeout: Duration,
     /// how long controllers may take to stop on shutdown (default 30s)
     #[argh(
         option,
@@ -147,6 +165,8 @@ pub struct Settings {
     /// `--metrics-cert-dir`; `None` = a self-signed certificate made at start.
     pub metrics_cert_dir: Option<PathBuf>,
     pub graceful_shutdown_timeout: Duration,
+    /// `--watch-idle-timeout` and `--deafness-timeout`, checked together.
+    pub hearing: Hearing,
     pub source_namespaces: SourceNamespaces,
     /// `--secret-target-names`, sorted and deduplicated; empty = Secret copies disabled.
     pub secret_target_names: Vec<String>,
@@ -238,8 +258,8 @@ impl fmt::Display for Settings {
              leader-elect-retry-period={} leader-elect-release-on-cancel={} \
              leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
-             graceful-shutdown-timeout={} source-namespaces={} secret-target-names={} \
-             log-format={} log-level={}",
+             graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
+             source-namespaces={} secret-target-names={} log-format={} log-level={}",
             or(&kubeconfig, "(auto)"),
             or(&self.context, "(current)"),
             self.kube_api_qps,
@@ -258,6 +278,10 @@ impl fmt::Display for Settings {
             self.metrics_secure,
             or(&cert_dir, "(self-signed)"),
             format_duration(self.graceful_shutdown_timeout),
+            format_duration(self.hearing.watch_idle_timeout),
+            self.hearing
+                .deafness_timeout
+                .map_or_else(|| "0 (off)".to_owned(), format_duration),
             sources,
             secret_targets,
             self.log_format,
@@ -308,6 +332,8 @@ mod tests {
         assert!(s.metrics_secure);
         assert_eq!(s.metrics_cert_dir, None);
         assert_eq!(s.graceful_shutdown_timeout, secs(30));
+        assert_eq!(s.hearing.watch_idle_timeout, secs(70));
+        assert_eq!(s.hearing.deafness_timeout, Some(secs(90)));
         assert_eq!(s.source_namespaces, SourceNamespaces::Own);
         assert!(s.secret_target_names.is_empty());
         assert_eq!(
@@ -337,6 +363,9 @@ mod tests {
             "--leader-elect-burst",
             "3",
             "--graceful-shutdown-timeout=1m30s",
+            "--watch-idle-timeout=2m",
+            "--deafness-timeout",
+            "3m",
             "--log-format=json",
             "--log-level",
             "debug",
@@ -357,6 +386,8 @@ mod tests {
         );
         assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (7.0, 3));
         assert_eq!(s.graceful_shutdown_timeout, secs(90));
+        assert_eq!(s.hearing.watch_idle_timeout, secs(120));
+        assert_eq!(s.hearing.deafness_timeout, Some(secs(180)));
         assert_eq!(
             (s.log_format, s.log_level),
             (LogFormat::Json, LevelFilter::Debug)
@@ -425,6 +456,8 @@ mod tests {
             "--metrics-cert-dir",
             "--version",
             "--secret-target-names",
+            "--watch-idle-timeout",
+            "--deafness-timeout",
         ] {
             assert!(text.contains(flag), "help lacks {flag}: {text}");
         }

@@ -60,6 +60,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     let identity = skiff::leader::identity();
     let replica = Replica::wire(settings, config, &identity)?;
+    let step_down = replica.step_down();
     let probes = Arc::new(Probes::new(replica.health_checks()));
     start_servers(settings, &probes, &replica.reviewer).await?;
     let secret_targets = mirror::SecretTargets::new(settings.secret_target_names.clone());
@@ -81,7 +82,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
         graceful_timeout: settings.graceful_shutdown_timeout,
         release_on_cancel: settings.release_on_cancel,
     };
-    manager::run(replica.elector, runnables, signal, shutdown)
+    manager::run(replica.elector, runnables, signal, shutdown, step_down)
         .await
         .map_err(|lost| format!("{lost}; controllers cancelled"))
 }

@@ -1,19 +1,28 @@
 //! One replica's clients, wired as production runs them: the main client for controllers,
 //! fenced by the elector when leader election is on, and the elector on a lease client of its
-//! own, derived from the same base config but sharing nothing with the main client. The
-//! "became leader" Event goes through the main client, so the lease client carries Lease
-//! requests only.
+//! own, derived from the same base config but sharing no connection, pool or token bucket with
+//! the main client. The "became leader" Event goes through the main client, so the lease
+//! client carries Lease requests only.
+//!
+//! The two clients share one thing, the [`Liveness`] of their connections: a lease request
+//! that got no reply in time makes the main client's connections suspect too, so its watches
+//! resume on new connections. Raising a suspicion never waits, so the lease client still
+//! never waits on the main client. When the fence closes, the main client's connections with
+//! writes in flight are reset, and a leader whose watches stay deaf steps down
+//! ([`StepDown`]).
 //!
 //! `main` only adds signals, probes and the manager; keeping the wiring here lets tests build
 //! exactly what the binary builds.
 
 use crate::flags::{Settings, SourceNamespaces};
-use crate::kube::{Client, Config};
-use crate::leader::{Announcer, ClientLeaseApi, Elector};
+use crate::kube::{Client, Config, Liveness};
+use crate::leader::{Announcer, ClientLeaseApi, Elector, Fence};
+use crate::manager::{HEARING_CHECK_PERIOD, StepDown};
 use crate::mirror::SourceScope;
 use crate::serve::Check;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub struct Replica {
     /// The controllers' client: fenced while leader election is on.
@@ -25,6 +34,8 @@ pub struct Replica {
     pub elector: Option<Elector<ClientLeaseApi>>,
     /// Where Mirror sources may be read from, with "skiff's own namespace" resolved.
     pub scope: SourceScope,
+    /// `--deafness-timeout`; `None` when off.
+    deafness_timeout: Option<Duration>,
 }
 
 impl Replica {
@@ -36,19 +47,34 @@ impl Replica {
     ) -> Result<Replica, String> {
         config.qps = settings.kube_api_qps;
         config.burst = settings.kube_api_burst.get();
+        config.watch_idle_timeout = settings.hearing.watch_idle_timeout;
         let scope = source_scope(settings, config.namespace.as_deref())?;
         let main = Client::new(config.clone()).map_err(|e| e.to_string())?;
         let reviewer = main.clone();
+        let deafness_timeout = settings.hearing.deafness_timeout;
         if !settings.leader_elect {
             return Ok(Replica {
                 main,
                 reviewer,
                 elector: None,
                 scope,
+                deafness_timeout,
             });
         }
-        let (mut elector, lease) = elector(settings, &config, identity)?;
-        let main = main.with_write_guard(Arc::new(elector.fence()));
+        let (mut elector, lease, lease_client) =
+            elector(settings, &config, main.liveness(), identity)?;
+        let fence = elector.fence();
+        let writers = [main.clone(), lease_client];
+        fence.on_close(Box::new(move || {
+            let reset: usize = writers.iter().map(Client::reset_writes_in_flight).sum();
+            if reset > 0 {
+                log::warn!(
+                    "fence closed: reset {reset} connections with writes in flight, so none \
+                     lands after another replica leads"
+                );
+            }
+        }));
+        let main = main.with_write_guard(Arc::new(fence));
         elector.announce_with(Announcer::lease_event(
             &main,
             &lease.namespace,
@@ -60,21 +86,57 @@ impl Replica {
             reviewer,
             elector: Some(elector),
             scope,
+            deafness_timeout,
         })
     }
 }
 
 impl Replica {
     /// The liveness checks `/healthz` runs: with leader election on, that the last successful
-    /// renewal of a leading replica is recent enough ([`crate::leader::Fence::healthy`]).
+    /// renewal of a leading replica is recent enough ([`crate::leader::Fence::healthy`]); with
+    /// `--deafness-timeout` on, that the controllers of a leader (or of a replica without
+    /// leader election) hear the API server.
     pub fn health_checks(&self) -> Vec<(&'static str, Check)> {
-        let Some(elector) = &self.elector else {
-            return Vec::new();
-        };
-        let fence = elector.fence();
-        let check: Check = Box::new(move |now| fence.healthy(now));
-        vec![("leader-election", check)]
+        let fence = self.elector.as_ref().map(Elector::fence);
+        let mut checks = Vec::new();
+        if let Some(fence) = fence.clone() {
+            let check: Check = Box::new(move |now| fence.healthy(now));
+            checks.push(("leader-election", check));
+        }
+        if let Some(bound) = self.deafness_timeout {
+            let liveness = self.main.liveness().clone();
+            let check: Check = Box::new(move |now| hearing(&liveness, fence.as_ref(), bound, now));
+            checks.push(("controllers-hearing", check));
+        }
+        checks
     }
+
+    /// When the leader steps down although it renews: its controllers are deaf for longer than
+    /// `--deafness-timeout`. It stands by again after one lease duration, so a replica that
+    /// hears has a whole lease period to take over first.
+    pub fn step_down(&self) -> Option<StepDown> {
+        let (bound, elector) = (self.deafness_timeout?, self.elector.as_ref()?);
+        let liveness = self.main.liveness().clone();
+        Some(StepDown {
+            deaf: Arc::new(move |now| liveness.check_hearing(bound, now)),
+            hold_off: elector.timing().lease_duration,
+            check_every: HEARING_CHECK_PERIOD,
+        })
+    }
+}
+
+/// The `/healthz` hearing check: deaf past `bound` fails, unless a fence says this replica is
+/// not leading (a standby runs no controllers, so there is nothing to hear).
+fn hearing(
+    liveness: &Liveness,
+    fence: Option<&Fence>,
+    bound: Duration,
+    now: Instant,
+) -> Result<(), String> {
+    if fence.is_some_and(|f| !f.is_leading()) {
+        return Ok(());
+    }
+    liveness.check_hearing(bound, now)
 }
 
 /// Where the Lease is.
@@ -87,17 +149,24 @@ struct LeaseName {
 fn elector(
     settings: &Settings,
     config: &Config,
+    liveness: &Liveness,
     identity: &str,
-) -> Result<(Elector<ClientLeaseApi>, LeaseName), String> {
+) -> Result<(Elector<ClientLeaseApi>, LeaseName, Client), String> {
     let namespace = settings
         .leader_election_namespace
         .clone()
         .or_else(|| config.namespace.clone())
         .ok_or("--leader-election-namespace is needed: skiff is not running in a pod and the kubeconfig context names no namespace")?;
-    let lease_config =
+    let mut lease_config =
         config.for_leader_election(settings.leader_elect_qps, settings.leader_elect_burst.get());
-    let lease_client = Client::new(lease_config).map_err(|e| e.to_string())?;
-    let api = ClientLeaseApi::new(lease_client, &namespace, &settings.leader_election_id);
+    lease_config.hedge_after = Some(settings.timing.hedge_after());
+    let lease_client =
+        Client::with_liveness(lease_config, liveness.clone()).map_err(|e| e.to_string())?;
+    let api = ClientLeaseApi::new(
+        lease_client.clone(),
+        &namespace,
+        &settings.leader_election_id,
+    );
     log::info!(
         "leader election on Lease {namespace}/{} as {identity}",
         settings.leader_election_id
@@ -108,7 +177,7 @@ fn elector(
         namespace,
         name: settings.leader_election_id.clone(),
     };
-    Ok((elector, lease))
+    Ok((elector, lease, lease_client))
 }
 
 /// `--source-namespaces`, with "the namespace skiff runs in" resolved.

@@ -44,6 +44,7 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         metrics_secure: o.metrics_secure,
         metrics_cert_dir: metrics_cert_dir(o.metrics_secure, o.metrics_cert_dir)?,
         graceful_shutdown_timeout: o.graceful_shutdown_timeout,
+        hearing: super::hearing::hearing(o.watch_idle_timeout, o.deafness_timeout)?,
         source_namespaces: source_namespaces(&o.source_namespaces)?,
         secret_target_names: secret_target_names(&o.secret_target_names)?,
         log_format: o.log_format,

@@ -28,7 +28,13 @@ pub fn runnable(
 ) -> Runnable {
     let identity = identity.to_owned();
     Runnable::new("mirror controller", move |stop| {
-        run(client, scope, secret_targets, identity, stop)
+        run(
+            client.clone(),
+            scope.clone(),
+            secret_targets.clone(),
+            identity.clone(),
+            stop,
+        )
     })
 }
 
