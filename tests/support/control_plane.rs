@@ -32,6 +32,10 @@ const START_ATTEMPTS: usize = 3;
 const SERVICE_ACCOUNT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 /// The operator's identity, as the ServiceAccount in `manifests/serviceaccount.yaml`.
 pub const OPERATOR_USER: &str = "system:serviceaccount:skiff-system:skiff";
+/// The uids of the operator's two tokens (same ServiceAccount): the audit log tells the
+/// replicas that use them apart.
+pub const OPERATOR_UID: &str = "skiff-uid";
+pub const OPERATOR_B_UID: &str = "skiff-b-uid";
 pub const OPERATOR_NAMESPACE: &str = "skiff-system";
 /// Set to `1` to skip the e2e tests on a machine without the testbin binaries (each test says so).
 pub const SKIP_VARIABLE: &str = "SKIFF_SKIP_E2E";
@@ -94,6 +98,7 @@ pub struct ControlPlane {
     ca_pem: String,
     admin_token: String,
     operator_token: String,
+    operator_b_token: String,
     /// Set once `manifests/` has been applied (see [`ControlPlane::install_manifests`]).
     manifests: OnceLock<()>,
 }
@@ -132,7 +137,9 @@ impl ControlPlane {
         fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         let admin_token = random_token();
         let operator_token = random_token();
-        write_credentials(dir, &admin_token, &operator_token)?;
+        let operator_b_token = random_token();
+        write_credentials(dir, &admin_token, &operator_token, &operator_b_token)?;
+        write(&dir.join("audit-policy.yaml"), super::audit::POLICY)?;
         let [etcd_client, etcd_peer, secure] = free_ports()?;
         let started = Instant::now();
         let mut etcd = Supervised::spawn(
@@ -163,6 +170,7 @@ impl ControlPlane {
             ca_pem,
             admin_token,
             operator_token,
+            operator_b_token,
             manifests: OnceLock::new(),
         };
         control_plane.write_kubeconfigs()?;
@@ -204,6 +212,17 @@ impl ControlPlane {
     /// The skiff ServiceAccount's token; namespace `skiff-system`.
     pub fn operator_kubeconfig(&self) -> PathBuf {
         self.dir.join("operator.kubeconfig")
+    }
+
+    /// A kubeconfig for the operator's second token (uid [`OPERATOR_B_UID`]), for a second
+    /// replica the audit log must tell apart from the first.
+    pub fn operator_b_kubeconfig(&self) -> PathBuf {
+        self.dir.join("operator-b.kubeconfig")
+    }
+
+    /// Every audited request of the operator's tokens so far.
+    pub fn audit(&self) -> Vec<super::audit::AuditEvent> {
+        super::audit::read(&self.dir.join("audit.log"))
     }
 
     pub fn admin_token(&self) -> &str {
@@ -299,7 +318,15 @@ impl ControlPlane {
             &self.operator_token,
             OPERATOR_NAMESPACE,
         );
+        let operator_b = kubeconfig(
+            &self.url,
+            &ca,
+            "skiff",
+            &self.operator_b_token,
+            OPERATOR_NAMESPACE,
+        );
         write(&self.admin_kubeconfig(), &admin)?;
+        write(&self.operator_b_kubeconfig(), &operator_b)?;
         write(&self.operator_kubeconfig(), &operator)
     }
 }
@@ -348,15 +375,26 @@ fn apiserver_args(dir: &Path, etcd_url: &str, secure_port: u16) -> Vec<String> {
         "--disable-admission-plugins=ServiceAccount".into(),
         "--enable-priority-and-fairness=true".into(),
         "--profiling=false".into(),
+        format!(
+            "--audit-policy-file={}",
+            dir.join("audit-policy.yaml").display()
+        ),
+        format!("--audit-log-path={}", dir.join("audit.log").display()),
     ]
 }
 
 /// The token file (`token,user,uid,"group,group"`) and the ServiceAccount signing key.
-fn write_credentials(dir: &Path, admin_token: &str, operator_token: &str) -> Result<(), String> {
+fn write_credentials(
+    dir: &Path,
+    admin_token: &str,
+    operator_token: &str,
+    operator_b_token: &str,
+) -> Result<(), String> {
+    let groups = format!("\"system:serviceaccounts,system:serviceaccounts:{OPERATOR_NAMESPACE}\"");
     let tokens = format!(
         "{admin_token},admin,admin-uid,\"system:masters\"\n\
-         {operator_token},{OPERATOR_USER},skiff-uid,\
-         \"system:serviceaccounts,system:serviceaccounts:{OPERATOR_NAMESPACE}\"\n"
+         {operator_token},{OPERATOR_USER},{OPERATOR_UID},{groups}\n\
+         {operator_b_token},{OPERATOR_USER},{OPERATOR_B_UID},{groups}\n"
     );
     write(&dir.join("tokens.csv"), &tokens)?;
     let key = openssl::rsa::Rsa::generate(2048)

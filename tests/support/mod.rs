@@ -3,9 +3,11 @@
 //! running the built binary against either.
 #![allow(dead_code)]
 
+pub mod audit;
 pub mod cluster;
 pub mod control_plane;
 pub mod fake;
+pub mod fault_proxy;
 pub mod keepalive;
 pub mod kubectl;
 pub mod lease;

@@ -53,6 +53,10 @@ async fn serve_one<S: AsyncRead + AsyncWrite + Unpin>(
         query: head.query.clone(),
         class,
         user_agent: head.header("user-agent").map(str::to_string),
+        token: head
+            .header("authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_string),
         body: serde_json::from_slice(body).ok(),
         status: 0,
         received,

@@ -155,6 +155,12 @@ impl FakeServer {
         lock(&self.shared.store).events.close_all();
     }
 
+    /// Watches by `token`, open and new, send nothing from now on (no event, no bookmark), as
+    /// when an API server's watch cache stalls; everything else still answers.
+    pub fn silence_watches_of(&self, token: &str) {
+        lock(&self.shared.deaf_tokens).insert(token.to_owned());
+    }
+
     /// Forgets the event history: watches from an older resourceVersion get 410.
     pub fn compact(&self) {
         lock(&self.shared.store).compact();

@@ -3,6 +3,7 @@
 use super::faults::{FaultRules, RequestClass};
 use super::store::Store;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ pub struct RequestRecord {
     /// `Lease` or `Other`.
     pub class: RequestClass,
     pub user_agent: Option<String>,
+    /// The bearer token, which tells replicas apart.
+    pub token: Option<String>,
     pub body: Option<Value>,
     /// 0 if no answer was sent (stall, reset).
     pub status: u16,
@@ -45,6 +48,8 @@ pub struct Shared {
     pub records: Mutex<Vec<RequestRecord>>,
     pub token: Mutex<Option<String>>,
     pub bookmark_interval: Mutex<Duration>,
+    /// Watches by these bearer tokens send nothing: no event, no bookmark (a stalled watch cache).
+    pub deaf_tokens: Mutex<HashSet<String>>,
     next_conn_id: AtomicU64,
 }
 
@@ -61,8 +66,15 @@ impl Shared {
             records: Mutex::new(Vec::new()),
             token: Mutex::new(None),
             bookmark_interval: Mutex::new(DEFAULT_BOOKMARK_INTERVAL),
+            deaf_tokens: Mutex::new(HashSet::new()),
             next_conn_id: AtomicU64::new(1),
         }
+    }
+
+    /// Whether the watch logged as request `index` must stay silent.
+    pub fn watch_is_silenced(&self, index: usize) -> bool {
+        let token = lock(&self.records).get(index).and_then(|r| r.token.clone());
+        token.is_some_and(|t| lock(&self.deaf_tokens).contains(&t))
     }
 
     pub fn next_conn_id(&self) -> u64 {

@@ -61,16 +61,17 @@ pub async fn stream<W: AsyncWrite + Unpin>(
             return Ok(Next::KeepAlive);
         }
     };
-    let result = pump(out, shared, &plan, watcher_id, events).await;
+    let result = pump(out, shared, &plan, (watcher_id, record), events).await;
     lock(&shared.store).events.unsubscribe(watcher_id);
     result
 }
 
+/// `ids` is the store's watcher id and the request's index in the log.
 async fn pump<W: AsyncWrite + Unpin>(
     out: &mut W,
     shared: &Shared,
     plan: &WatchPlan,
-    watcher_id: u64,
+    (watcher_id, record): (u64, usize),
     events: smol::channel::Receiver<WatchEvent>,
 ) -> io::Result<Next> {
     let deadline = plan.timeout.map(|timeout| Instant::now() + timeout);
@@ -95,6 +96,7 @@ async fn pump<W: AsyncWrite + Unpin>(
             }
         };
         match event.or(bookmark).or(timeout).await {
+            Wake::Event(Some(_)) if shared.watch_is_silenced(record) => {}
             Wake::Event(Some(event)) => {
                 out.write_all(&chunk(&event.to_line())).await?;
                 out.flush().await?;
@@ -102,11 +104,18 @@ async fn pump<W: AsyncWrite + Unpin>(
             Wake::Event(None) => return Ok(Next::Close),
             Wake::Bookmark => {
                 next_bookmark = Instant::now() + *lock(&shared.bookmark_interval);
+                if shared.watch_is_silenced(record) {
+                    continue;
+                }
                 let mut store = lock(&shared.store);
                 let current = store.resource_version();
                 store
                     .events
                     .bookmark(watcher_id, current, &plan.kind, &plan.api_version);
+            }
+            // A silenced watch does not even end: the client must notice on its own.
+            Wake::Timeout if shared.watch_is_silenced(record) => {
+                smol::future::pending::<()>().await;
             }
             Wake::Timeout => {
                 out.write_all(LAST_CHUNK).await?;

@@ -1,0 +1,361 @@
+//! e2e: the network misbehaving between a skiff leader and a real API server (fault proxy in
+//! between), on a plain link and on one 10 ms away.
+//!
+//! Why: these are the faults that leave a leader deaf while its Lease renews, or let a write of
+//! an old leader land after a new one leads. Only a real API server shows what really reached
+//! it: the audit log counts every request by the replica that sent it, late deliveries after a
+//! partition heals included.
+//! - Dead connections: a load balancer forgets every open flow (both ends stay open, nothing is
+//!   forwarded). One replica must hear again and keep leading, with no relist.
+//! - Partition: the leader is cut off for 25 s while a standby reaches the API server directly.
+//!   The old leader stops by its renew deadline, the standby leads within a lease duration and
+//!   a retry period, and nothing the old leader wrote reaches the server after that.
+//!
+//! The tests share the control plane and its one Lease, so they run one at a time.
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use support::audit::AuditEvent;
+use support::control_plane::{
+    ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_B_UID, OPERATOR_UID, e2e_enabled,
+};
+use support::fault_proxy::FaultProxy;
+use support::lease::{LeasePoller, LeaseRecord, renew_gaps};
+use support::skiff::{Skiff, TempDir, eventually};
+
+/// E2E_REPLICA_FLAGS' lease timings.
+const LEASE_DURATION: Duration = Duration::from_secs(4);
+const RENEW_DEADLINE: Duration = Duration::from_secs(3);
+const RETRY_PERIOD: Duration = Duration::from_secs(1);
+/// The latency of a link to an API server "10 ms away", each way.
+const FAR: Duration = Duration::from_millis(10);
+/// Leading, converging: quick, unless the machine is busy compiling.
+const STEP: Duration = Duration::from_secs(30);
+/// Dead connections: a new namespace's copy and a source edit must land within this.
+const HEARD_AGAIN: Duration = Duration::from_secs(15);
+
+fn control_plane() -> &'static ControlPlane {
+    ControlPlane::shared().install_manifests()
+}
+
+/// The tests share skiff's one Lease: one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[test]
+fn dead_connections_one_replica_hears_again_and_keeps_leading() {
+    if !e2e_enabled() {
+        return;
+    }
+    let _serial = serial();
+    dead_connections(Duration::ZERO);
+}
+
+#[test]
+fn dead_connections_on_a_10ms_link() {
+    if !e2e_enabled() {
+        return;
+    }
+    let _serial = serial();
+    dead_connections(FAR);
+}
+
+#[test]
+fn partition_the_old_leader_stops_and_nothing_it_wrote_lands_after_the_standby_leads() {
+    if !e2e_enabled() {
+        return;
+    }
+    let _serial = serial();
+    partition(Duration::ZERO);
+}
+
+#[test]
+fn partition_on_a_10ms_link() {
+    if !e2e_enabled() {
+        return;
+    }
+    let _serial = serial();
+    partition(FAR);
+}
+
+fn dead_connections(latency: Duration) {
+    let cp = control_plane();
+    let tag = format!("dead{}", latency.as_millis());
+    let world = World::create(cp, &tag, 2);
+    let dir = TempDir::new(&tag);
+    let proxy = FaultProxy::start(cp.url().trim_start_matches("https://"));
+    proxy.set_latency(latency);
+    let poller = LeasePoller::start(cp, Duration::from_millis(100));
+    let kubeconfig = through(&cp.operator_kubeconfig(), &proxy, &dir, "a");
+    let mut skiff = replica(&kubeconfig, &dir, "fault-a");
+    let holder = leads(&poller, &skiff, "fault-a");
+    world.wait_copies(cp, &skiff, "v1");
+
+    std::thread::sleep(Duration::from_secs(2));
+    let (fault, fault_wall) = (Instant::now(), SystemTime::now());
+    let killed = proxy.kill_open();
+    std::thread::sleep(Duration::from_secs(1));
+    let late = cp.create_namespace(&format!("{tag}-late"), &[("fault", &world.label)]);
+    world.edit_source(cp, "v2");
+    let edited = Instant::now();
+    let namespaces = [world.namespaces.clone(), vec![late.clone()]].concat();
+    let converged = eventually(HEARD_AGAIN, || {
+        namespaces
+            .iter()
+            .all(|ns| world.copy_data(cp, ns).as_deref() == Some("v2"))
+    });
+    let took = edited.elapsed();
+    let log = skiff.logs();
+    assert!(
+        converged,
+        "not heard again within {HEARD_AGAIN:?}; log:\n{log}"
+    );
+    eprintln!(
+        "dead connections ({killed} killed, latency {latency:?}): new namespace and source edit \
+         landed {took:?} after they were made ({:?} after the fault)",
+        fault.elapsed()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let records = poller.stop();
+    let gap = max_gap_since(&records, &holder, fault);
+    eprintln!("dead connections: longest renew gap across the fault {gap:?}");
+    assert!(
+        gap <= RETRY_PERIOD + Duration::from_millis(1500),
+        "renew gap {gap:?}; log:\n{log}"
+    );
+    assert!(
+        skiff.is_running() && !log.contains("leader election lost"),
+        "log:\n{log}"
+    );
+    let relists: Vec<AuditEvent> = cp
+        .audit()
+        .into_iter()
+        .filter(|e| e.uid == OPERATOR_UID && e.verb == "list" && e.received > fault_wall)
+        .collect();
+    assert!(relists.is_empty(), "relisted after the fault: {relists:?}");
+    skiff.terminate(STEP);
+}
+
+fn partition(latency: Duration) {
+    let cp = control_plane();
+    let tag = format!("part{}", latency.as_millis());
+    // Enough namespaces at QPS 5 that the old leader is still writing when it is cut off.
+    let world = World::create(cp, &tag, 120);
+    let dir = TempDir::new(&tag);
+    let proxy = FaultProxy::start(cp.url().trim_start_matches("https://"));
+    proxy.set_latency(latency);
+    let poller = LeasePoller::start(cp, Duration::from_millis(100));
+    let kubeconfig = through(&cp.operator_kubeconfig(), &proxy, &dir, "a");
+    let slow = ["--kube-api-qps=5", "--kube-api-burst=1"];
+    let mut old = replica_with(&kubeconfig, &dir, "part-a", &slow);
+    let old_holder = leads(&poller, &old, "part-a");
+    let mut standby = replica(&cp.operator_b_kubeconfig(), &dir, "part-b");
+    assert!(
+        eventually(STEP, || world.copies(cp) >= 5),
+        "the old leader is not writing; log:\n{}",
+        old.logs()
+    );
+
+    let cut = Instant::now();
+    proxy.partition();
+    let exited = old.wait_exit_at(STEP);
+    let new_lead = poller.wait_for(cut, STEP, |r| r.holder.starts_with("part-b_"));
+    std::thread::sleep(Duration::from_secs(25).saturating_sub(cut.elapsed()));
+    proxy.heal();
+    std::thread::sleep(Duration::from_secs(3));
+    let records = poller.stop();
+
+    let (code, exit_at) =
+        exited.unwrap_or_else(|| panic!("old leader never stopped:\n{}", old.logs()));
+    assert_eq!(code, 1, "the old leader's exit; log:\n{}", old.logs());
+    let last_renewal = last_renewal_seen(&records, &old_holder).expect("old leader renewed");
+    let stopped_after = exit_at.saturating_duration_since(last_renewal);
+    let new_lead = new_lead.unwrap_or_else(|| panic!("standby never led:\n{}", standby.logs()));
+    let led_after = new_lead.at.saturating_duration_since(last_renewal);
+    eprintln!(
+        "partition (latency {latency:?}): old leader stopped {stopped_after:?} after its last \
+         renewal was seen (renew deadline {RENEW_DEADLINE:?}); standby led {led_after:?} after it \
+         (lease {LEASE_DURATION:?} + retry {RETRY_PERIOD:?})"
+    );
+    // The poller sees a renewal up to 100 ms late; the exit is seen within 0.2 ms.
+    assert!(
+        stopped_after <= RENEW_DEADLINE + Duration::from_millis(300),
+        "{stopped_after:?}"
+    );
+    assert!(
+        led_after <= LEASE_DURATION + RETRY_PERIOD + Duration::from_millis(500),
+        "{led_after:?}"
+    );
+
+    let new_lead_wall = wall_time(new_lead.at);
+    let audit = cp.audit();
+    let late_writes: Vec<&AuditEvent> = audit
+        .iter()
+        .filter(|e| e.uid == OPERATOR_UID && e.is_write() && e.received >= new_lead_wall)
+        .collect();
+    let late_reads = audit
+        .iter()
+        .filter(|e| e.uid == OPERATOR_UID && !e.is_write() && e.received >= new_lead_wall)
+        .count();
+    let stats = proxy.stats();
+    eprintln!(
+        "partition: after the standby led, the old leader's writes reaching the API server: {}, \
+         reads: {late_reads}; proxy: {stats:?}",
+        late_writes.len()
+    );
+    assert!(
+        late_writes.is_empty(),
+        "late writes of the old leader: {late_writes:?}"
+    );
+    assert!(
+        stats.reset_with_held_bytes >= 1,
+        "no connection with a write in flight was reset: {stats:?}; log:\n{}",
+        old.logs()
+    );
+    let standby_wrote = audit
+        .iter()
+        .any(|e| e.uid == OPERATOR_B_UID && e.is_write() && !e.is_lease());
+    assert!(
+        standby_wrote,
+        "the new leader wrote nothing; log:\n{}",
+        standby.logs()
+    );
+    standby.terminate(STEP);
+}
+
+/// A source ConfigMap in skiff-system, `n` namespaces labelled `fault=<tag>`, and a Mirror
+/// copying the source into them.
+struct World {
+    label: String,
+    source: String,
+    namespaces: Vec<String>,
+}
+
+impl World {
+    fn create(cp: &ControlPlane, tag: &str, n: usize) -> World {
+        let namespaces = (0..n)
+            .map(|_| cp.create_namespace(tag, &[("fault", tag)]))
+            .collect();
+        let world = World {
+            label: tag.to_owned(),
+            source: format!("src-{tag}"),
+            namespaces,
+        };
+        world.edit_source(cp, "v1");
+        cp.apply(&format!(
+            "apiVersion: skiff.dev/v1alpha1\nkind: Mirror\nmetadata:\n  name: m-{tag}\n  \
+             namespace: skiff-system\nspec:\n  source:\n    kind: ConfigMap\n    name: {}\n  \
+             namespaceSelector:\n    matchLabels:\n      fault: {tag}\n",
+            world.source
+        ));
+        world
+    }
+
+    fn edit_source(&self, cp: &ControlPlane, value: &str) {
+        cp.apply(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {}\n  namespace: skiff-system\n\
+             data:\n  value: {value}\n",
+            self.source
+        ));
+    }
+
+    fn copy_data(&self, cp: &ControlPlane, namespace: &str) -> Option<String> {
+        let copy = cp.object("configmap", namespace, &self.source)?;
+        copy["data"]["value"].as_str().map(str::to_owned)
+    }
+
+    fn copies(&self, cp: &ControlPlane) -> usize {
+        let list = cp.get_json(&[
+            "configmaps",
+            "-A",
+            "--field-selector",
+            &format!("metadata.name={}", self.source),
+        ]);
+        list.and_then(|l| l["items"].as_array().map(Vec::len))
+            .unwrap_or(0)
+            .saturating_sub(1)
+    }
+
+    fn wait_copies(&self, cp: &ControlPlane, skiff: &Skiff, value: &str) {
+        let done = eventually(STEP, || {
+            self.namespaces
+                .iter()
+                .all(|ns| self.copy_data(cp, ns).as_deref() == Some(value))
+        });
+        assert!(done, "copies not {value}; log:\n{}", skiff.logs());
+    }
+}
+
+fn replica(kubeconfig: &PathBuf, dir: &TempDir, name: &str) -> Skiff {
+    replica_with(kubeconfig, dir, name, &[])
+}
+
+fn replica_with(kubeconfig: &PathBuf, dir: &TempDir, name: &str, extra: &[&str]) -> Skiff {
+    let mut args = E2E_REPLICA_FLAGS.to_vec();
+    args.extend_from_slice(extra);
+    let log = dir.0.join(format!("{name}.log"));
+    Skiff::start_with_env(kubeconfig, log, &args, &[("POD_NAME", name)])
+}
+
+/// Waits until `name` holds the Lease; its full holder identity.
+fn leads(poller: &LeasePoller, skiff: &Skiff, name: &str) -> String {
+    let prefix = format!("{name}_");
+    let record = poller.wait_for(Instant::now() - Duration::from_secs(1), STEP, |r| {
+        r.holder.starts_with(&prefix)
+    });
+    record
+        .unwrap_or_else(|| panic!("{name} never led; log:\n{}", skiff.logs()))
+        .holder
+}
+
+/// `kubeconfig` with its server replaced by the proxy (the certificate still matches: it names
+/// 127.0.0.1, not a port).
+fn through(kubeconfig: &PathBuf, proxy: &FaultProxy, dir: &TempDir, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(kubeconfig).expect("read the kubeconfig");
+    let rewritten: String = text
+        .lines()
+        .map(|line| match line.trim_start().strip_prefix("server: ") {
+            Some(_) => format!("    server: https://{}", proxy.address()),
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = dir.0.join(format!("{name}-through-proxy.kubeconfig"));
+    std::fs::write(&path, rewritten + "\n").expect("write the kubeconfig");
+    path
+}
+
+/// The longest time between `holder`'s observed renewals, from the last one before `from`.
+fn max_gap_since(records: &[LeaseRecord], holder: &str, from: Instant) -> Duration {
+    let start = records
+        .iter()
+        .filter(|r| r.holder == holder && r.at <= from)
+        .map(|r| r.at)
+        .next_back()
+        .unwrap_or(from);
+    let after: Vec<LeaseRecord> = records.iter().filter(|r| r.at >= start).cloned().collect();
+    renew_gaps(&after, holder)
+        .into_iter()
+        .max()
+        .unwrap_or_default()
+}
+
+/// When the poller first saw `holder`'s last renewTime.
+fn last_renewal_seen(records: &[LeaseRecord], holder: &str) -> Option<Instant> {
+    let last = records.iter().rfind(|r| r.holder == holder)?;
+    records
+        .iter()
+        .find(|r| r.holder == holder && r.renew_time == last.renew_time)
+        .map(|r| r.at)
+}
+
+/// The wall-clock time of a monotonic instant in the past.
+fn wall_time(at: Instant) -> SystemTime {
+    SystemTime::now() - at.elapsed()
+}

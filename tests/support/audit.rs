@@ -1,0 +1,74 @@
+//! The control plane's audit log: every request the operator's identities made, as the API
+//! server received it.
+//!
+//! Why: a fault test must count what reached the server, not what skiff believes it sent. A
+//! write delivered late after a partition heals shows here with the time the server received
+//! it; skiff's own logs could never show it. The operator has two tokens for the same
+//! ServiceAccount with different uids, so two replicas are told apart while RBAC treats them
+//! alike.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+/// Logs every request of the operator's ServiceAccount, once its response is complete (watches:
+/// once the response started, as they never complete within a test).
+pub const POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: [\"system:serviceaccount:skiff-system:skiff\"]
+- level: None
+";
+
+/// One audit event, as much of it as the tests read.
+#[derive(Debug, Clone)]
+pub struct AuditEvent {
+    /// The token's uid: which replica sent it.
+    pub uid: String,
+    pub verb: String,
+    pub uri: String,
+    pub stage: String,
+    pub code: Option<u64>,
+    /// When the API server received the request.
+    pub received: SystemTime,
+}
+
+impl AuditEvent {
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
+    }
+
+    /// A request about the Lease (the lease client's traffic).
+    pub fn is_lease(&self) -> bool {
+        self.uri.contains("/leases")
+    }
+}
+
+/// The events in the audit log at `path` (missing file: none).
+pub fn read(path: &Path) -> Vec<AuditEvent> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|event| parse(&event))
+        .collect()
+}
+
+fn parse(event: &Value) -> Option<AuditEvent> {
+    let text = |pointer: &str| event.pointer(pointer)?.as_str().map(str::to_owned);
+    Some(AuditEvent {
+        uid: text("/user/uid").unwrap_or_default(),
+        verb: text("/verb")?,
+        uri: text("/requestURI")?,
+        stage: text("/stage")?,
+        code: event
+            .pointer("/responseStatus/code")
+            .and_then(Value::as_u64),
+        received: skiff::time::parse_rfc3339(&text("/requestReceivedTimestamp")?)?,
+    })
+}
