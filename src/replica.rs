@@ -191,3 +191,64 @@ fn source_scope(settings: &Settings, own: Option<&str>) -> Result<SourceScope, S
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::api::{ConfigMap, ObjectMeta};
+    use std::io::Read as _;
+    use std::time::Instant;
+
+    /// A server that accepts and reads requests but never answers.
+    fn silent_server() -> (http_types::Url, std::sync::mpsc::Receiver<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = http_types::Url::parse(&format!("http://{}", listener.local_addr().unwrap()));
+        let (read, reads) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let read = read.clone();
+                std::thread::spawn(move || {
+                    let mut stream = stream;
+                    let mut buf = [0u8; 4096];
+                    while matches!(stream.read(&mut buf), Ok(n) if n > 0) {
+                        let _ = read.send(());
+                    }
+                });
+            }
+        });
+        (url.expect("url"), reads)
+    }
+
+    #[test]
+    fn closing_the_fence_resets_the_writes_in_flight() {
+        let (url, reads) = silent_server();
+        let flags = [
+            "--leader-elect",
+            "--leader-election-namespace=a",
+            "--source-namespaces=a",
+        ];
+        let args: Vec<String> = flags.iter().map(|a| (*a).to_owned()).collect();
+        let settings = crate::flags::parse(&args).expect("flags");
+        let replica = Replica::wire(&settings, Config::new(url), "me").expect("wired");
+        let fence = replica.elector.as_ref().expect("elector").fence();
+        fence.renewed(Instant::now());
+        let client = replica.main.clone();
+        let write = smol::spawn(async move {
+            let cm = ConfigMap {
+                metadata: ObjectMeta::named(Some("default"), "in-flight"),
+                ..ConfigMap::default()
+            };
+            client.create(&cm).await
+        });
+        reads
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the write reached the server");
+        fence.close();
+        assert_eq!(
+            replica.main.reset_writes_in_flight(),
+            0,
+            "closing the fence left the write in flight unreset"
+        );
+        drop(write);
+    }
+}
