@@ -13,6 +13,12 @@ mod support;
 
 #[path = "compare/children.rs"]
 mod children;
+#[path = "compare/far.rs"]
+mod far;
+#[path = "compare/faults.rs"]
+mod faults;
+#[path = "compare/faults_report.rs"]
+mod faults_report;
 #[path = "compare/handover.rs"]
 mod handover;
 #[path = "compare/lease_watch.rs"]
@@ -134,9 +140,24 @@ fn run(settings: &Settings) {
             lifecycle: Some(life),
             handovers: Some(handovers),
             squeezed: None,
+            faults: None,
         });
     }
     world::create_namespaces(&cp, settings.namespaces..settings.fanout, false);
+    faults::create_namespaces(&cp);
+    for column in &mut columns {
+        progress(
+            started,
+            &format!(
+                "{}: dead connections, partition, 10 ms link",
+                column.operator.label
+            ),
+        );
+        let id = identity(&column.operator);
+        world::retire_mirrors(&cp);
+        column.faults = Some(run_faults(&cp, &column.operator, id, settings.fanout));
+    }
+    world::retire_mirrors(&cp);
     let with_flowschema = Operator::peer(
         "scaffold",
         "peer: scaffold + FlowSchema",
@@ -150,6 +171,7 @@ fn run(settings: &Settings) {
             handovers: None,
             squeezed: None,
             binary_bytes: None,
+            faults: None,
         });
     }
     for column in &mut columns {
@@ -187,6 +209,27 @@ fn run(settings: &Settings) {
         let document = std::fs::read_to_string(&path).unwrap_or_default();
         std::fs::write(&path, report::splice(&document, &section)).expect("write BENCHMARKS.md");
         println!("compare: wrote {BENCHMARKS} and {SVG_PATH}");
+    }
+}
+
+/// The fault scenarios of one operator (`compare/faults.rs`, `compare/far.rs`).
+fn run_faults(
+    cp: &ControlPlane,
+    operator: &Operator,
+    identity: &world::Identity,
+    fanout: usize,
+) -> faults_report::Faults {
+    let standby = world::second_identity(cp, operator, identity);
+    // Each scenario's skiff must reconcile its own Mirror only, not finish another's fan-out.
+    let dead = faults::dead_connections(cp, operator, identity);
+    world::retire_mirrors(cp);
+    let partition = faults::partition(cp, operator, identity, &standby);
+    world::retire_mirrors(cp);
+    let far = far::run(cp, operator, identity, fanout);
+    faults_report::Faults {
+        dead,
+        partition,
+        far,
     }
 }
 

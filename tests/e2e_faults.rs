@@ -15,7 +15,7 @@
 
 mod support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,7 +23,7 @@ use support::audit::AuditEvent;
 use support::control_plane::{
     ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_B_UID, OPERATOR_UID, e2e_enabled,
 };
-use support::fault_proxy::FaultProxy;
+use support::fault_proxy::{FaultProxy, kubeconfig_through};
 use support::lease::{LeasePoller, LeaseRecord, renew_gaps};
 use support::skiff::{Skiff, TempDir, eventually};
 
@@ -314,20 +314,10 @@ fn leads(poller: &LeasePoller, skiff: &Skiff, name: &str) -> String {
         .holder
 }
 
-/// `kubeconfig` with its server replaced by the proxy (the certificate still matches: it names
-/// 127.0.0.1, not a port).
-fn through(kubeconfig: &PathBuf, proxy: &FaultProxy, dir: &TempDir, name: &str) -> PathBuf {
-    let text = std::fs::read_to_string(kubeconfig).expect("read the kubeconfig");
-    let rewritten: String = text
-        .lines()
-        .map(|line| match line.trim_start().strip_prefix("server: ") {
-            Some(_) => format!("    server: https://{}", proxy.address()),
-            None => line.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+/// `kubeconfig` with its server replaced by the proxy.
+fn through(kubeconfig: &Path, proxy: &FaultProxy, dir: &TempDir, name: &str) -> PathBuf {
     let path = dir.0.join(format!("{name}-through-proxy.kubeconfig"));
-    std::fs::write(&path, rewritten + "\n").expect("write the kubeconfig");
+    kubeconfig_through(kubeconfig, &proxy.address(), &path);
     path
 }
 

@@ -98,6 +98,8 @@ pub struct Launch<'a> {
     /// The run's tag: the source's name, and for the peer the source label key's suffix.
     pub tag: String,
     pub log_dir: PathBuf,
+    /// The client's QPS and burst ([`QPS`] and [`BURST`] unless a scenario sets its own).
+    pub qps: (&'static str, &'static str),
 }
 
 impl<'a> Launch<'a> {
@@ -116,6 +118,7 @@ impl<'a> Launch<'a> {
             selector: (selector_key, "true"),
             tag: format!("{prefix}-{}", operator.slug),
             log_dir: cp.dir().join("compare"),
+            qps: (QPS, BURST),
         }
     }
 
@@ -128,8 +131,8 @@ impl<'a> Launch<'a> {
             format!("--leader-election-namespace={namespace}"),
             "--health-probe-bind-address=127.0.0.1:0".into(),
             "--metrics-bind-address=0".into(),
-            format!("--kube-api-qps={QPS}"),
-            format!("--kube-api-burst={BURST}"),
+            format!("--kube-api-qps={}", self.qps.0),
+            format!("--kube-api-burst={}", self.qps.1),
         ];
         match self.operator.kind {
             Kind::Skiff => args.push(format!("--source-namespaces={namespace}")),

@@ -20,6 +20,7 @@ pub struct Column {
     pub handovers: Option<Handovers>,
     pub squeezed: Option<Squeezed>,
     pub binary_bytes: Option<u64>,
+    pub faults: Option<crate::faults_report::Faults>,
 }
 
 /// Where and how the figures were taken.
@@ -36,7 +37,7 @@ pub struct Context {
 }
 
 /// One table row: a label and a value per column (`None` = not measured).
-struct Row {
+pub struct Row {
     label: String,
     values: Vec<Option<f64>>,
     unit: Unit,
@@ -45,7 +46,7 @@ struct Row {
 }
 
 #[derive(Clone, Copy)]
-enum Unit {
+pub enum Unit {
     Seconds,
     Millis,
     Mib,
@@ -63,7 +64,7 @@ fn show(value: f64, unit: Unit) -> String {
     }
 }
 
-fn table(out: &mut String, title: &str, columns: &[&Column], rows: &[Row]) {
+pub fn table(out: &mut String, title: &str, columns: &[&Column], rows: &[Row]) {
     let _ = writeln!(out, "\n### {title}\n");
     let labels: Vec<&str> = columns.iter().map(|c| c.operator.label).collect();
     let _ = writeln!(out, "| figure | {} |", labels.join(" | "));
@@ -86,7 +87,7 @@ fn table(out: &mut String, title: &str, columns: &[&Column], rows: &[Row]) {
     }
 }
 
-fn row(label: &str, unit: Unit, ratio: bool, values: Vec<Option<f64>>) -> Row {
+pub fn row(label: &str, unit: Unit, ratio: bool, values: Vec<Option<f64>>) -> Row {
     Row {
         label: label.to_owned(),
         values,
@@ -95,7 +96,7 @@ fn row(label: &str, unit: Unit, ratio: bool, values: Vec<Option<f64>>) -> Row {
     }
 }
 
-fn secs(d: Duration) -> f64 {
+pub fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
@@ -131,6 +132,7 @@ pub fn render(columns: &[Column], ctx: &Context) -> String {
     handover_table(&mut out, columns, ctx);
     footprint_table(&mut out, columns, ctx);
     goals(&mut out, columns);
+    crate::faults_report::render(&mut out, columns);
     out
 }
 
@@ -381,7 +383,7 @@ fn goals(out: &mut String, columns: &[Column]) {
     }
 }
 
-fn verdict(met: bool) -> &'static str {
+pub fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "not met" }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::json;
 
-use crate::operator::{Kind, Launch};
+use crate::operator::{Kind, Launch, Operator};
 use crate::support::control_plane::ControlPlane;
 
 /// Label of the namespaces the footprint and fan-out runs copy to.
@@ -129,4 +129,100 @@ pub fn copies(cp: &ControlPlane, launch: &Launch) -> Vec<(String, String)> {
 
 pub fn count_copies(cp: &ControlPlane, launch: &Launch) -> usize {
     copies(cp, launch).len()
+}
+
+/// Sets the run's source payload to `value`.
+pub fn edit_source(cp: &ControlPlane, launch: &Launch, value: &str) {
+    let namespace = launch.operator.source_namespace();
+    let patch = json!({"data": {"ca.crt": value}}).to_string();
+    cp.kubectl_ok(&[
+        "patch",
+        "configmap",
+        &launch.tag,
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        &patch,
+    ]);
+}
+
+/// Whether the run's copy exists in `namespace`.
+pub fn copy_exists(cp: &ControlPlane, launch: &Launch, namespace: &str) -> bool {
+    copies(cp, launch).iter().any(|(ns, _)| ns == namespace)
+}
+
+/// The run's copies whose payload is `value`, and all its copies.
+pub fn copies_with(cp: &ControlPlane, launch: &Launch, value: &str) -> (usize, usize) {
+    let selector = launch.copies_selector();
+    let template = "jsonpath={range .items[*]}{.data.ca\\.crt}{\"\\n\"}{end}";
+    let out = cp.kubectl_ok(&["get", "configmaps", "-A", "-l", &selector, "-o", template]);
+    let lines: Vec<&str> = out.lines().collect();
+    (lines.iter().filter(|l| **l == value).count(), lines.len())
+}
+
+/// A second identity of the operator (same ServiceAccount, another token), for a standby the
+/// audit log must tell apart from the leader.
+pub fn second_identity(cp: &ControlPlane, operator: &Operator, first: &Identity) -> Identity {
+    if operator.is_skiff() {
+        let kubeconfig = cp.operator_b_kubeconfig();
+        let text = std::fs::read_to_string(&kubeconfig).expect("the operator's second kubeconfig");
+        let token = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("token: "))
+            .unwrap_or_default()
+            .to_owned();
+        return Identity { kubeconfig, token };
+    }
+    let token = cp.kubectl_ok(&[
+        "create",
+        "token",
+        "skiff-peer",
+        "-n",
+        "skiff-peer",
+        "--duration=24h",
+    ]);
+    let token = token.trim().to_owned();
+    let kubeconfig = cp.dir().join("peer-b.kubeconfig");
+    let text = std::fs::read_to_string(&first.kubeconfig).expect("the peer's kubeconfig");
+    std::fs::write(&kubeconfig, text.replace(&first.token, &token)).expect("write a kubeconfig");
+    Identity { kubeconfig, token }
+}
+
+/// Removes every Mirror without waiting for skiff (finalizers dropped; the copies stay), so a
+/// scenario's skiff reconciles only its own Mirror.
+pub fn retire_mirrors(cp: &ControlPlane) {
+    let template = "jsonpath={range .items[*]}{.metadata.namespace} {.metadata.name}{\"\\n\"}{end}";
+    let out = cp.kubectl_ok(&["get", "mirrors", "-A", "-o", template]);
+    let none = json!({"metadata": {"finalizers": null}}).to_string();
+    for (namespace, name) in out.lines().filter_map(|l| l.split_once(' ')) {
+        cp.kubectl_ok(&[
+            "patch",
+            "mirror",
+            name,
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            &none,
+        ]);
+        cp.kubectl_ok(&[
+            "delete",
+            "mirror",
+            name,
+            "-n",
+            namespace,
+            "--ignore-not-found",
+            "--wait=false",
+        ]);
+    }
+}
+
+/// The user an operator's requests show in the audit log.
+pub fn user(operator: &Operator) -> &'static str {
+    if operator.is_skiff() {
+        crate::support::control_plane::OPERATOR_USER
+    } else {
+        "system:serviceaccount:skiff-peer:skiff-peer"
+    }
 }

@@ -5,29 +5,32 @@
 //! write delivered late after a partition heals shows here with the time the server received
 //! it; skiff's own logs could never show it. The operator has two tokens for the same
 //! ServiceAccount with different uids, so two replicas are told apart while RBAC treats them
-//! alike.
+//! alike; a bound ServiceAccount token (the comparison's peer) is told apart by its id.
 
 use std::path::Path;
 use std::time::SystemTime;
 
 use serde_json::Value;
 
-/// Logs every request of the operator's ServiceAccount, once its response is complete (watches:
-/// once the response started, as they never complete within a test).
+/// Logs every request of skiff's ServiceAccount and of the comparison's peer, once its response
+/// is complete (watches: once the response started, as they never complete within a test).
 pub const POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
-  users: [\"system:serviceaccount:skiff-system:skiff\"]
+  users: [\"system:serviceaccount:skiff-system:skiff\", \"system:serviceaccount:skiff-peer:skiff-peer\"]
 - level: None
 ";
 
 /// One audit event, as much of it as the tests read.
 #[derive(Debug, Clone)]
 pub struct AuditEvent {
+    pub user: String,
     /// The token's uid: which replica sent it.
     pub uid: String,
+    /// The bound token's id (`JTI=…`), else the uid: which credential sent it.
+    pub credential: String,
     pub verb: String,
     pub uri: String,
     pub stage: String,
@@ -59,10 +62,25 @@ pub fn read(path: &Path) -> Vec<AuditEvent> {
         .collect()
 }
 
+/// How the audit log names a bound ServiceAccount token (a JWT): `JTI=<its jti claim>`.
+pub fn token_credential(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: Value = serde_json::from_slice(&bytes).ok()?;
+    Some(format!("JTI={}", claims["jti"].as_str()?))
+}
+
 fn parse(event: &Value) -> Option<AuditEvent> {
     let text = |pointer: &str| event.pointer(pointer)?.as_str().map(str::to_owned);
+    let uid = text("/user/uid").unwrap_or_default();
+    let credential = text("/user/extra/authentication.kubernetes.io~1credential-id/0");
     Some(AuditEvent {
-        uid: text("/user/uid").unwrap_or_default(),
+        user: text("/user/username").unwrap_or_default(),
+        credential: credential.unwrap_or_else(|| uid.clone()),
+        uid,
         verb: text("/verb")?,
         uri: text("/requestURI")?,
         stage: text("/stage")?,

@@ -20,6 +20,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -353,6 +354,24 @@ fn delayed_writer(shared: Arc<Shared>, mut out: TcpStream) -> Chunks {
         }
     });
     tx
+}
+
+/// Writes `to`: the kubeconfig `from` with every `server:` pointing at `address` (the proxy).
+/// TLS still verifies: the API server's certificate names the host, not the port.
+pub fn kubeconfig_through(from: &Path, address: &str, to: &Path) {
+    let text = std::fs::read_to_string(from).expect("read the kubeconfig");
+    let rewritten: Vec<String> = text
+        .lines()
+        .map(|line| match line.trim_start().strip_prefix("server: ") {
+            Some(url) => {
+                let scheme = url.split("://").next().unwrap_or("https");
+                let indent = &line[..line.len() - line.trim_start().len()];
+                format!("{indent}server: {scheme}://{address}")
+            }
+            None => line.to_owned(),
+        })
+        .collect();
+    std::fs::write(to, rewritten.join("\n") + "\n").expect("write the kubeconfig");
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
