@@ -156,7 +156,7 @@ impl Client {
         params: &ListParams,
     ) -> Result<ObjectList<K>, Error> {
         let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "list");
-        spec.query = list_query(params);
+        spec.query = params.query();
         decode(&self.execute(&spec).await?)
     }
 
@@ -247,7 +247,7 @@ impl Client {
         params: &WatchParams,
     ) -> Result<WatchStream<K>, Error> {
         let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "watch");
-        spec.query = watch_query(&self.bounded(params));
+        spec.query = params.within(self.inner.config.watch_idle_timeout).query();
         self.rate_limit().await?;
         let mut may_refresh = true;
         loop {
@@ -269,18 +269,6 @@ impl Client {
             return result.map(|body| {
                 WatchStream::from_reader(GuardedBody::new(body, idle, liveness, epoch))
             });
-        }
-    }
-
-    /// `params` with a server-side timeout the idle deadline leaves room for: a live server
-    /// then always ends the watch (cleanly) before the client would give it up as silent.
-    fn bounded(&self, params: &WatchParams) -> WatchParams {
-        let idle = self.inner.config.watch_idle_timeout;
-        let most = (idle.as_secs_f64() * super::config::WATCH_TIMEOUT_SHARE) as u32;
-        let asked = params.timeout_seconds.unwrap_or(u32::MAX);
-        WatchParams {
-            timeout_seconds: Some(asked.min(most).max(1)),
-            ..params.clone()
         }
     }
 
@@ -492,46 +480,6 @@ fn object_path<K: Resource>(obj: &K) -> Result<String, Error> {
             "cannot write a {} without metadata.name",
             K::KIND
         ))),
-    }
-}
-
-fn list_query(params: &ListParams) -> Vec<(&'static str, String)> {
-    let mut query = Vec::new();
-    push(&mut query, "labelSelector", params.label_selector.clone());
-    push(&mut query, "fieldSelector", params.field_selector.clone());
-    push(&mut query, "limit", params.limit.map(|l| l.to_string()));
-    push(&mut query, "continue", params.continue_token.clone());
-    push(
-        &mut query,
-        "resourceVersion",
-        params.resource_version.clone(),
-    );
-    query
-}
-
-fn watch_query(params: &WatchParams) -> Vec<(&'static str, String)> {
-    let mut query = vec![("watch", "true".to_owned())];
-    push(&mut query, "labelSelector", params.label_selector.clone());
-    push(&mut query, "fieldSelector", params.field_selector.clone());
-    push(
-        &mut query,
-        "resourceVersion",
-        params.resource_version.clone(),
-    );
-    push(
-        &mut query,
-        "timeoutSeconds",
-        params.timeout_seconds.map(|t| t.to_string()),
-    );
-    if params.allow_bookmarks {
-        query.push(("allowWatchBookmarks", "true".to_owned()));
-    }
-    query
-}
-
-fn push(query: &mut Vec<(&'static str, String)>, key: &'static str, value: Option<String>) {
-    if let Some(value) = value.filter(|v| !v.is_empty()) {
-        query.push((key, value));
     }
 }
 

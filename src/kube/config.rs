@@ -27,9 +27,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// given up and the watch resumed on a new one: the longest server-side watch timeout the
 /// watcher asks for (50 s + 10 % jitter) + 15 s. A live server ends every watch before this.
 pub const DEFAULT_WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(70);
-/// The server-side timeout of a watch is at most this share of the idle timeout, so a live
-/// server always ends the watch, cleanly, before the client would give it up.
-pub const WATCH_TIMEOUT_SHARE: f64 = 0.8;
 /// How often the main client retries a 429 (client-go retries up to 10; skiff keeps it short).
 pub const DEFAULT_RETRIES_ON_429: u32 = 3;
 

@@ -318,8 +318,8 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     /// Anything else is reported, and the same request is retried (a watch resumes from the
     /// same version, a list from the same page).
     fn failed(&mut self, error: Error) -> Option<Result<WatcherEvent<K>, Error>> {
-        if let Some(resumed) = self.abandoned(&error) {
-            return resumed;
+        if self.resumed_quietly(&error) {
+            return None;
         }
         self.schedule_retry();
         if error.code() == Some(410) {
@@ -331,11 +331,11 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     }
 
     /// A watch given up for silence or suspicion resumes from its resourceVersion on a new
-    /// connection (no relist); silence also makes the client's other connections suspect.
-    /// `None` for any other error.
-    fn abandoned(&mut self, error: &Error) -> Option<Option<Result<WatcherEvent<K>, Error>>> {
+    /// connection (no relist), quietly; silence also makes the client's other connections
+    /// suspect. Whether `error` was one of those.
+    fn resumed_quietly(&mut self, error: &Error) -> bool {
         let what = describe::<K>(&self.config);
-        let resume_from = match &self.state {
+        let from = match &self.state {
             State::Watching {
                 resource_version, ..
             } => resource_version.clone(),
@@ -344,8 +344,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         match error {
             Error::Silent(why) => {
                 log::warn!(
-                    "watch of {what}: {why}; resuming from resourceVersion {resume_from} on a \
-                     new connection"
+                    "watch of {what}: {why}; resuming from resourceVersion {from} on a new connection"
                 );
                 self.hearing
                     .suspect(&format!("the watch of {what} heard nothing"));
@@ -353,13 +352,13 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
             }
             Error::Suspect(_) => {
                 log::info!(
-                    "watch of {what} resumes from resourceVersion {resume_from} on a new connection"
+                    "watch of {what} resumes from resourceVersion {from} on a new connection"
                 );
                 self.retry_at = None;
             }
-            _ => return None,
+            _ => return false,
         }
-        Some(None)
+        true
     }
 
     fn schedule_retry(&mut self) {
