@@ -123,30 +123,31 @@ mod tests {
     #[test]
     fn a_late_primary_still_wins_if_it_answers_first() {
         let result = smol::block_on(hedged(
-            after(ms(30), Ok("primary")),
-            ms(10),
-            after(ms(500), Ok("backup")),
+            after(ms(300), Ok("primary")),
+            ms(20),
+            after(ms(900), Ok("backup")),
         ));
         assert_eq!(result, (Ok("primary"), Winner::Primary));
     }
 
+    /// Margins of hundreds of milliseconds, so a busy machine cannot reorder the attempts.
     #[test]
     fn a_failure_waits_for_the_other_attempt() {
         let result = smol::block_on(hedged(
-            after(ms(20), Err("primary failed")),
-            ms(10),
-            after(ms(40), Ok("backup")),
+            after(ms(300), Err("primary failed")),
+            ms(20),
+            after(ms(600), Ok("backup")),
         ));
         assert_eq!(result, (Ok("backup"), Winner::Backup));
         let result = smol::block_on(hedged(
-            after(ms(40), Ok("primary")),
-            ms(10),
+            after(ms(600), Ok("primary")),
+            ms(20),
             after(ms(1), Err("backup failed")),
         ));
         assert_eq!(result, (Ok("primary"), Winner::Primary));
         let result = smol::block_on(hedged(
-            after(ms(20), Err("primary failed")),
-            ms(10),
+            after(ms(300), Err("primary failed")),
+            ms(20),
             after(ms(1), Err("backup failed")),
         ));
         assert_eq!(result, (Err("primary failed"), Winner::Primary));
