@@ -133,12 +133,21 @@ fn dead_connections(latency: Duration) {
         skiff.is_running() && !log.contains("leader election lost"),
         "log:\n{log}"
     );
-    let relists: Vec<AuditEvent> = cp
+    let after_fault: Vec<AuditEvent> = cp
         .audit()
         .into_iter()
-        .filter(|e| e.uid == OPERATOR_UID && e.verb == "list" && e.received > fault_wall)
+        .filter(|e| e.uid == OPERATOR_UID && e.received > fault_wall)
         .collect();
+    let relists: Vec<&AuditEvent> = after_fault.iter().filter(|e| e.is_relist()).collect();
     assert!(relists.is_empty(), "relisted after the fault: {relists:?}");
+    let resumed = after_fault
+        .iter()
+        .filter(|e| e.verb == "watch" && !e.is_lease())
+        .count();
+    assert!(
+        resumed >= 3,
+        "only {resumed} watches seen resuming after the fault"
+    );
     skiff.terminate(STEP);
 }
 

@@ -47,6 +47,7 @@ pub fn run(
     };
     let mut launch = Launch::new(cp, operator, &proxied, WIDE, "far");
     launch.qps = (QPS, BURST);
+    world::free_lease(cp, operator);
     let (namespace, name) = operator.lease();
     let watch = LeaseWatch::start(cp, namespace, name);
     let mut leader = launch.start("far");

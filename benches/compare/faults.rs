@@ -43,7 +43,8 @@ pub struct DeadConnections {
     pub exits: usize,
     /// Connections the operator opened after the fault.
     pub new_connections: usize,
-    /// LISTs after the fault (a relist; a watch resumed from its resourceVersion has none).
+    /// Relists after the fault: LISTs, and watches that stream the initial state (client-go's
+    /// WatchList); a watch resumed from its resourceVersion is neither.
     pub lists: usize,
 }
 
@@ -89,6 +90,7 @@ pub fn dead_connections(
         token: identity.token.clone(),
     };
     let launch = Launch::new(cp, operator, &proxied, FAULTS, "dead");
+    world::free_lease(cp, operator);
     let (namespace, name) = operator.lease();
     let watch = LeaseWatch::start(cp, namespace, name);
     let mut leader = launch.start("dead");
@@ -130,7 +132,7 @@ pub fn dead_connections(
     let seen = watch.seen();
     let user = world::user(operator);
     let lists = count(&cp.audit(), |e| {
-        e.user == user && e.verb == "list" && e.received > fault_wall
+        e.user == user && e.is_relist() && e.received > fault_wall
     });
     DeadConnections {
         new_namespace,
@@ -162,6 +164,7 @@ pub fn partition(
     };
     let launch = Launch::new(cp, operator, &proxied, crate::world::WIDE, "part");
     let standby_launch = Launch::new(cp, operator, standby_identity, crate::world::WIDE, "part");
+    world::free_lease(cp, operator);
     let (namespace, name) = operator.lease();
     let watch = LeaseWatch::start(cp, namespace, name);
     let mut old = launch.start("part-old");

@@ -67,7 +67,7 @@ pub fn render(out: &mut String, columns: &[Column]) {
             get(&|f| count(f.dead.new_connections)),
         ),
         row(
-            "dead connections: LISTs after the fault (relists)",
+            "dead connections: relists after the fault (LIST, or WatchList)",
             Unit::Count,
             false,
             get(&|f| count(f.dead.lists)),
@@ -117,7 +117,7 @@ pub fn render(out: &mut String, columns: &[Column]) {
         row(
             "10 ms link, QPS 500: connections opened",
             Unit::Count,
-            true,
+            false,
             get(&|f| count(f.far.connections)),
         ),
     ];

@@ -218,6 +218,20 @@ pub fn retire_mirrors(cp: &ControlPlane) {
     }
 }
 
+/// Deletes the operator's Lease, which a replica killed by an earlier scenario may still hold,
+/// so the next replica leads at once and the first holder seen is its own.
+pub fn free_lease(cp: &ControlPlane, operator: &Operator) {
+    let (namespace, name) = operator.lease();
+    cp.kubectl_ok(&[
+        "delete",
+        "lease",
+        name,
+        "-n",
+        namespace,
+        "--ignore-not-found",
+    ]);
+}
+
 /// The user an operator's requests show in the audit log.
 pub fn user(operator: &Operator) -> &'static str {
     if operator.is_skiff() {

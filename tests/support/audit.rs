@@ -47,6 +47,12 @@ impl AuditEvent {
         )
     }
 
+    /// A full read of a collection: a LIST, or a watch streaming the initial state first
+    /// (`sendInitialEvents=true`, client-go's WatchList).
+    pub fn is_relist(&self) -> bool {
+        self.verb == "list" || (self.verb == "watch" && self.uri.contains("sendInitialEvents=true"))
+    }
+
     /// A request about the Lease (the lease client's traffic).
     pub fn is_lease(&self) -> bool {
         self.uri.contains("/leases")
