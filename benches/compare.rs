@@ -226,6 +226,8 @@ fn run_faults(
     let partition = faults::partition(cp, operator, identity, &standby);
     world::retire_mirrors(cp);
     let far = far::run(cp, operator, identity, fanout);
+    // The last scenario's replica was killed, not stopped: its Lease would hold the next one up.
+    world::free_lease(cp, operator);
     faults_report::Faults {
         dead,
         partition,

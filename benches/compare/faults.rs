@@ -177,9 +177,6 @@ pub fn partition(
 
     let cut = Instant::now();
     proxy.partition();
-    let led = watch.wait_for(cut, PARTITION, |s| {
-        !s.holder.is_empty() && s.holder != old_holder
-    });
     let mut exited_at = None;
     while cut.elapsed() < PARTITION {
         if exited_at.is_none() && old.exited().is_some() {
@@ -187,6 +184,9 @@ pub fn partition(
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    let led = watch.wait_for(cut, Duration::ZERO, |s| {
+        !s.holder.is_empty() && s.holder != old_holder
+    });
     proxy.heal();
     std::thread::sleep(Duration::from_secs(5));
     let seen = watch.seen();
