@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// How often a leader checks that its controllers hear.
+/// How often a leader checks that its controllers hear (at most; a short retry period makes it
+/// shorter).
 pub const HEARING_CHECK_PERIOD: Duration = Duration::from_secs(1);
 
 /// A long-running part started each time this replica may act (e.g. the Mirror controller).

@@ -120,7 +120,8 @@ impl Replica {
         Some(StepDown {
             deaf: Arc::new(move |now| liveness.check_hearing(bound, now)),
             hold_off: elector.timing().lease_duration,
-            check_every: HEARING_CHECK_PERIOD,
+            // Within a retry period of the bound, as a renewal would be.
+            check_every: HEARING_CHECK_PERIOD.min(elector.timing().retry_period / 2),
         })
     }
 }

@@ -216,8 +216,22 @@ fn when_every_connection_dies_the_lease_hedges_and_the_watches_resume_at_once() 
 
 #[test]
 fn a_leader_whose_watches_stay_deaf_steps_down_for_a_standby_that_hears() {
+    deaf_leader(Duration::ZERO);
+}
+
+#[test]
+fn a_deaf_leader_steps_down_on_a_10ms_link() {
+    deaf_leader(Duration::from_millis(10));
+}
+
+/// Two replicas, each reaching the fake API server through a link with `latency` each way.
+fn deaf_leader(latency: Duration) {
     let server = FakeServer::start();
     fan_out_world(&server, 3);
+    let upstream = server.url().trim_start_matches("http://").to_owned();
+    let link = FaultProxy::start(&upstream);
+    link.set_latency(latency);
+    let url = format!("http://{}", link.address());
     let dir = TempDir::new("deaf-leader");
     let flags = [
         "--leader-elect",
@@ -231,7 +245,7 @@ fn a_leader_whose_watches_stay_deaf_steps_down_for_a_standby_that_hears() {
     ];
     let replica = |name: &str, token: &str| {
         let kubeconfig = dir.0.join(format!("{name}.kubeconfig"));
-        let written = write_kubeconfig(&dir, &server.url(), None, Some(token), "skiff-system");
+        let written = write_kubeconfig(&dir, &url, None, Some(token), "skiff-system");
         std::fs::rename(written, &kubeconfig).expect("name the kubeconfig");
         let log = dir.0.join(format!("{name}.log"));
         Skiff::start_with_env(&kubeconfig, log, &flags, &[("POD_NAME", name)])
@@ -278,9 +292,13 @@ fn a_leader_whose_watches_stay_deaf_steps_down_for_a_standby_that_hears() {
         .min()
         .expect("B's first hold");
     let after = b_leads - silenced;
-    eprintln!("A's watches silenced; B led {after:?} later (deafness timeout 4 s + retry 0.5 s)");
+    eprintln!(
+        "A's watches silenced (latency {latency:?}); B led {after:?} later (deafness timeout 4 s + \
+         retry 0.5 s)"
+    );
+    // The deafness timeout + the retry period, + 0.5 s for a busy machine.
     assert!(
-        after <= Duration::from_millis(6500),
+        after <= Duration::from_millis(5000),
         "B led only after {after:?}"
     );
     let release = records
