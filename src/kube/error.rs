@@ -95,6 +95,19 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+#[cfg(test)]
+impl Error {
+    /// An API error with `code` and nothing else, for tests.
+    pub fn with_code(code: u16) -> Error {
+        Error::Api {
+            code,
+            reason: String::new(),
+            message: format!("test {code}"),
+            retry_after: None,
+        }
+    }
+}
+
 /// `work`, failing with `Error::Timeout(describe())` if `timer` fires first (the work is then
 /// dropped, with whatever connection it held). A plain function, not `async`, so the work's
 /// future is stored once, not again in a wrapper's state.
@@ -115,12 +128,7 @@ mod tests {
     use super::*;
 
     fn api(code: u16) -> Error {
-        Error::Api {
-            code,
-            reason: String::new(),
-            message: String::new(),
-            retry_after: None,
-        }
+        Error::with_code(code)
     }
 
     #[test]

@@ -33,15 +33,6 @@ pub struct FakeStore {
     inner: Arc<Mutex<Inner>>,
 }
 
-pub fn api_error(code: u16) -> Error {
-    Error::Api {
-        code,
-        reason: String::new(),
-        message: format!("fake {code}"),
-        retry_after: None,
-    }
-}
-
 impl FakeStore {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -135,7 +126,11 @@ impl FakeStore {
         inner.fail_next = inner.fail_next.saturating_sub(1);
         (
             inner.delay,
-            if failing { Err(api_error(500)) } else { Ok(()) },
+            if failing {
+                Err(Error::with_code(500))
+            } else {
+                Ok(())
+            },
         )
     }
 }
@@ -189,14 +184,14 @@ impl LeaseApi for FakeApi {
 
     async fn get(&self, deadline: Instant) -> Result<Lease, Error> {
         self.call("GET", deadline, |inner| {
-            inner.lease.clone().ok_or_else(|| api_error(404))
+            inner.lease.clone().ok_or_else(|| Error::with_code(404))
         })
         .await
     }
 
     async fn create(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
         self.call("POST", deadline, |inner| match inner.lease {
-            Some(_) => Err(api_error(409)),
+            Some(_) => Err(Error::with_code(409)),
             None => Ok(store(inner, lease.clone())),
         })
         .await
@@ -209,13 +204,13 @@ impl LeaseApi for FakeApi {
                 change(&mut raced.spec);
                 store(inner, raced);
             }
-            let current = inner.lease.as_ref().ok_or_else(|| api_error(404))?;
+            let current = inner.lease.as_ref().ok_or_else(|| Error::with_code(404))?;
             if current.metadata.resource_version != lease.metadata.resource_version {
-                return Err(api_error(409));
+                return Err(Error::with_code(409));
             }
             let stored = store(inner, lease.clone());
             if std::mem::take(&mut inner.conflict_after_next_put) {
-                return Err(api_error(409));
+                return Err(Error::with_code(409));
             }
             Ok(stored)
         })
@@ -226,7 +221,7 @@ impl LeaseApi for FakeApi {
         let mut inner = self.store.lock();
         inner.requests.push("WATCH".to_owned());
         if inner.fail_watch {
-            return Err(api_error(500));
+            return Err(Error::with_code(500));
         }
         let (tx, rx) = unbounded();
         if let Some(lease) = inner.lease.clone() {

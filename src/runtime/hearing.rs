@@ -77,15 +77,6 @@ mod tests {
     use crate::kube::Liveness;
     use std::time::Duration;
 
-    fn api(code: u16) -> Error {
-        Error::Api {
-            code,
-            reason: String::new(),
-            message: String::new(),
-            retry_after: None,
-        }
-    }
-
     #[test]
     fn silence_and_failed_dials_start_deafness_and_any_reply_ends_it() {
         let liveness = Liveness::new();
@@ -100,7 +91,11 @@ mod tests {
             Some(opened),
             "a failed dial keeps the earlier start"
         );
-        for reply in [api(403), api(429), Error::Expired("gone".into())] {
+        for reply in [
+            Error::with_code(403),
+            Error::with_code(429),
+            Error::Expired("gone".into()),
+        ] {
             hearing.silent_since(t0);
             hearing.dial_failed(&reply, t0);
             assert_eq!(liveness.deafness(), None, "{reply} is hearing");
