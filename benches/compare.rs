@@ -219,7 +219,7 @@ fn run_faults(
     identity: &world::Identity,
     fanout: usize,
 ) -> faults_report::Faults {
-    let standby = world::second_identity(cp, operator, identity);
+    let standby = world::second_identity(cp, operator);
     // Each scenario's skiff must reconcile its own Mirror only, not finish another's fan-out.
     let dead = faults::dead_connections(cp, operator, identity);
     world::retire_mirrors(cp);

@@ -9,7 +9,6 @@ use crate::lease_watch::LeaseWatch;
 use crate::lifecycle::wait_leading;
 use crate::operator::{Launch, Operator};
 use crate::support::control_plane::ControlPlane;
-use crate::support::fault_proxy::{FaultProxy, kubeconfig_through};
 use crate::world::{self, Identity, WIDE};
 
 /// One-way latency of the link.
@@ -35,16 +34,8 @@ pub fn run(
     identity: &Identity,
     copies: usize,
 ) -> FarFanout {
-    let proxy = FaultProxy::start(cp.url().trim_start_matches("https://"));
+    let (proxy, proxied) = crate::faults::behind_proxy(cp, operator, identity, "far");
     proxy.set_latency(LATENCY);
-    let through = cp
-        .dir()
-        .join(format!("compare/{}-far.kubeconfig", operator.slug));
-    kubeconfig_through(&identity.kubeconfig, &proxy.address(), &through);
-    let proxied = Identity {
-        kubeconfig: through,
-        token: identity.token.clone(),
-    };
     let mut launch = Launch::new(cp, operator, &proxied, WIDE, "far");
     launch.qps = (QPS, BURST);
     world::free_lease(cp, operator);

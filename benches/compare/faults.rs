@@ -80,15 +80,7 @@ pub fn dead_connections(
     operator: &Operator,
     identity: &Identity,
 ) -> DeadConnections {
-    let proxy = FaultProxy::start(cp.url().trim_start_matches("https://"));
-    let through = cp
-        .dir()
-        .join(format!("compare/{}-dead.kubeconfig", operator.slug));
-    kubeconfig_through(&identity.kubeconfig, &proxy.address(), &through);
-    let proxied = Identity {
-        kubeconfig: through,
-        token: identity.token.clone(),
-    };
+    let (proxy, proxied) = behind_proxy(cp, operator, identity, "dead");
     let launch = Launch::new(cp, operator, &proxied, FAULTS, "dead");
     world::free_lease(cp, operator);
     let (namespace, name) = operator.lease();
@@ -153,15 +145,7 @@ pub fn partition(
     identity: &Identity,
     standby_identity: &Identity,
 ) -> Partition {
-    let proxy = FaultProxy::start(cp.url().trim_start_matches("https://"));
-    let through = cp
-        .dir()
-        .join(format!("compare/{}-part.kubeconfig", operator.slug));
-    kubeconfig_through(&identity.kubeconfig, &proxy.address(), &through);
-    let proxied = Identity {
-        kubeconfig: through,
-        token: identity.token.clone(),
-    };
+    let (proxy, proxied) = behind_proxy(cp, operator, identity, "part");
     let launch = Launch::new(cp, operator, &proxied, crate::world::WIDE, "part");
     let standby_launch = Launch::new(cp, operator, standby_identity, crate::world::WIDE, "part");
     world::free_lease(cp, operator);
@@ -212,6 +196,25 @@ pub fn partition(
         resets: stats.reset_with_held_bytes,
         delivered_on_heal: stats.delivered_on_heal,
     }
+}
+
+/// A fault proxy to the API server, and `identity` reaching it through the proxy.
+pub fn behind_proxy(
+    cp: &ControlPlane,
+    operator: &Operator,
+    identity: &Identity,
+    scenario: &str,
+) -> (FaultProxy, Identity) {
+    let proxy = FaultProxy::start(cp.url().trim_start_matches("https://"));
+    let kubeconfig = cp
+        .dir()
+        .join(format!("compare/{}-{scenario}.kubeconfig", operator.slug));
+    kubeconfig_through(&identity.kubeconfig, &proxy.address(), &kubeconfig);
+    let proxied = Identity {
+        kubeconfig,
+        token: identity.token.clone(),
+    };
+    (proxy, proxied)
 }
 
 /// How the audit log names the credential an operator runs with: the static token's uid for

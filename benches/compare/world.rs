@@ -35,6 +35,14 @@ pub fn install(cp: &ControlPlane) -> (Identity, Identity) {
         kubeconfig: cp.operator_kubeconfig(),
         token: cp.operator_token().to_owned(),
     };
+    let token = peer_token(cp);
+    let kubeconfig = cp.dir().join("peer.kubeconfig");
+    std::fs::write(&kubeconfig, kubeconfig_text(cp, &token)).expect("write the peer's kubeconfig");
+    (skiff, Identity { kubeconfig, token })
+}
+
+/// A new token of the peer's ServiceAccount (TokenRequest).
+fn peer_token(cp: &ControlPlane) -> String {
     let token = cp.kubectl_ok(&[
         "create",
         "token",
@@ -43,10 +51,7 @@ pub fn install(cp: &ControlPlane) -> (Identity, Identity) {
         "skiff-peer",
         "--duration=24h",
     ]);
-    let token = token.trim().to_owned();
-    let kubeconfig = cp.dir().join("peer.kubeconfig");
-    std::fs::write(&kubeconfig, kubeconfig_text(cp, &token)).expect("write the peer's kubeconfig");
-    (skiff, Identity { kubeconfig, token })
+    token.trim().to_owned()
 }
 
 fn kubeconfig_text(cp: &ControlPlane, token: &str) -> String {
@@ -163,7 +168,7 @@ pub fn copies_with(cp: &ControlPlane, launch: &Launch, value: &str) -> (usize, u
 
 /// A second identity of the operator (same ServiceAccount, another token), for a standby the
 /// audit log must tell apart from the leader.
-pub fn second_identity(cp: &ControlPlane, operator: &Operator, first: &Identity) -> Identity {
+pub fn second_identity(cp: &ControlPlane, operator: &Operator) -> Identity {
     if operator.is_skiff() {
         let kubeconfig = cp.operator_b_kubeconfig();
         let text = std::fs::read_to_string(&kubeconfig).expect("the operator's second kubeconfig");
@@ -174,18 +179,9 @@ pub fn second_identity(cp: &ControlPlane, operator: &Operator, first: &Identity)
             .to_owned();
         return Identity { kubeconfig, token };
     }
-    let token = cp.kubectl_ok(&[
-        "create",
-        "token",
-        "skiff-peer",
-        "-n",
-        "skiff-peer",
-        "--duration=24h",
-    ]);
-    let token = token.trim().to_owned();
+    let token = peer_token(cp);
     let kubeconfig = cp.dir().join("peer-b.kubeconfig");
-    let text = std::fs::read_to_string(&first.kubeconfig).expect("the peer's kubeconfig");
-    std::fs::write(&kubeconfig, text.replace(&first.token, &token)).expect("write a kubeconfig");
+    std::fs::write(&kubeconfig, kubeconfig_text(cp, &token)).expect("write a kubeconfig");
     Identity { kubeconfig, token }
 }
 
