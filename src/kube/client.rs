@@ -21,6 +21,7 @@ use super::stream::WatchStream;
 use crate::signal::Signal;
 use http_types::Method;
 use serde::Serialize;
+use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -34,6 +35,7 @@ pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 const JSON: &str = "application/json";
 const MERGE_PATCH: &str = "application/merge-patch+json";
+const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 
 #[derive(Clone)]
 pub struct Client {
@@ -189,6 +191,17 @@ impl Client {
         self.patch(K::url_path(namespace, Some(name)), patch).await
     }
 
+    /// A strategic merge patch: built-in kinds only (custom resources take a merge patch).
+    pub async fn patch_strategic<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &serde_json::Value,
+    ) -> Result<K, Error> {
+        let path = K::url_path(namespace, Some(name));
+        self.patch_as(path, patch, STRATEGIC_MERGE_PATCH).await
+    }
+
     pub async fn patch_status<K: Resource>(
         &self,
         namespace: Option<&str>,
@@ -206,13 +219,36 @@ impl Client {
         name: &str,
         precondition_resource_version: Option<&str>,
     ) -> Result<(), Error> {
+        let preconditions = precondition_resource_version.map(|rv| json!({"resourceVersion": rv}));
+        self.delete_if::<K>(namespace, name, preconditions).await
+    }
+
+    /// Deletes the object only if it is still the one with `uid`, at `resource_version`.
+    pub async fn delete_exact<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+        resource_version: &str,
+    ) -> Result<(), Error> {
+        let preconditions = json!({"uid": uid, "resourceVersion": resource_version});
+        self.delete_if::<K>(namespace, name, Some(preconditions))
+            .await
+    }
+
+    async fn delete_if<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        preconditions: Option<serde_json::Value>,
+    ) -> Result<(), Error> {
         let path = K::url_path(namespace, Some(name));
         let mut spec = RequestSpec::new(Method::Delete, path, "delete");
-        if let Some(rv) = precondition_resource_version {
-            let options = serde_json::json!({
+        if let Some(preconditions) = preconditions {
+            let options = json!({
                 "kind": "DeleteOptions",
                 "apiVersion": "v1",
-                "preconditions": {"resourceVersion": rv},
+                "preconditions": preconditions,
             });
             spec.body = Some((encode(&options)?, JSON));
         }
@@ -257,8 +293,17 @@ impl Client {
         path: String,
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
+        self.patch_as(path, patch, MERGE_PATCH).await
+    }
+
+    async fn patch_as<K: Resource>(
+        &self,
+        path: String,
+        patch: &serde_json::Value,
+        content_type: &'static str,
+    ) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
-        spec.body = Some((encode(patch)?, MERGE_PATCH));
+        spec.body = Some((encode(patch)?, content_type));
         decode(&self.execute(&spec).await?)
     }
 
