@@ -12,10 +12,11 @@ use super::own_writes::CopyKey;
 use super::plan::Plan;
 use super::progress::{Fanout, Progress};
 use super::reconcile::Reconciler;
-use super::render::{NewCopy, new_copy, update_patch};
+use super::render::{CopyObject, maps_patch, new_copy, update_patch};
 use super::types::{Mirror, SourceKind};
 use crate::kube::Error;
 use crate::kube::api::{ConfigMap, Secret};
+use serde_json::Value;
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
@@ -182,7 +183,9 @@ impl Reconciler {
     async fn run(&self, target: &Target, job: Job) -> Done {
         let done = match job {
             Job::Create(ns) => self.create_copy(target, &ns).await,
-            Job::Update(ns, rv, record) => self.update_copy(target, &ns, &rv, record.as_ref()).await,
+            Job::Update(ns, rv, record) => {
+                self.update_copy(target, &ns, &rv, record.as_ref()).await
+            }
             Job::Delete(kind, ns, name, rv) => self.delete_copy(kind, &ns, &name, &rv).await,
         };
         match done {
@@ -214,39 +217,59 @@ impl Reconciler {
         record: Option<&Record>,
     ) -> Done {
         let patch = update_patch(&target.owner, &target.desired, record, rv);
-        let patched = match target.kind() {
-            SourceKind::ConfigMap => self
-                .client
-                .patch_strategic::<ConfigMap>(Some(ns), &target.name, &patch)
-                .await
-                .map(|c| CopyInfo::of_configmap(&c)),
-            SourceKind::Secret => self
-                .client
-                .patch_strategic::<Secret>(Some(ns), &target.name, &patch)
-                .await
-                .map(|s| CopyInfo::of_secret(&s)),
+        let answer = match self.patch_copy(target, ns, &patch, true).await {
+            Ok(answer) => answer,
+            Err(e) if e.code() == Some(422) => return self.replace_copy(target, ns, e).await,
+            Err(e) => return Done::Failed(e),
         };
-        match patched {
-            Ok(info) => {
-                self.written.record(target.key(ns), Some(rv), Some(info));
+        let key = target.key(ns);
+        let first = answer.info();
+        self.written
+            .record(key.clone(), Some(rv), Some(first.clone()));
+        let Some(fix) = maps_patch(&answer, &target.desired) else {
+            return Wrote::plain(ns);
+        };
+        match self.patch_copy(target, ns, &fix, false).await {
+            Ok(fixed) => {
+                let rv = &first.resource_version;
+                self.written.record(key, Some(rv), Some(fixed.info()));
                 Wrote::plain(ns)
             }
-            Err(e) if e.code() == Some(422) => self.replace_copy(target, ns, e).await,
             Err(e) => Done::Failed(e),
         }
     }
 
-    pub(super) async fn post(&self, copy: NewCopy) -> Result<CopyInfo, Error> {
-        match copy {
-            NewCopy::ConfigMap(cm) => {
-                let created = self.client.create(&cm).await?;
-                Ok(CopyInfo::of_configmap(&created))
+    /// A strategic merge patch of the copy in `ns`, or a plain merge patch.
+    async fn patch_copy(
+        &self,
+        target: &Target,
+        ns: &str,
+        patch: &Value,
+        strategic: bool,
+    ) -> Result<CopyObject, Error> {
+        let (client, name) = (&self.client, target.name.as_str());
+        Ok(match (target.kind(), strategic) {
+            (SourceKind::ConfigMap, true) => {
+                CopyObject::ConfigMap(client.patch_strategic(Some(ns), name, patch).await?)
             }
-            NewCopy::Secret(secret) => {
-                let created = self.client.create(&secret).await?;
-                Ok(CopyInfo::of_secret(&created))
+            (SourceKind::ConfigMap, false) => {
+                CopyObject::ConfigMap(client.patch_merge(Some(ns), name, patch).await?)
             }
-        }
+            (SourceKind::Secret, true) => {
+                CopyObject::Secret(client.patch_strategic(Some(ns), name, patch).await?)
+            }
+            (SourceKind::Secret, false) => {
+                CopyObject::Secret(client.patch_merge(Some(ns), name, patch).await?)
+            }
+        })
+    }
+
+    pub(super) async fn post(&self, copy: CopyObject) -> Result<CopyInfo, Error> {
+        let created = match copy {
+            CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
+            CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
+        };
+        Ok(created.info())
     }
 
     async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {

@@ -39,7 +39,11 @@ pub enum Claim {
 
 impl Existing {
     pub fn of_configmap(cm: &ConfigMap) -> Existing {
-        Existing::new(&cm.metadata, CopyInfo::of_configmap(cm), Payload::of_configmap(cm))
+        Existing::new(
+            &cm.metadata,
+            CopyInfo::of_configmap(cm),
+            Payload::of_configmap(cm),
+        )
     }
 
     pub fn of_secret(secret: &Secret) -> Existing {
@@ -51,7 +55,10 @@ impl Existing {
         Existing {
             info,
             uid: meta.uid.clone().unwrap_or_default(),
-            adopt_for: meta.annotations.get(ADOPT_ANNOTATION).and_then(|v| parse_owner(v)),
+            adopt_for: meta
+                .annotations
+                .get(ADOPT_ANNOTATION)
+                .and_then(|v| parse_owner(v)),
             payload_hash: payload.hash(),
             immutable: payload.immutable(),
             secret_type: payload.secret_type().map(str::to_owned),

@@ -158,7 +158,11 @@ impl Reconciler {
         self.memory.forget(owner);
     }
 
-    async fn sync(self: &Arc<Self>, mirror: &Mirror, target: &Arc<Target>) -> Result<Action, Error> {
+    async fn sync(
+        self: &Arc<Self>,
+        mirror: &Mirror,
+        target: &Arc<Target>,
+    ) -> Result<Action, Error> {
         let (owner, hash) = (&target.owner, target.desired.hash);
         let first_sight = self.memory.first_sight(owner);
         let selected = self.selected(mirror);

@@ -8,7 +8,7 @@
 //! [`super::managed`]), replaces `data` (and `binaryData`) whole, and is conditional on the
 //! resourceVersion the cache saw.
 
-use super::copy::{Owner, SOURCE_HASH_ANNOTATION, labelled_for};
+use super::copy::{CopyInfo, Owner, SOURCE_HASH_ANNOTATION, labelled_for};
 use super::desired::DesiredCopy;
 use super::managed::{Record, record_annotations};
 use super::payload::Payload;
@@ -16,18 +16,39 @@ use crate::kube::api::{ConfigMap, Secret};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
-/// A copy to create, of either kind.
+/// A Secret's `binaryData`: it has none.
+const NO_KEYS: &BTreeMap<String, String> = &BTreeMap::new();
+
+/// A copy to create, or as the server answered a write, of either kind.
 #[derive(Debug, Clone, PartialEq)]
-pub enum NewCopy {
+pub enum CopyObject {
     ConfigMap(ConfigMap),
     Secret(Secret),
 }
 
+impl CopyObject {
+    pub fn info(&self) -> CopyInfo {
+        match self {
+            CopyObject::ConfigMap(cm) => CopyInfo::of_configmap(cm),
+            CopyObject::Secret(secret) => CopyInfo::of_secret(secret),
+        }
+    }
+
+    fn maps(&self) -> [(&'static str, &BTreeMap<String, String>); 2] {
+        match self {
+            CopyObject::ConfigMap(cm) => [("data", &cm.data), ("binaryData", &cm.binary_data)],
+            CopyObject::Secret(secret) => [("data", &secret.data), ("binaryData", NO_KEYS)],
+        }
+    }
+}
+
 /// The copy of `desired` for `owner`, named `name` in `namespace`.
-pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCopy) -> NewCopy {
+pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCopy) -> CopyObject {
     let mut meta = labelled_for(owner, namespace, name);
     for (key, value) in &desired.labels {
-        meta.labels.entry(key.clone()).or_insert_with(|| value.clone());
+        meta.labels
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
     }
     meta.annotations = desired.annotations.clone();
     let record = record_annotations(&desired.labels, &desired.annotations);
@@ -42,14 +63,14 @@ pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCop
     match desired.payload() {
         Payload::ConfigMap {
             data, binary_data, ..
-        } => NewCopy::ConfigMap(ConfigMap {
+        } => CopyObject::ConfigMap(ConfigMap {
             metadata: meta,
             data: data.clone(),
             binary_data: binary_data.clone(),
             immutable,
             ..ConfigMap::default()
         }),
-        Payload::Secret { type_, data, .. } => NewCopy::Secret(Secret {
+        Payload::Secret { type_, data, .. } => CopyObject::Secret(Secret {
             metadata: meta,
             type_: type_.clone(),
             data: data.clone(),
@@ -67,10 +88,7 @@ pub fn update_patch(
     record: Option<&Record>,
     resource_version: &str,
 ) -> Value {
-    let mut labels = set_and_remove(
-        &desired.labels,
-        record.into_iter().flat_map(Record::labels),
-    );
+    let mut labels = set_and_remove(&desired.labels, record.into_iter().flat_map(Record::labels));
     // skiff's own labels, last so that nothing overrides them.
     let own = labelled_for(owner, "", "").labels;
     labels.extend(own.into_iter().map(|(k, v)| (k, Value::String(v))));
@@ -109,6 +127,37 @@ pub fn update_patch(
         }
     }
     patch
+}
+
+/// A merge patch that makes `answer`'s `data` and `binaryData` exactly what `desired` wants,
+/// if they are not. The server applies `$patch: replace` to a map the copy has, but drops the
+/// whole map when the copy has none (an object without `binaryData`, say); the answer to the
+/// strategic patch shows it, and this second patch, naming each key to set or remove, is right
+/// either way.
+pub fn maps_patch(answer: &CopyObject, desired: &DesiredCopy) -> Option<Value> {
+    let wanted = match desired.payload() {
+        Payload::ConfigMap {
+            data, binary_data, ..
+        } => [data, binary_data],
+        Payload::Secret { data, .. } => [data, NO_KEYS],
+    };
+    let mut patch = Map::new();
+    for ((field, held), wanted) in answer.maps().into_iter().zip(wanted) {
+        if held != wanted {
+            patch.insert(
+                field.to_owned(),
+                Value::Object(set_and_remove(wanted, held.keys().map(String::as_str))),
+            );
+        }
+    }
+    let resource_version = answer.info().resource_version;
+    (!patch.is_empty()).then(|| {
+        patch.insert(
+            "metadata".into(),
+            json!({"resourceVersion": resource_version}),
+        );
+        Value::Object(patch)
+    })
 }
 
 /// `wanted`, plus a removal (`null`) for each previously recorded key no longer wanted.

@@ -49,7 +49,13 @@ impl Reconciler {
         }
     }
 
-    async fn delete_exact(&self, target: &Target, ns: &str, uid: &str, rv: &str) -> Result<(), Error> {
+    async fn delete_exact(
+        &self,
+        target: &Target,
+        ns: &str,
+        uid: &str,
+        rv: &str,
+    ) -> Result<(), Error> {
         let name = &target.name;
         match target.kind() {
             SourceKind::ConfigMap => {

@@ -168,7 +168,10 @@ pub fn name_some(namespaces: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     if namespaces.len() > NAMED_NAMESPACES {
-        named.push_str(&format!(" and {} more", namespaces.len() - NAMED_NAMESPACES));
+        named.push_str(&format!(
+            " and {} more",
+            namespaces.len() - NAMED_NAMESPACES
+        ));
     }
     named
 }
@@ -298,7 +301,11 @@ mod tests {
         (first.adopted, first.replaced) = (1, 2);
         m.status = Some(build(&m, &first, Reason::Synced, "", "t1"));
         let quiet = build(&m, &observed(2, 2, &[]), Reason::Progressing, "", "t2");
-        assert_eq!((quiet.adopted, quiet.replaced), (1, 2), "kept when nothing new");
+        assert_eq!(
+            (quiet.adopted, quiet.replaced),
+            (1, 2),
+            "kept when nothing new"
+        );
         let mut again = observed(2, 2, &[]);
         again.replaced = 1;
         let later = build(&m, &again, Reason::Synced, "", "t3");

@@ -82,7 +82,10 @@ fn a_listed_key_the_source_lacks_is_named() {
 
 #[test]
 fn a_typed_secret_keeps_the_keys_its_type_requires() {
-    let source = secret("kubernetes.io/tls", &[("tls.crt", "Qw=="), ("tls.key", "Sw==")]);
+    let source = secret(
+        "kubernetes.io/tls",
+        &[("tls.crt", "Qw=="), ("tls.key", "Sw==")],
+    );
     let mut m = mirror(SourceKind::Secret);
     keys(&mut m, &["tls.crt"]);
     let refused = refusal(&m, &source);
@@ -95,9 +98,15 @@ fn a_typed_secret_keeps_the_keys_its_type_requires() {
     );
     keys(&mut m, &["tls.key", "tls.crt"]);
     assert!(DesiredCopy::of(&m, &source).is_ok());
-    let basic = secret("kubernetes.io/basic-auth", &[("username", "dQ=="), ("x", "eA==")]);
+    let basic = secret(
+        "kubernetes.io/basic-auth",
+        &[("username", "dQ=="), ("x", "eA==")],
+    );
     keys(&mut m, &["username"]);
-    assert!(DesiredCopy::of(&m, &basic).is_ok(), "one of username or password");
+    assert!(
+        DesiredCopy::of(&m, &basic).is_ok(),
+        "one of username or password"
+    );
     keys(&mut m, &["x"]);
     assert!(refusal(&m, &basic).message.contains("username or password"));
 }
@@ -107,14 +116,22 @@ fn a_service_account_token_is_never_copied() {
     let source = secret(SERVICE_ACCOUNT_TOKEN, &[("token", "dA==")]);
     let refused = refusal(&mirror(SourceKind::Secret), &source);
     assert_eq!(refused.reason, Reason::SourceNotAllowed);
-    assert!(refused.message.contains(SERVICE_ACCOUNT_TOKEN), "{}", refused.message);
+    assert!(
+        refused.message.contains(SERVICE_ACCOUNT_TOKEN),
+        "{}",
+        refused.message
+    );
 }
 
 #[test]
 fn target_metadata_wins_over_carried_metadata_and_tracking_keys_stay_behind() {
     let source = configmap(
         &[("a", "1")],
-        &[("team", "source"), ("cnpg.io/reload", "true"), ("app.kubernetes.io/instance", "argo-app")],
+        &[
+            ("team", "source"),
+            ("cnpg.io/reload", "true"),
+            ("app.kubernetes.io/instance", "argo-app"),
+        ],
     );
     let mut m = mirror(SourceKind::ConfigMap);
     m.spec.source.copy_labels = vec!["*".into()];

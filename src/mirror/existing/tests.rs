@@ -1,5 +1,5 @@
 use super::*;
-use crate::mirror::render::{NewCopy, new_copy};
+use crate::mirror::render::{CopyObject, new_copy};
 use crate::mirror::source::SourceContent;
 use crate::mirror::types::{Mirror, SourceKind};
 use std::collections::BTreeMap;
@@ -40,8 +40,8 @@ fn desired_of(source: &ConfigMap) -> DesiredCopy {
 
 fn my_copy(source: &ConfigMap) -> ConfigMap {
     match new_copy(&me(), "team-a", "app", &desired_of(source)) {
-        NewCopy::ConfigMap(cm) => cm,
-        NewCopy::Secret(_) => panic!("a ConfigMap"),
+        CopyObject::ConfigMap(cm) => cm,
+        CopyObject::Secret(_) => panic!("a ConfigMap"),
     }
 }
 
@@ -56,7 +56,10 @@ fn only_an_unmanaged_object_handed_to_this_mirror_is_adoptable() {
     let mut theirs = configmap("v", false);
     assert_eq!(Existing::of_configmap(&theirs).claim(&me()), Claim::NotMine);
     adopt(&mut theirs, "src/ca");
-    assert_eq!(Existing::of_configmap(&theirs).claim(&me()), Claim::Adoptable);
+    assert_eq!(
+        Existing::of_configmap(&theirs).claim(&me()),
+        Claim::Adoptable
+    );
     for wrong in ["src/other", "ca", "src/ca/x", "/ca", ""] {
         adopt(&mut theirs, wrong);
         assert_eq!(
@@ -72,7 +75,11 @@ fn only_an_unmanaged_object_handed_to_this_mirror_is_adoptable() {
         .insert("skiff.dev/mirror-name".into(), "other".into());
     adopt(&mut other_mirrors, "src/ca");
     let claim = Existing::of_configmap(&other_mirrors).claim(&me());
-    assert_eq!(claim, Claim::NotMine, "another Mirror's copy is never adopted");
+    assert_eq!(
+        claim,
+        Claim::NotMine,
+        "another Mirror's copy is never adopted"
+    );
     let mine = Existing::of_configmap(&my_copy(&configmap("v", false)));
     assert_eq!(mine.claim(&me()), Claim::Mine);
 }
@@ -94,7 +101,11 @@ fn an_immutable_copy_is_replaced_only_when_its_data_must_change() {
 fn a_secret_of_another_type_is_replaced() {
     let source = Secret {
         type_: Some("kubernetes.io/tls".into()),
-        data: [("tls.crt".into(), "Qw==".into()), ("tls.key".into(), "Sw==".into())].into(),
+        data: [
+            ("tls.crt".into(), "Qw==".into()),
+            ("tls.key".into(), "Sw==".into()),
+        ]
+        .into(),
         ..Secret::default()
     };
     let content = SourceContent::of_secret(&source);
@@ -108,5 +119,8 @@ fn a_secret_of_another_type_is_replaced() {
         reason.is_some_and(|r| r.contains("Opaque") && r.contains("kubernetes.io/tls")),
         "the type as the server stores it: Opaque when none was given"
     );
-    assert_eq!(Existing::of_secret(&source).replacement_reason(&desired), None);
+    assert_eq!(
+        Existing::of_secret(&source).replacement_reason(&desired),
+        None
+    );
 }

@@ -1,8 +1,8 @@
 use super::*;
+use crate::kube::api::ObjectMeta;
 use crate::mirror::copy::{CopyInfo, owner_of};
 use crate::mirror::source::SourceContent;
 use crate::mirror::types::{Mirror, SourceKind, TargetMetadata, TargetSpec};
-use crate::kube::api::ObjectMeta;
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -47,8 +47,8 @@ fn source(data: &[(&str, &str)]) -> ConfigMap {
 
 fn created(d: &DesiredCopy) -> ConfigMap {
     match new_copy(&owner(), "team-a", "app-ca", d) {
-        NewCopy::ConfigMap(cm) => cm,
-        NewCopy::Secret(_) => panic!("a ConfigMap source makes a ConfigMap copy"),
+        CopyObject::ConfigMap(cm) => cm,
+        CopyObject::Secret(_) => panic!("a ConfigMap source makes a ConfigMap copy"),
     }
 }
 
@@ -93,7 +93,10 @@ fn a_new_copy_is_owned_and_hashes_as_its_mirror_wants() {
         assert_eq!(copy.metadata.name(), "app-ca");
         assert_eq!(owner_of(&copy.metadata), Some(owner()));
         assert_eq!(CopyInfo::of_configmap(&copy).content_hash, d.hash);
-        assert_eq!(copy.metadata.annotations[SOURCE_HASH_ANNOTATION], d.hash.hex());
+        assert_eq!(
+            copy.metadata.annotations[SOURCE_HASH_ANNOTATION],
+            d.hash.hex()
+        );
     }
 }
 
@@ -107,17 +110,25 @@ fn a_plain_copy_carries_only_skiffs_own_metadata() {
 
 #[test]
 fn a_patched_copy_hashes_as_wanted_and_keeps_what_others_set() {
-    let old = desired(&mirror(&[("a", "1"), ("b", "2")], &[("x", "1")]), &source(&[("k", "v")]));
+    let old = desired(
+        &mirror(&[("a", "1"), ("b", "2")], &[("x", "1")]),
+        &source(&[("k", "v")]),
+    );
     let mut copy = created(&old);
     copy.metadata.labels.insert("theirs".into(), "kept".into());
-    copy.metadata.annotations.insert("their-note".into(), "kept".into());
+    copy.metadata
+        .annotations
+        .insert("their-note".into(), "kept".into());
     copy.data.insert("hand-added".into(), "gone".into());
     let new = desired(&mirror(&[("a", "3")], &[]), &source(&[("k", "w")]));
     let after = patched(&copy, &new);
     assert_eq!(CopyInfo::of_configmap(&after).content_hash, new.hash);
     assert_eq!(after.data, map(&[("k", "w")]));
     assert_eq!(after.metadata.labels["a"], "3");
-    assert!(!after.metadata.labels.contains_key("b"), "b was skiff's and is no longer set");
+    assert!(
+        !after.metadata.labels.contains_key("b"),
+        "b was skiff's and is no longer set"
+    );
     assert!(!after.metadata.annotations.contains_key("x"));
     assert_eq!(after.metadata.labels["theirs"], "kept");
     assert_eq!(after.metadata.annotations["their-note"], "kept");
@@ -132,7 +143,10 @@ fn an_unmanaged_object_is_patched_into_a_copy_without_losing_its_own_labels() {
     let adopted = patched(&theirs, &d);
     assert_eq!(owner_of(&adopted.metadata), Some(owner()));
     assert_eq!(CopyInfo::of_configmap(&adopted).content_hash, d.hash);
-    assert_eq!(adopted.metadata.labels["app.kubernetes.io/instance"], "argo-app");
+    assert_eq!(
+        adopted.metadata.labels["app.kubernetes.io/instance"],
+        "argo-app"
+    );
 }
 
 #[test]
@@ -159,5 +173,28 @@ fn a_secret_patch_names_the_type_it_must_keep() {
     let patch = update_patch(&owner(), &d, None, "1");
     assert_eq!(patch["type"], "kubernetes.io/tls");
     assert_eq!(patch["data"]["$patch"], "replace");
-    assert!(matches!(new_copy(&owner(), "ns", "tls", &d), NewCopy::Secret(s) if s.type_ == secret.type_));
+    assert!(
+        matches!(new_copy(&owner(), "ns", "tls", &d), CopyObject::Secret(s) if s.type_ == secret.type_)
+    );
+}
+
+#[test]
+fn maps_the_strategic_patch_dropped_are_set_by_a_second_patch() {
+    let mut with_binary = source(&[("k", "v")]);
+    with_binary.binary_data.insert("bin".into(), "AAE=".into());
+    let d = desired(&mirror(&[], &[]), &with_binary);
+    let mut answer = created(&desired(
+        &mirror(&[], &[]),
+        &source(&[("k", "v"), ("old", "x")]),
+    ));
+    answer.metadata.resource_version = Some("8".into());
+    let fix = maps_patch(&CopyObject::ConfigMap(answer.clone()), &d).expect("maps differ");
+    assert_eq!(fix["binaryData"], json!({"bin": "AAE="}));
+    assert_eq!(fix["data"], json!({"k": "v", "old": null}));
+    assert_eq!(fix["metadata"]["resourceVersion"], "8");
+    let mut fixed = serde_json::to_value(&answer).expect("serializable");
+    apply(&mut fixed, &fix);
+    let fixed: ConfigMap = serde_json::from_value(fixed).expect("a ConfigMap");
+    assert_eq!(CopyInfo::of_configmap(&fixed).content_hash, d.hash);
+    assert_eq!(maps_patch(&CopyObject::ConfigMap(fixed), &d), None);
 }

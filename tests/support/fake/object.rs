@@ -61,7 +61,8 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 
 /// A strategic merge patch, as the API server applies one to the maps of built-in kinds
 /// (labels, annotations, `data`): a merge patch, except that a map holding the directive
-/// `$patch: replace` replaces its target whole. List merge keys are not modelled.
+/// `$patch: replace` replaces its target whole, and, as kube-apiserver does, is dropped when
+/// the target has no such map at all. List merge keys are not modelled.
 pub fn strategic_merge_patch(target: &mut Value, patch: &Value) {
     merge(target, patch, true);
 }
@@ -82,8 +83,11 @@ fn merge(target: &mut Value, patch: &Value, strategic: bool) {
             if strategic && key == DIRECTIVE {
                 continue;
             }
+            let replaces = value.get(DIRECTIVE) == Some(&Value::from("replace"));
             if value.is_null() {
                 target_fields.remove(key);
+            } else if strategic && replaces && !target_fields.contains_key(key) {
+                continue;
             } else {
                 let field = target_fields.entry(key.clone()).or_insert(Value::Null);
                 merge(field, value, strategic);
@@ -118,6 +122,13 @@ mod tests {
         let patch = json!({"data": {"$patch": "replace", "c": "3"}, "labels": {"y": null}});
         strategic_merge_patch(&mut target, &patch);
         assert_eq!(target, json!({"data": {"c": "3"}, "labels": {"x": "1"}}));
+        let absent = json!({"binaryData": {"$patch": "replace", "b": "AA=="}});
+        strategic_merge_patch(&mut target, &absent);
+        assert_eq!(
+            target,
+            json!({"data": {"c": "3"}, "labels": {"x": "1"}}),
+            "dropped"
+        );
         let mut plain = json!({"data": {"a": "1"}});
         merge_patch(&mut plain, &json!({"data": {"$patch": "replace"}}));
         assert_eq!(plain, json!({"data": {"a": "1", "$patch": "replace"}}));
