@@ -233,3 +233,47 @@ fn deleting_a_mirror_deletes_its_copies_before_it_goes() {
         assert!(source.is_some(), "the source was deleted with the Mirror");
     });
 }
+
+#[test]
+fn a_copy_follows_its_source_gaining_and_losing_binary_data() {
+    if !e2e_enabled() {
+        return;
+    }
+    with_skiff("mirror-binary", |cp| {
+        let label = "binary";
+        let ns = cp.create_namespace("binary", &[("mirror-e2e", label)]);
+        source_configmap(cp, "blobs", r#"{"text": "hello"}"#);
+        mirror(cp, "binary", "ConfigMap", "blobs", "", label);
+        let data = serde_json::json!({"text": "hello"});
+        wait_until("a copy", || has_copy(cp, "cm", &ns, "blobs", &data));
+
+        // The copy has no binaryData yet: a strategic patch's `$patch: replace` of a map the
+        // object lacks is dropped by the API server, so skiff must set it another way.
+        let with_binary = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "blobs", "namespace": OPERATOR_NAMESPACE},
+            "data": {"text": "hello"}, "binaryData": {"bin": "AAEC"}});
+        cp.apply(&with_binary.to_string());
+        let binary = |cp: &ControlPlane| {
+            cp.object("cm", &ns, "blobs")
+                .map(|c| c["binaryData"].clone())
+                .unwrap_or_default()
+        };
+        wait_until("the copy gains the binaryData", || {
+            binary(cp) == serde_json::json!({"bin": "AAEC"})
+        });
+        cp.kubectl_ok(&[
+            "patch",
+            "cm",
+            "blobs",
+            "-n",
+            OPERATOR_NAMESPACE,
+            "--type=json",
+            "-p",
+            r#"[{"op": "remove", "path": "/binaryData"}, {"op": "remove", "path": "/data"}]"#,
+        ]);
+        wait_until("the copy loses both maps", || {
+            cp.object("cm", &ns, "blobs")
+                .is_some_and(|c| c["binaryData"].is_null() && c["data"].is_null())
+        });
+    });
+}
