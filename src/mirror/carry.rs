@@ -98,6 +98,39 @@ mod tests {
     }
 
     #[test]
+    fn the_crd_refuses_and_documents_every_key_never_copied() {
+        let crd = include_str!("../../manifests/crd.yaml");
+        let rule = crd
+            .split("&neverCopied")
+            .nth(1)
+            .and_then(|rest| rest.split("messageExpression").next())
+            .expect("the CRD's never-copied rule");
+        let description = crd
+            .split("copyLabels:")
+            .nth(1)
+            .and_then(|rest| rest.split("type: array").next())
+            .expect("copyLabels' description");
+        for key in NEVER_COPIED.iter().chain([&MANAGED_BY]) {
+            assert!(
+                rule.contains(&format!("'{key}'")),
+                "{key} missing from the rule"
+            );
+            assert!(
+                description.contains(key),
+                "{key} missing from the description"
+            );
+        }
+        for prefix in NEVER_COPIED_PREFIXES {
+            let starts = format!("startsWith('{prefix}')");
+            assert!(rule.contains(&starts), "{prefix} missing from the rule");
+            assert!(
+                description.contains(prefix),
+                "{prefix} missing from the description"
+            );
+        }
+    }
+
+    #[test]
     fn tracking_and_ownership_keys_are_never_carried_even_when_asked_for() {
         let source = map(&[
             ("argocd.argoproj.io/tracking-id", "app:/ConfigMap:ns/x"),
