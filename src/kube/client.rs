@@ -37,6 +37,14 @@ const JSON: &str = "application/json";
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 
+/// How the API server reads a PATCH body: RFC 7386 merge patch, or the strategic merge patch of
+/// built-in kinds (with directives such as `$patch: replace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    Merge,
+    Strategic,
+}
+
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -191,15 +199,20 @@ impl Client {
         self.patch(K::url_path(namespace, Some(name)), patch).await
     }
 
-    /// A strategic merge patch: built-in kinds only (custom resources take a merge patch).
-    pub async fn patch_strategic<K: Resource>(
+    /// A PATCH of either kind; a strategic merge patch is for built-in kinds only.
+    pub async fn patch_as<K: Resource>(
         &self,
         namespace: Option<&str>,
         name: &str,
         patch: &serde_json::Value,
+        kind: PatchKind,
     ) -> Result<K, Error> {
-        let path = K::url_path(namespace, Some(name));
-        self.patch_as(path, patch, STRATEGIC_MERGE_PATCH).await
+        let content_type = match kind {
+            PatchKind::Merge => MERGE_PATCH,
+            PatchKind::Strategic => STRATEGIC_MERGE_PATCH,
+        };
+        self.patch_typed(K::url_path(namespace, Some(name)), patch, content_type)
+            .await
     }
 
     pub async fn patch_status<K: Resource>(
@@ -293,10 +306,10 @@ impl Client {
         path: String,
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
-        self.patch_as(path, patch, MERGE_PATCH).await
+        self.patch_typed(path, patch, MERGE_PATCH).await
     }
 
-    async fn patch_as<K: Resource>(
+    async fn patch_typed<K: Resource>(
         &self,
         path: String,
         patch: &serde_json::Value,

@@ -41,7 +41,7 @@ mod tokenfile;
 mod tunnel;
 pub mod watch;
 
-pub use client::Client;
+pub use client::{Client, PatchKind};
 pub use config::{
     Auth, ClientIdentity, Config, ConfigError, Credential, ExecPlugin, LoadOptions, ProxyConfig,
     TlsOptions, TokenFile,

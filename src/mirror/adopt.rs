@@ -28,21 +28,13 @@ impl Reconciler {
             Ok(found) => found,
             Err(e) => return Done::Failed(e),
         };
-        let (rv, record) = (&found.info.resource_version, found.info.record.as_ref());
-        match found.claim(&target.owner) {
+        let adopted = match found.claim(&target.owner) {
             Claim::Mine if found.info.content_hash == target.desired.hash => {
-                self.written
-                    .record(target.key(ns), None, Some(found.info.clone()));
-                Wrote::plain(ns)
+                self.written.record(target.key(ns), None, Some(found.info));
+                return Wrote::plain(ns);
             }
-            Claim::Mine => self.update_copy(target, ns, rv, record).await,
-            Claim::Adoptable => match self.update_copy(target, ns, rv, record).await {
-                Done::Written(wrote) => Done::Written(Wrote {
-                    adopted: true,
-                    ..wrote
-                }),
-                other => other,
-            },
+            Claim::Mine => false,
+            Claim::Adoptable => true,
             Claim::NotMine => {
                 // Another Mirror's copy is labelled, so the copy cache will hold it and its
                 // deletion will wake this Mirror; only an object the cache cannot see is
@@ -51,8 +43,13 @@ impl Reconciler {
                     self.memory
                         .remember_blocked(&target.owner, ns, Instant::now());
                 }
-                Done::Conflict(ns.to_owned())
+                return Done::Conflict(ns.to_owned());
             }
+        };
+        let (rv, record) = (&found.info.resource_version, found.info.record.as_ref());
+        match self.update_copy(target, ns, rv, record).await {
+            Done::Written(wrote) => Done::Written(Wrote { adopted, ..wrote }),
+            other => other,
         }
     }
 

@@ -14,8 +14,8 @@ use super::progress::{Fanout, Progress};
 use super::reconcile::Reconciler;
 use super::render::{CopyObject, maps_patch, new_copy, update_patch};
 use super::types::{Mirror, SourceKind};
-use crate::kube::Error;
 use crate::kube::api::{ConfigMap, Secret};
+use crate::kube::{Error, PatchKind};
 use serde_json::Value;
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
@@ -216,26 +216,27 @@ impl Reconciler {
         rv: &str,
         record: Option<&Record>,
     ) -> Done {
-        let patch = update_patch(&target.owner, &target.desired, record, rv);
-        let answer = match self.patch_copy(target, ns, &patch, true).await {
-            Ok(answer) => answer,
-            Err(e) if e.code() == Some(422) => return self.replace_copy(target, ns, e).await,
-            Err(e) => return Done::Failed(e),
-        };
-        let key = target.key(ns);
-        let first = answer.info();
-        self.written
-            .record(key.clone(), Some(rv), Some(first.clone()));
-        let Some(fix) = maps_patch(&answer, &target.desired) else {
-            return Wrote::plain(ns);
-        };
-        match self.patch_copy(target, ns, &fix, false).await {
-            Ok(fixed) => {
-                let rv = &first.resource_version;
-                self.written.record(key, Some(rv), Some(fixed.info()));
-                Wrote::plain(ns)
+        let mut patch = update_patch(&target.owner, &target.desired, record, rv);
+        let (mut kind, mut replaced) = (PatchKind::Strategic, rv.to_owned());
+        // One call site for both patches, so the request's code is compiled in once.
+        loop {
+            let answer = match self.patch_copy(target, ns, &patch, kind).await {
+                Ok(answer) => answer,
+                Err(e) if e.code() == Some(422) && kind == PatchKind::Strategic => {
+                    return self.replace_copy(target, ns, e).await;
+                }
+                Err(e) => return Done::Failed(e),
+            };
+            let info = answer.info();
+            let version = info.resource_version.clone();
+            self.written
+                .record(target.key(ns), Some(&replaced), Some(info));
+            match maps_patch(&answer, &target.desired) {
+                Some(fix) if kind == PatchKind::Strategic => {
+                    (patch, kind, replaced) = (fix, PatchKind::Merge, version);
+                }
+                _ => return Wrote::plain(ns),
             }
-            Err(e) => Done::Failed(e),
         }
     }
 
@@ -245,21 +246,15 @@ impl Reconciler {
         target: &Target,
         ns: &str,
         patch: &Value,
-        strategic: bool,
+        kind: PatchKind,
     ) -> Result<CopyObject, Error> {
         let (client, name) = (&self.client, target.name.as_str());
-        Ok(match (target.kind(), strategic) {
-            (SourceKind::ConfigMap, true) => {
-                CopyObject::ConfigMap(client.patch_strategic(Some(ns), name, patch).await?)
+        Ok(match target.kind() {
+            SourceKind::ConfigMap => {
+                CopyObject::ConfigMap(client.patch_as(Some(ns), name, patch, kind).await?)
             }
-            (SourceKind::ConfigMap, false) => {
-                CopyObject::ConfigMap(client.patch_merge(Some(ns), name, patch).await?)
-            }
-            (SourceKind::Secret, true) => {
-                CopyObject::Secret(client.patch_strategic(Some(ns), name, patch).await?)
-            }
-            (SourceKind::Secret, false) => {
-                CopyObject::Secret(client.patch_merge(Some(ns), name, patch).await?)
+            SourceKind::Secret => {
+                CopyObject::Secret(client.patch_as(Some(ns), name, patch, kind).await?)
             }
         })
     }

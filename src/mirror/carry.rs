@@ -50,20 +50,27 @@ pub fn carried(patterns: &[String], source: &BTreeMap<String, String>) -> BTreeM
     if patterns.is_empty() {
         return BTreeMap::new();
     }
-    source
-        .iter()
-        .filter(|(key, _)| may_copy(key) && patterns.iter().any(|p| chooses(p, key)))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+    only(source, |key| {
+        may_copy(key) && patterns.iter().any(|p| chooses(p, key))
+    })
 }
 
 /// `source` without what may never be copied: all a source cache needs to keep.
 pub fn copyable(source: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    source
-        .iter()
-        .filter(|(key, _)| may_copy(key))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+    only(source, may_copy)
+}
+
+/// The entries of `source` whose key passes `keep`, inserted one by one: collecting them would
+/// compile the standard library's sort once more for each call site (4 KB each).
+fn only(
+    source: &BTreeMap<String, String>,
+    keep: impl Fn(&str) -> bool,
+) -> BTreeMap<String, String> {
+    let mut kept = BTreeMap::new();
+    for (key, value) in source.iter().filter(|(key, _)| keep(key)) {
+        kept.insert(key.clone(), value.clone());
+    }
+    kept
 }
 
 #[cfg(test)]

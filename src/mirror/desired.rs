@@ -41,9 +41,11 @@ impl DesiredCopy {
     /// The copy `mirror` wants of `source`, or the condition to report instead.
     pub fn of(mirror: &Mirror, source: &Arc<SourceContent>) -> Result<DesiredCopy, Refusal> {
         refuse_service_account_token(mirror, source)?;
-        let picked = match &mirror.spec.source.keys {
-            Some(keys) => Some(pick(mirror, source, keys)?),
-            None => None,
+        let keys = &mirror.spec.source.keys;
+        let picked = if keys.is_empty() {
+            None
+        } else {
+            Some(pick(mirror, source, keys)?)
         };
         let spec = &mirror.spec.source;
         let mut labels = carried(&spec.copy_labels, &source.labels);

@@ -107,11 +107,13 @@ impl Payload {
 
     /// The same payload holding only `keys` (those it has).
     pub fn only(&self, keys: &[String]) -> Payload {
+        // Inserted, not collected: see `carry::only`.
         let pick = |map: &BTreeMap<String, String>| {
-            keys.iter()
-                .filter_map(|k| map.get_key_value(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
+            let mut picked = BTreeMap::new();
+            for (k, v) in keys.iter().filter_map(|k| map.get_key_value(k)) {
+                picked.insert(k.clone(), v.clone());
+            }
+            picked
         };
         match self {
             Payload::ConfigMap {

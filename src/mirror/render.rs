@@ -165,21 +165,20 @@ fn set_and_remove<'a>(
     wanted: &BTreeMap<String, String>,
     recorded: impl Iterator<Item = &'a str>,
 ) -> Map<String, Value> {
-    let mut map: Map<String, Value> = recorded
-        .filter(|key| !wanted.contains_key(*key))
-        .map(|key| (key.to_owned(), Value::Null))
-        .collect();
-    map.extend(wanted.iter().map(|(k, v)| (k.clone(), v.clone().into())));
+    let mut map = Map::new();
+    for key in recorded.filter(|key| !wanted.contains_key(*key)) {
+        map.insert(key.to_owned(), Value::Null);
+    }
+    for (key, value) in wanted {
+        map.insert(key.clone(), value.clone().into());
+    }
     map
 }
 
 /// A map the patch replaces whole (`$patch: replace`), so keys the copy holds that the source
 /// does not (a hand edit) go.
 fn replace_whole(map: &BTreeMap<String, String>) -> Value {
-    let mut fields: Map<String, Value> = map
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone().into()))
-        .collect();
+    let mut fields = set_and_remove(map, std::iter::empty());
     fields.insert("$patch".into(), "replace".into());
     Value::Object(fields)
 }

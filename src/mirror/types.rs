@@ -44,7 +44,7 @@ impl MirrorSpec {
     }
 
     /// The labels and annotations `spec.target.metadata` sets on every copy.
-    pub fn target_metadata(&self) -> Option<&TargetMetadata> {
+    pub fn target_metadata(&self) -> Option<&ObjectMeta> {
         self.target.as_ref().map(|t| &t.metadata)
     }
 }
@@ -70,9 +70,9 @@ impl SourceKind {
 pub struct SourceRef {
     pub kind: SourceKind,
     pub name: String,
-    /// The only keys to copy; every key when absent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keys: Option<Vec<String>>,
+    /// The only keys to copy; every key when empty (the schema refuses an empty list).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
     /// The source's own labels the copies carry: keys, `prefix/*` or `*`. None when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub copy_labels: Vec<String>,
@@ -84,17 +84,9 @@ pub struct SourceRef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TargetSpec {
-    pub metadata: TargetMetadata,
-}
-
-/// Labels and annotations set on every copy, whatever the source carries.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct TargetMetadata {
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    /// Labels and annotations set on every copy. Read as object metadata (the schema allows
+    /// only `labels` and `annotations`), whose decoder the binary has anyway.
+    pub metadata: ObjectMeta,
 }
 
 /// A Kubernetes `metav1.LabelSelector`.
@@ -188,8 +180,7 @@ mod tests {
             "copyLabels":["cnpg.io/*"],"copyAnnotations":["*"]},
             "target":{"metadata":{"labels":{"a":"b"},"annotations":{"c":"d"}}}}}"#;
         let m: Mirror = serde_json::from_str(json).expect("valid mirror");
-        let keys = m.spec.source.keys.as_deref().unwrap_or_default();
-        assert_eq!(keys, ["tls.crt", "tls.key"]);
+        assert_eq!(m.spec.source.keys, ["tls.crt", "tls.key"]);
         assert_eq!(m.spec.source.copy_labels, ["cnpg.io/*"]);
         assert_eq!(m.spec.source.copy_annotations, ["*"]);
         let target = m.spec.target_metadata().expect("target metadata");

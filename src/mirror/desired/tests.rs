@@ -1,6 +1,6 @@
 use super::*;
 use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
-use crate::mirror::types::{SourceKind, TargetMetadata, TargetSpec};
+use crate::mirror::types::{SourceKind, TargetSpec};
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -20,7 +20,7 @@ fn mirror(kind: SourceKind) -> Mirror {
 }
 
 fn keys(m: &mut Mirror, keys: &[&str]) {
-    m.spec.source.keys = Some(keys.iter().map(|k| k.to_string()).collect());
+    m.spec.source.keys = keys.iter().map(|k| k.to_string()).collect();
 }
 
 fn configmap(data: &[(&str, &str)], labels: &[(&str, &str)]) -> Arc<SourceContent> {
@@ -136,9 +136,10 @@ fn target_metadata_wins_over_carried_metadata_and_tracking_keys_stay_behind() {
     let mut m = mirror(SourceKind::ConfigMap);
     m.spec.source.copy_labels = vec!["*".into()];
     m.spec.target = Some(TargetSpec {
-        metadata: TargetMetadata {
+        metadata: ObjectMeta {
             labels: map(&[("team", "target")]),
             annotations: map(&[("note", "n")]),
+            ..ObjectMeta::default()
         },
     });
     let desired = DesiredCopy::of(&m, &source).expect("desired");

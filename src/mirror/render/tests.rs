@@ -2,7 +2,7 @@ use super::*;
 use crate::kube::api::ObjectMeta;
 use crate::mirror::copy::{CopyInfo, owner_of};
 use crate::mirror::source::SourceContent;
-use crate::mirror::types::{Mirror, SourceKind, TargetMetadata, TargetSpec};
+use crate::mirror::types::{Mirror, SourceKind, TargetSpec};
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -26,9 +26,10 @@ fn mirror(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Mirror {
     m.spec.source.kind = SourceKind::ConfigMap;
     m.spec.source.name = "app-ca".into();
     m.spec.target = Some(TargetSpec {
-        metadata: TargetMetadata {
+        metadata: ObjectMeta {
             labels: map(labels),
             annotations: map(annotations),
+            ..ObjectMeta::default()
         },
     });
     m
