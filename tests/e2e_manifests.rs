@@ -137,6 +137,30 @@ fn mirror(namespace: &str, name: &str, spec: serde_json::Value) -> String {
     .to_string()
 }
 
+/// Creates a Mirror in `ns` for each `(spec, expected)` and asserts the API server refuses it
+/// with `expected` in its message.
+fn assert_refused<const N: usize>(
+    cp: &ControlPlane,
+    ns: &str,
+    cases: [(serde_json::Value, &str); N],
+) {
+    for (i, (spec, expected)) in cases.into_iter().enumerate() {
+        let output = cp.kubectl_stdin(
+            &["create", "-f", "-"],
+            &mirror(ns, &format!("bad-{i}"), spec),
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success(),
+            "case {i} was accepted; expected {expected:?}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "case {i}: expected {expected:?} in:\n{stderr}"
+        );
+    }
+}
+
 #[test]
 fn schema_rejects_invalid_mirrors_naming_the_field() {
     if !e2e_enabled() {
@@ -174,21 +198,7 @@ fn schema_rejects_invalid_mirrors_naming_the_field() {
             "spec.source: Required value",
         ),
     ];
-    for (i, (spec, expected)) in cases.into_iter().enumerate() {
-        let output = cp.kubectl_stdin(
-            &["create", "-f", "-"],
-            &mirror(&ns, &format!("bad-{i}"), spec),
-        );
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !output.status.success(),
-            "case {i} was accepted; expected {expected:?}"
-        );
-        assert!(
-            stderr.contains(expected),
-            "case {i}: expected {expected:?} in:\n{stderr}"
-        );
-    }
+    assert_refused(cp, &ns, cases);
     let long_name = "m".repeat(64);
     let output = cp.kubectl_stdin(
         &["create", "-f", "-"],
@@ -270,17 +280,7 @@ fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_me
             "spec.source.keys: Invalid value: 0",
         ),
     ];
-    for (i, (spec, expected)) in cases.into_iter().enumerate() {
-        let output = cp.kubectl_stdin(
-            &["create", "-f", "-"],
-            &mirror(&ns, &format!("bad-{i}"), spec),
-        );
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !output.status.success() && stderr.contains(expected),
-            "case {i}: expected a refusal with {expected:?}, got:\n{stderr}"
-        );
-    }
+    assert_refused(cp, &ns, cases);
     // Every field at once, made valid, is accepted.
     let mut valid = target(serde_json::json!({
         "labels": {"argocd.argoproj.io/secret-type": "repository"},

@@ -85,13 +85,18 @@ impl Reconciler {
             mirror.spec.target_name(),
             name_some(namespaces)
         );
+        self.tell(mirror, "Adopted", &message).await;
+    }
+
+    /// Logs `message` and records it as a Normal Event on `mirror`.
+    pub(super) async fn tell(&self, mirror: &Mirror, reason: &str, message: &str) {
         log::info!(
             "Mirror {}/{}: {message}",
             mirror.metadata.namespace(),
             mirror.metadata.name()
         );
         self.recorder
-            .normal(reference_to(mirror), "Adopted", &message)
+            .normal(reference_to(mirror), reason, message)
             .await;
     }
 }

@@ -76,13 +76,7 @@ fn only(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::mirror::fixtures::map;
 
     fn patterns(p: &[&str]) -> Vec<String> {
         p.iter().map(|s| s.to_string()).collect()

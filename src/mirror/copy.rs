@@ -116,6 +116,7 @@ pub fn copy_meta(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mirror::fixtures::map;
     use crate::mirror::managed::MANAGED_LABELS_ANNOTATION;
     use crate::mirror::types::{MirrorSpec, SourceRef};
 
@@ -137,10 +138,7 @@ mod tests {
     fn copy(data: &[(&str, &str)]) -> ConfigMap {
         ConfigMap {
             metadata: copy_meta(&mirror(), "team-a", "h", None),
-            data: data
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            data: map(data),
             ..ConfigMap::default()
         }
     }

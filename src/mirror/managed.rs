@@ -129,13 +129,7 @@ pub fn record_annotations(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::mirror::fixtures::map;
 
     fn recorded(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> ObjectMeta {
         let (labels, annotations) = (map(labels), map(annotations));

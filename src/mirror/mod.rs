@@ -36,6 +36,8 @@ pub mod copy;
 pub mod desired;
 pub mod enqueue;
 pub mod existing;
+#[cfg(test)]
+mod fixtures;
 pub mod managed;
 pub mod memory;
 pub mod own_writes;

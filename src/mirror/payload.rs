@@ -164,13 +164,11 @@ pub const OPAQUE: &str = "Opaque";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mirror::fixtures::map;
 
     fn cm(data: &[(&str, &str)]) -> ConfigMap {
         ConfigMap {
-            data: data
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            data: map(data),
             ..ConfigMap::default()
         }
     }

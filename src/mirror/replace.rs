@@ -15,7 +15,6 @@ use super::status::name_some;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Error;
 use crate::kube::api::{ConfigMap, Secret};
-use crate::kube::events::reference_to;
 use std::collections::BTreeMap;
 
 impl Reconciler {
@@ -84,14 +83,7 @@ impl Reconciler {
                 mirror.spec.target_name(),
                 name_some(&namespaces)
             );
-            log::info!(
-                "Mirror {}/{}: {message}",
-                mirror.metadata.namespace(),
-                mirror.metadata.name()
-            );
-            self.recorder
-                .normal(reference_to(mirror), "Replaced", &message)
-                .await;
+            self.tell(mirror, "Replaced", &message).await;
         }
     }
 }

@@ -1,13 +1,7 @@
 use super::*;
 use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use crate::mirror::fixtures::map;
 use crate::mirror::types::{SourceKind, TargetSpec};
-
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
 
 fn mirror(kind: SourceKind) -> Mirror {
     let mut m = Mirror {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::mirror::fixtures::map;
 use crate::mirror::render::{CopyObject, new_copy};
 use crate::mirror::source::SourceContent;
 use crate::mirror::types::{Mirror, SourceKind};
@@ -22,7 +23,7 @@ fn mirror(kind: SourceKind) -> Mirror {
 }
 
 fn data(value: &str) -> BTreeMap<String, String> {
-    [("k".to_string(), value.to_string())].into()
+    map(&[("k", value)])
 }
 
 fn configmap(value: &str, immutable: bool) -> ConfigMap {

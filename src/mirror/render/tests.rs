@@ -1,15 +1,9 @@
 use super::*;
 use crate::kube::api::ObjectMeta;
 use crate::mirror::copy::{CopyInfo, owner_of};
+use crate::mirror::fixtures::map;
 use crate::mirror::source::SourceContent;
 use crate::mirror::types::{Mirror, SourceKind, TargetSpec};
-
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
 
 fn owner() -> Owner {
     Owner {
