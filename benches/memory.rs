@@ -184,6 +184,15 @@ fn on_real_objects(small: usize, large: usize, huge: Option<usize>) {
     ));
     cluster.delete_mirror(&mut leader);
     leader.stop();
+    let mut leader = cluster.leader("footprint-metadata");
+    cluster.add_mirror_with_metadata();
+    cluster.wait_synced(&mut leader, small);
+    rows.push((
+        format!("{small} copies with metadata and picked keys"),
+        settled(&mut leader),
+    ));
+    cluster.delete_mirror(&mut leader);
+    leader.stop();
     cluster.grow_to(large, small);
     let mut leader = cluster.leader("footprint-idle-large");
     let idle_large = settled(&mut leader);
@@ -210,6 +219,15 @@ fn on_real_objects(small: usize, large: usize, huge: Option<usize>) {
     for (scenario, footprint) in &rows {
         real::footprint::row(scenario, footprint);
     }
+    let per_copy = |copies: &real::Footprint| {
+        (copies.anon as f64 - idle_small.anon as f64) * 1024.0 / small as f64
+    };
+    println!(
+        "\nRssAnon per copy (converged minus idle, {small} namespaces): {:.0} B plain, {:.0} B \
+         with metadata and picked keys",
+        per_copy(&rows[1].1),
+        per_copy(&rows[2].1)
+    );
     let per_namespace = |a: u64, b: u64| (b as f64 - a as f64) * 1024.0 / (large - small) as f64;
     println!(
         "\nper extra namespace ({small} → {large}): RssAnon {:+.0} B, VmRSS {:+.0} B",

@@ -91,13 +91,30 @@ fn samples_pass_server_side_dry_run_and_create_nothing() {
     let cp = control_plane();
     let samples = manifests_dir().join("samples");
     let file = |name: &str| samples.join(name).display().to_string();
-    let (configmap, secret) = (file("configmap-mirror.yaml"), file("secret-mirror.yaml"));
-    let out = cp.kubectl_ok(&["apply", "--dry-run=server", "-f", &configmap, "-f", &secret]);
+    let files = [
+        "configmap-mirror.yaml",
+        "secret-mirror.yaml",
+        "picked-keys-mirror.yaml",
+        "argocd-repository-mirror.yaml",
+        "gitops-safe-mirror.yaml",
+    ]
+    .map(file);
+    let mut args = vec!["apply", "--dry-run=server"];
+    for file in &files {
+        args.extend(["-f", file]);
+    }
+    let out = cp.kubectl_ok(&args);
     for line in [
         "configmap/app-ca created (server dry run)",
         "mirror.skiff.dev/app-ca created (server dry run)",
         "secret/app-tls created (server dry run)",
         "mirror.skiff.dev/app-tls created (server dry run)",
+        "configmap/platform-settings created (server dry run)",
+        "mirror.skiff.dev/platform-settings created (server dry run)",
+        "secret/git-repo created (server dry run)",
+        "mirror.skiff.dev/git-repo created (server dry run)",
+        "configmap/db-ca created (server dry run)",
+        "mirror.skiff.dev/db-ca created (server dry run)",
     ] {
         assert!(
             out.lines().any(|l| l == line),
@@ -118,6 +135,30 @@ fn mirror(namespace: &str, name: &str, spec: serde_json::Value) -> String {
         "spec": spec,
     })
     .to_string()
+}
+
+/// Creates a Mirror in `ns` for each `(spec, expected)` and asserts the API server refuses it
+/// with `expected` in its message.
+fn assert_refused<const N: usize>(
+    cp: &ControlPlane,
+    ns: &str,
+    cases: [(serde_json::Value, &str); N],
+) {
+    for (i, (spec, expected)) in cases.into_iter().enumerate() {
+        let output = cp.kubectl_stdin(
+            &["create", "-f", "-"],
+            &mirror(ns, &format!("bad-{i}"), spec),
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success(),
+            "case {i} was accepted; expected {expected:?}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "case {i}: expected {expected:?} in:\n{stderr}"
+        );
+    }
 }
 
 #[test]
@@ -157,21 +198,7 @@ fn schema_rejects_invalid_mirrors_naming_the_field() {
             "spec.source: Required value",
         ),
     ];
-    for (i, (spec, expected)) in cases.into_iter().enumerate() {
-        let output = cp.kubectl_stdin(
-            &["create", "-f", "-"],
-            &mirror(&ns, &format!("bad-{i}"), spec),
-        );
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !output.status.success(),
-            "case {i} was accepted; expected {expected:?}"
-        );
-        assert!(
-            stderr.contains(expected),
-            "case {i}: expected {expected:?} in:\n{stderr}"
-        );
-    }
+    assert_refused(cp, &ns, cases);
     let long_name = "m".repeat(64);
     let output = cp.kubectl_stdin(
         &["create", "-f", "-"],
@@ -193,7 +220,80 @@ fn schema_rejects_invalid_mirrors_naming_the_field() {
 }
 
 #[test]
-fn get_mirrors_shows_source_selected_synced_ready_and_age() {
+fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_message() {
+    if !e2e_enabled() {
+        return;
+    }
+    let cp = control_plane();
+    let ns = cp.create_namespace("e2e-schema-metadata", &[]);
+    let source = serde_json::json!({"kind": "ConfigMap", "name": "app-ca"});
+    let target = |metadata: serde_json::Value| serde_json::json!({"source": source, "target": {"metadata": metadata}});
+    let carried = |field: &str, keys: serde_json::Value| {
+        let mut source = source.clone();
+        source[field] = keys;
+        serde_json::json!({"source": source})
+    };
+    let cases = [
+        (
+            target(serde_json::json!({"labels": {"app.kubernetes.io/managed-by": "me"}})),
+            "app.kubernetes.io/managed-by cannot be set here: skiff sets",
+        ),
+        (
+            target(serde_json::json!({"annotations": {"skiff.dev/source-hash": "x"}})),
+            "skiff.dev/source-hash cannot be set here",
+        ),
+        (
+            target(serde_json::json!({"labels": {"not a key": "x"}})),
+            "not a key is not a valid key",
+        ),
+        (
+            target(serde_json::json!({"labels": {"team": "not a value"}})),
+            "spec.target.metadata.labels.team: Invalid value",
+        ),
+        (
+            carried(
+                "copyLabels",
+                serde_json::json!(["app.kubernetes.io/instance"]),
+            ),
+            "app.kubernetes.io/instance is never copied from a source",
+        ),
+        (
+            carried(
+                "copyAnnotations",
+                serde_json::json!(["argocd.argoproj.io/tracking-id"]),
+            ),
+            "argocd.argoproj.io/tracking-id is never copied from a source",
+        ),
+        (
+            carried(
+                "copyLabels",
+                serde_json::json!(["kustomize.toolkit.fluxcd.io/*"]),
+            ),
+            "kustomize.toolkit.fluxcd.io/* is never copied",
+        ),
+        (
+            carried("copyLabels", serde_json::json!(["cnpg*"])),
+            "spec.source.copyLabels[0]: Invalid value",
+        ),
+        (
+            carried("keys", serde_json::json!([])),
+            "spec.source.keys: Invalid value: 0",
+        ),
+    ];
+    assert_refused(cp, &ns, cases);
+    // Every field at once, made valid, is accepted.
+    let mut valid = target(serde_json::json!({
+        "labels": {"argocd.argoproj.io/secret-type": "repository"},
+        "annotations": {"reloader.stakater.com/match": "true"}}));
+    valid["source"]["keys"] = serde_json::json!(["ca.crt"]);
+    valid["source"]["copyLabels"] = serde_json::json!(["*", "cnpg.io/*", "team"]);
+    valid["source"]["copyAnnotations"] = serde_json::json!(["docs.example.com/owner"]);
+    let args = ["create", "-f", "-"];
+    succeeded(&args, cp.kubectl_stdin(&args, &mirror(&ns, "good", valid)));
+}
+
+#[test]
+fn get_mirrors_shows_source_selected_synced_ready_reason_and_age() {
     if !e2e_enabled() {
         return;
     }
@@ -223,13 +323,15 @@ fn get_mirrors_shows_source_selected_synced_ready_and_age() {
     let header = lines.next().unwrap_or_default();
     assert_eq!(
         header,
-        ["NAME", "SOURCE", "SELECTED", "SYNCED", "READY", "AGE"],
+        [
+            "NAME", "SOURCE", "SELECTED", "SYNCED", "READY", "REASON", "AGE"
+        ],
         "{table}"
     );
     let row = lines.next().unwrap_or_default();
     assert_eq!(
-        row[..5],
-        ["columns", "app-ca", "3", "2", "False"],
+        row[..6],
+        ["columns", "app-ca", "3", "2", "False", "Conflict"],
         "{table}"
     );
     assert_eq!(

@@ -1,91 +1,13 @@
 //! e2e: the Mirror controller on a real API server, checked with kubectl as a user would.
 //!
 //! Why: the fake server models the API; only the real one proves that the copies, the status
-//! columns, the Events and the finalizer work under the shipped RBAC. One skiff replica runs as
-//! in production (`--leader-elect`, the operator's ServiceAccount), installed with the
-//! secret-targets component (`deploy/secret-targets`) so Secret copies of `app-tls` are
-//! allowed, with the same `--secret-target-names` the component sets. Each test starts its own
-//! replica, serialized, because they all use the one Lease `skiff-system/skiff-leader`; each
-//! test has its own Mirror, source and namespaces (selected by a label unique to the test).
+//! columns, the Events and the finalizer work under the shipped RBAC. How skiff runs here:
+//! `support/mirror_e2e.rs`.
 
 mod support;
 
-use std::sync::Mutex;
-use std::time::Duration;
-
-use serde_json::Value;
-use support::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, e2e_enabled};
-use support::skiff::{Skiff, TempDir, eventually};
-
-/// Each wait for the controller to act.
-const STEP_TIMEOUT: Duration = Duration::from_secs(20);
-/// The e2e replica's flags, with Secret copies of `app-tls` enabled.
-fn skiff_flags() -> Vec<&'static str> {
-    let mut flags = E2E_REPLICA_FLAGS.to_vec();
-    flags.push("--secret-target-names=app-tls");
-    flags
-}
-
-/// The default install plus the secret-targets component, once per control plane.
-fn control_plane() -> &'static ControlPlane {
-    static COMPONENT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    let cp = ControlPlane::shared().install_manifests();
-    COMPONENT.get_or_init(|| {
-        let overlay =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/secret-targets");
-        cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
-    });
-    cp
-}
-
-/// Runs `test` while one skiff replica leads; stops it with SIGTERM after, expecting exit 0.
-fn with_skiff(name: &str, test: impl FnOnce(&'static ControlPlane)) {
-    static ONE_REPLICA_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _turn = ONE_REPLICA_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let cp = control_plane();
-    let dir = TempDir::new(&format!("e2e-mirror-{name}"));
-    let log = dir.0.join("skiff.log");
-    let mut skiff = Skiff::start_with_env(
-        &cp.operator_kubeconfig(),
-        log,
-        &skiff_flags(),
-        &[("POD_NAME", name)],
-    );
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(cp)));
-    if outcome.is_err() {
-        eprintln!("skiff log ({name}):\n{}", skiff.logs());
-    }
-    skiff.signal("TERM");
-    let code = skiff.wait_exit(STEP_TIMEOUT);
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-    assert_eq!(code, Some(0), "skiff exit; log:\n{}", skiff.logs());
-}
-
-/// Waits until `check` holds, polling with kubectl; panics naming `what` after the timeout.
-fn wait_until(what: &str, check: impl FnMut() -> bool) {
-    assert!(eventually(STEP_TIMEOUT, check), "timed out: {what}");
-}
-
-fn source_configmap(cp: &ControlPlane, name: &str, data: &str) {
-    cp.apply(&format!(
-        r#"{{"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {{"name": "{name}", "namespace": "{OPERATOR_NAMESPACE}"}},
-            "data": {data}}}"#
-    ));
-}
-
-fn mirror(cp: &ControlPlane, name: &str, kind: &str, source: &str, extra: &str, label: &str) {
-    cp.apply(&format!(
-        r#"{{"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
-            "metadata": {{"name": "{name}", "namespace": "{OPERATOR_NAMESPACE}"}},
-            "spec": {{"source": {{"kind": "{kind}", "name": "{source}"}}, {extra}
-                      "namespaceSelector": {{"matchLabels": {{"mirror-e2e": "{label}"}}}}}}}}"#
-    ));
-}
+use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::mirror_e2e::{absent, has_copy, mirror, source_configmap, wait_until, with_skiff};
 
 /// The `kubectl get mirror` row as the user sees it: SOURCE, SELECTED, SYNCED, READY.
 fn mirror_columns(cp: &ControlPlane, name: &str) -> Vec<String> {
@@ -107,19 +29,6 @@ fn mirror_columns(cp: &ControlPlane, name: &str) -> Vec<String> {
 
 fn columns_are(cp: &ControlPlane, name: &str, wanted: [&str; 4]) -> bool {
     mirror_columns(cp, name) == wanted
-}
-
-/// A managed copy of `mirror` with `data` exists in `namespace`.
-fn has_copy(cp: &ControlPlane, kind: &str, namespace: &str, target: &str, data: &Value) -> bool {
-    let Some(copy) = cp.object(kind, namespace, target) else {
-        return false;
-    };
-    let labels = &copy["metadata"]["labels"];
-    copy["data"] == *data && labels["app.kubernetes.io/managed-by"] == "skiff"
-}
-
-fn absent(cp: &ControlPlane, kind: &str, namespace: &str, name: &str) -> bool {
-    cp.object(kind, namespace, name).is_none()
 }
 
 #[test]
@@ -322,5 +231,49 @@ fn deleting_a_mirror_deletes_its_copies_before_it_goes() {
         }
         let source = cp.object("cm", OPERATOR_NAMESPACE, "cleanup-settings");
         assert!(source.is_some(), "the source was deleted with the Mirror");
+    });
+}
+
+#[test]
+fn a_copy_follows_its_source_gaining_and_losing_binary_data() {
+    if !e2e_enabled() {
+        return;
+    }
+    with_skiff("mirror-binary", |cp| {
+        let label = "binary";
+        let ns = cp.create_namespace("binary", &[("mirror-e2e", label)]);
+        source_configmap(cp, "blobs", r#"{"text": "hello"}"#);
+        mirror(cp, "binary", "ConfigMap", "blobs", "", label);
+        let data = serde_json::json!({"text": "hello"});
+        wait_until("a copy", || has_copy(cp, "cm", &ns, "blobs", &data));
+
+        // The copy has no binaryData yet: a strategic patch's `$patch: replace` of a map the
+        // object lacks is dropped by the API server, so skiff must set it another way.
+        let with_binary = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "blobs", "namespace": OPERATOR_NAMESPACE},
+            "data": {"text": "hello"}, "binaryData": {"bin": "AAEC"}});
+        cp.apply(&with_binary.to_string());
+        let binary = |cp: &ControlPlane| {
+            cp.object("cm", &ns, "blobs")
+                .map(|c| c["binaryData"].clone())
+                .unwrap_or_default()
+        };
+        wait_until("the copy gains the binaryData", || {
+            binary(cp) == serde_json::json!({"bin": "AAEC"})
+        });
+        cp.kubectl_ok(&[
+            "patch",
+            "cm",
+            "blobs",
+            "-n",
+            OPERATOR_NAMESPACE,
+            "--type=json",
+            "-p",
+            r#"[{"op": "remove", "path": "/binaryData"}, {"op": "remove", "path": "/data"}]"#,
+        ]);
+        wait_until("the copy loses both maps", || {
+            cp.object("cm", &ns, "blobs")
+                .is_some_and(|c| c["binaryData"].is_null() && c["data"].is_null())
+        });
     });
 }

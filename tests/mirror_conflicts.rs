@@ -229,7 +229,9 @@ fn two_mirrors_racing_for_one_name_never_overwrite_each_other() {
     let updates: Vec<_> = cluster
         .writes_since(0)
         .into_iter()
-        .filter(|r| r.method == "PUT" && r.path.contains("/configmaps/"))
+        .filter(|r| {
+            ["PUT", "PATCH"].contains(&r.method.as_str()) && r.path.contains("/configmaps/")
+        })
         .collect();
     assert!(
         updates.is_empty(),

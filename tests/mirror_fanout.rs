@@ -135,7 +135,7 @@ fn a_source_update_reaches_every_copy() {
         .filter(|r| r.path.contains("/configmaps/"))
         .collect();
     assert!(
-        copy_writes.len() == selected.len() && copy_writes.iter().all(|r| r.method == "PUT"),
+        copy_writes.len() == selected.len() && copy_writes.iter().all(|r| r.method == "PATCH"),
         "not one update per copy:\n{}",
         describe(&copy_writes)
     );

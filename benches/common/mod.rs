@@ -147,7 +147,7 @@ pub fn wait_watching(server: &FakeServer, run: &mut Run, watches: usize, limit: 
 pub struct Writes {
     /// Successful POSTs of copies (ConfigMaps outside the source namespace).
     pub copy_creates: usize,
-    /// Successful PUTs of copies.
+    /// Successful updates of copies (PATCH; PUT by older builds).
     pub copy_updates: usize,
     /// Successful writes of the Mirror's status subresource.
     pub status_writes: usize,
@@ -218,7 +218,7 @@ impl Writes {
                 self.copy_creates += 1;
                 self.last_copy_create = record.answered.max(self.last_copy_create);
             }
-            "PUT" if is_copy(record) => self.copy_updates += 1,
+            "PUT" | "PATCH" if is_copy(record) => self.copy_updates += 1,
             "PUT" if record.path == format!("{mirror}/status") => {
                 self.status_writes += 1;
                 let body_synced = record.body.as_ref().map(|b| &b["status"]["synced"]);

@@ -3,7 +3,8 @@
 //! the fake server's minimal objects do not. skiff runs as leader under the shipped RBAC.
 //!
 //! Scenarios, in order on one control plane: idle with 1,000 namespaces; a Mirror converging
-//! over those 1,000 (the peak is the fan-out's), then deleted (skiff deletes its copies);
+//! over those 1,000 (the peak is the fan-out's), then deleted (skiff deletes its copies); the
+//! same with labels and annotations on the copies and one key of two picked;
 //! idle with 5,000 namespaces; with `SKIFF_BENCH_LARGE=1`, a Mirror over the 1,000 with
 //! 10,000 namespaces in the cluster.
 
@@ -104,6 +105,31 @@ impl Cluster {
             &json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
                 "metadata": {"name": MIRROR, "namespace": OPERATOR_NAMESPACE},
                 "spec": {"source": {"kind": "ConfigMap", "name": SOURCE},
+                         "namespaceSelector": {"matchLabels": { SELECT_LABEL: "yes" }}}})
+            .to_string(),
+        );
+    }
+
+    /// As [`Cluster::add_mirror`], with every copy carrying labels and annotations of the
+    /// Mirror's and a label of the source's, and one of the source's two keys: the copy cache
+    /// then keeps a record of skiff's keys per copy.
+    pub fn add_mirror_with_metadata(&self) {
+        self.cp.apply(
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": SOURCE, "namespace": OPERATOR_NAMESPACE,
+                             "labels": {"cnpg.io/reload": "true", "app.kubernetes.io/instance": "platform"}},
+                "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n",
+                         "internal": "not copied"}})
+            .to_string(),
+        );
+        self.cp.apply(
+            &json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+                "metadata": {"name": MIRROR, "namespace": OPERATOR_NAMESPACE},
+                "spec": {"source": {"kind": "ConfigMap", "name": SOURCE, "keys": ["ca.crt"],
+                                    "copyLabels": ["cnpg.io/*"]},
+                         "target": {"metadata": {
+                             "labels": {"team": "payments", "argocd.argoproj.io/secret-type": "repository"},
+                             "annotations": {"reloader.stakater.com/match": "true"}}},
                          "namespaceSelector": {"matchLabels": { SELECT_LABEL: "yes" }}}})
             .to_string(),
         );

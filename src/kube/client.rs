@@ -23,6 +23,7 @@ use super::watch_body::GuardedBody;
 use crate::signal::Signal;
 use http_types::Method;
 use serde::Serialize;
+use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -36,6 +37,15 @@ pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
 
 const JSON: &str = "application/json";
 const MERGE_PATCH: &str = "application/merge-patch+json";
+const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+
+/// How the API server reads a PATCH body: RFC 7386 merge patch, or the strategic merge patch of
+/// built-in kinds (with directives such as `$patch: replace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    Merge,
+    Strategic,
+}
 
 #[derive(Clone)]
 pub struct Client {
@@ -210,6 +220,22 @@ impl Client {
         self.patch(K::url_path(namespace, Some(name)), patch).await
     }
 
+    /// A PATCH of either kind; a strategic merge patch is for built-in kinds only.
+    pub async fn patch_as<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &serde_json::Value,
+        kind: PatchKind,
+    ) -> Result<K, Error> {
+        let content_type = match kind {
+            PatchKind::Merge => MERGE_PATCH,
+            PatchKind::Strategic => STRATEGIC_MERGE_PATCH,
+        };
+        self.patch_typed(K::url_path(namespace, Some(name)), patch, content_type)
+            .await
+    }
+
     pub async fn patch_status<K: Resource>(
         &self,
         namespace: Option<&str>,
@@ -227,13 +253,36 @@ impl Client {
         name: &str,
         precondition_resource_version: Option<&str>,
     ) -> Result<(), Error> {
+        let preconditions = precondition_resource_version.map(|rv| json!({"resourceVersion": rv}));
+        self.delete_if::<K>(namespace, name, preconditions).await
+    }
+
+    /// Deletes the object only if it is still the one with `uid`, at `resource_version`.
+    pub async fn delete_exact<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        uid: &str,
+        resource_version: &str,
+    ) -> Result<(), Error> {
+        let preconditions = json!({"uid": uid, "resourceVersion": resource_version});
+        self.delete_if::<K>(namespace, name, Some(preconditions))
+            .await
+    }
+
+    async fn delete_if<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        preconditions: Option<serde_json::Value>,
+    ) -> Result<(), Error> {
         let path = K::url_path(namespace, Some(name));
         let mut spec = RequestSpec::new(Method::Delete, path, "delete");
-        if let Some(rv) = precondition_resource_version {
-            let options = serde_json::json!({
+        if let Some(preconditions) = preconditions {
+            let options = json!({
                 "kind": "DeleteOptions",
                 "apiVersion": "v1",
-                "preconditions": {"resourceVersion": rv},
+                "preconditions": preconditions,
             });
             spec.body = Some((encode(&options)?, JSON));
         }
@@ -283,8 +332,17 @@ impl Client {
         path: String,
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
+        self.patch_typed(path, patch, MERGE_PATCH).await
+    }
+
+    async fn patch_typed<K: Resource>(
+        &self,
+        path: String,
+        patch: &serde_json::Value,
+        content_type: &'static str,
+    ) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
-        spec.body = Some((encode(patch)?, MERGE_PATCH));
+        spec.body = Some((encode(patch)?, content_type));
         decode(&self.execute(&spec).await?)
     }
 

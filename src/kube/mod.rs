@@ -49,7 +49,7 @@ mod tunnel;
 pub mod watch;
 mod watch_body;
 
-pub use client::Client;
+pub use client::{Client, PatchKind};
 pub use config::{
     Auth, ClientIdentity, Config, ConfigError, Credential, ExecPlugin, LoadOptions, ProxyConfig,
     TlsOptions, TokenFile,

@@ -2,18 +2,21 @@
 //!
 //! Writes go out concurrently (bounded) so a fan-out is paced by the client's token bucket,
 //! not by round trips. Each success is recorded in [`CopyWrites`](super::own_writes::CopyWrites) so the
-//! next reconcile doesn't repeat it before the watch catches up.
+//! next reconcile doesn't repeat it before the watch catches up. A create that meets an object
+//! goes to `adopt.rs`; an update the server refuses, to `replace.rs`.
 
-use super::copy::{
-    CopyInfo, Owner, Payload, SourceContent, configmap_copy, copy_meta, owner_of, secret_copy,
-};
+use super::copy::{CopyInfo, Owner};
+use super::desired::DesiredCopy;
+use super::managed::Record;
 use super::own_writes::CopyKey;
 use super::plan::Plan;
 use super::progress::{Fanout, Progress};
 use super::reconcile::Reconciler;
+use super::render::{CopyObject, maps_patch, new_copy, update_patch};
 use super::types::{Mirror, SourceKind};
-use crate::kube::Error;
-use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use crate::kube::api::{ConfigMap, Secret};
+use crate::kube::{Error, PatchKind};
+use serde_json::Value;
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
@@ -27,8 +30,12 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// What carrying out a plan achieved.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// Copies created or updated (now in sync).
+    /// Copies created or updated (now in sync), adopted and replaced ones included.
     pub written: u32,
+    /// Namespaces where an object handed over with `skiff.dev/adopt` became a copy.
+    pub adopted: Vec<String>,
+    /// Namespaces where a copy was deleted and created again, and why.
+    pub replaced: Vec<(String, String)>,
     /// Namespaces where a create met an object that is not this Mirror's.
     pub new_conflicts: Vec<String>,
     pub errors: Vec<Error>,
@@ -36,36 +43,72 @@ pub struct Outcome {
     pub stopped: bool,
 }
 
-/// One planned write, borrowed from the plan.
-enum Write<'a> {
-    Create(&'a String),
-    Update(&'a String, &'a String),
-    Delete(&'a SourceKind, &'a String, &'a String, &'a String),
+/// The copies of one Mirror: whose, their name, and what they should hold.
+pub(super) struct Target {
+    pub owner: Owner,
+    pub name: String,
+    pub desired: DesiredCopy,
 }
 
-fn writes(plan: &Plan) -> impl Iterator<Item = Write<'_>> {
-    let creates = plan.create.iter().map(Write::Create);
-    let updates = plan.update.iter().map(|(ns, rv)| Write::Update(ns, rv));
-    let deletes = plan
-        .delete
-        .iter()
-        .map(|(kind, ns, name, rv)| Write::Delete(kind, ns, name, rv));
-    creates.chain(updates).chain(deletes)
+impl Target {
+    pub fn kind(&self) -> SourceKind {
+        self.desired.payload().kind()
+    }
+
+    pub fn key(&self, namespace: &str) -> CopyKey {
+        CopyKey::new(self.kind(), namespace, &self.name)
+    }
 }
 
 /// A write with everything it needs, owned by its task.
 enum Job {
-    Write(Box<ObjectMeta>, Arc<SourceContent>, Option<String>),
+    Create(String),
+    Update(String, String, Option<Record>),
     Delete(SourceKind, String, String, String),
 }
 
-enum Done {
-    Written,
+/// A copy written in `namespace`, and how.
+#[derive(Debug)]
+pub(super) struct Wrote {
+    pub namespace: String,
+    pub adopted: bool,
+    /// Why it had to be deleted and created again, if it was.
+    pub replaced: Option<String>,
+}
+
+impl Wrote {
+    pub fn plain(namespace: &str) -> Done {
+        Done::Written(Wrote {
+            namespace: namespace.to_owned(),
+            adopted: false,
+            replaced: None,
+        })
+    }
+}
+
+pub(super) enum Done {
+    Written(Wrote),
     Deleted,
     Conflict(String),
     Failed(Error),
     /// Not done: the controller is stopping.
     Stopped,
+}
+
+fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
+    let creates = plan.create.iter().cloned().map(Job::Create);
+    let updates = plan.update.iter().map(|u| {
+        Job::Update(
+            u.namespace.clone(),
+            u.resource_version.clone(),
+            u.record.clone(),
+        )
+    });
+    let deletes = plan
+        .delete
+        .iter()
+        .map(|(kind, ns, name, rv)| Job::Delete(*kind, ns.clone(), name.clone(), rv.clone()));
+    creates.chain(updates).chain(deletes)
 }
 
 impl Reconciler {
@@ -74,48 +117,33 @@ impl Reconciler {
     pub(super) async fn apply(
         self: &Arc<Self>,
         mirror: &Mirror,
-        content: &Arc<SourceContent>,
+        target: &Arc<Target>,
         plan: &Plan,
         selected: usize,
     ) -> Outcome {
-        let hash = &content.hash;
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-        let mut outcome = Outcome::default();
         let mut tasks = Vec::with_capacity(plan.writes());
         let mut progress = Progress::new(plan.in_sync);
+        let hash = target.desired.hash.hex();
         let fanout = Fanout {
-            owner: &Owner::of(mirror),
-            hash,
+            owner: &target.owner,
+            hash: &hash,
             selected,
             conflicts: &plan.conflicts,
         };
-        for write in writes(plan) {
+        let mut stopped = false;
+        for job in jobs(plan) {
             // The permit is taken before the task exists, so a fan-out of thousands holds at
-            // most MAX_IN_FLIGHT objects in memory at once.
+            // most MAX_IN_FLIGHT writes in memory at once.
             let Some(permit) = self.permit(&limit).await else {
-                outcome.stopped = true;
+                stopped = true;
                 break;
             };
-            let this = Arc::clone(self);
-            let job = match write {
-                Write::Create(ns) => Job::Write(
-                    Box::new(copy_meta(mirror, ns, hash, None)),
-                    Arc::clone(content),
-                    None,
-                ),
-                Write::Update(ns, rv) => Job::Write(
-                    Box::new(copy_meta(mirror, ns, hash, Some(rv))),
-                    Arc::clone(content),
-                    Some(rv.clone()),
-                ),
-                Write::Delete(kind, ns, name, rv) => {
-                    Job::Delete(*kind, ns.clone(), name.clone(), rv.clone())
-                }
-            };
+            let (this, target) = (Arc::clone(self), Arc::clone(target));
             let written = progress.counter();
             tasks.push(smol::spawn(async move {
-                let done = this.run(job).await;
-                if let Done::Written = done {
+                let done = this.run(&target, job).await;
+                if let Done::Written(_) = done {
                     written.fetch_add(1, Ordering::Relaxed);
                 }
                 drop(permit);
@@ -125,14 +153,12 @@ impl Reconciler {
                 self.report_progress(mirror, &fanout, synced).await;
             }
         }
+        let mut outcome = Outcome {
+            stopped,
+            ..Outcome::default()
+        };
         for task in tasks {
-            match task.await {
-                Done::Written => outcome.written += 1,
-                Done::Deleted => {}
-                Done::Conflict(ns) => outcome.new_conflicts.push(ns),
-                Done::Failed(e) => outcome.errors.push(e),
-                Done::Stopped => outcome.stopped = true,
-            }
+            outcome.add(task.await);
         }
         outcome
     }
@@ -154,9 +180,12 @@ impl Reconciler {
     /// One write, run to its reply once started: the client sends nothing new after the stop,
     /// and a request already sent must not be abandoned, so no write of this replica lands
     /// after it released its lease.
-    async fn run(&self, job: Job) -> Done {
+    async fn run(&self, target: &Target, job: Job) -> Done {
         let done = match job {
-            Job::Write(meta, content, replaced) => self.write_copy(*meta, &content, replaced).await,
+            Job::Create(ns) => self.create_copy(target, &ns).await,
+            Job::Update(ns, rv, record) => {
+                self.update_copy(target, &ns, &rv, record.as_ref()).await
+            }
             Job::Delete(kind, ns, name, rv) => self.delete_copy(kind, &ns, &name, &rv).await,
         };
         match done {
@@ -165,114 +194,77 @@ impl Reconciler {
         }
     }
 
-    /// Creates (`replaced` = None) or updates a copy; a create that meets an existing object
-    /// looks at it before anything else is written.
-    async fn write_copy(
-        &self,
-        meta: ObjectMeta,
-        content: &SourceContent,
-        replaced: Option<String>,
-    ) -> Done {
-        let payload = &content.payload;
-        let (kind, ns, name) = (
-            payload.kind(),
-            meta.namespace().to_owned(),
-            meta.name().to_owned(),
-        );
-        let result = match replaced {
-            None => self.send(meta.clone(), payload, false).await,
-            Some(_) => self.send(meta.clone(), payload, true).await,
-        };
-        match result {
+    /// Creates the copy in `ns`; one that meets an existing object looks at it first.
+    pub(super) async fn create_copy(&self, target: &Target, ns: &str) -> Done {
+        let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
+        match self.post(copy).await {
             Ok(info) => {
-                let key = CopyKey::new(kind, &ns, &name);
-                self.written.record(key, replaced.as_deref(), Some(info));
-                Done::Written
+                self.written.record(target.key(ns), None, Some(info));
+                Wrote::plain(ns)
             }
-            Err(e) if e.is_already_exists() => self.adopt_or_refuse(meta, content).await,
+            Err(e) if e.is_already_exists() => self.meet_existing(target, ns).await,
             Err(e) => Done::Failed(e),
         }
     }
 
-    /// The create found an object with the copy's name: update it if it is this Mirror's
-    /// (the cache had not seen it yet), otherwise leave it alone and report the conflict.
-    async fn adopt_or_refuse(&self, meta: ObjectMeta, content: &SourceContent) -> Done {
-        let payload = &content.payload;
-        let (ns, name) = (meta.namespace().to_owned(), meta.name().to_owned());
-        let found = match self.fetch_copy(payload.kind(), &ns, &name).await {
-            Ok(found) => found,
-            Err(e) => return Done::Failed(e),
-        };
-        let mine = owner_of(&meta).is_some_and(|me| found.owner.as_ref() == Some(&me));
-        if !mine {
-            // Another Mirror's copy is labelled, so the copy cache will hold it and its
-            // deletion will wake this Mirror; only an object the cache cannot see is
-            // remembered (and re-checked later).
-            if found.owner.is_none() {
-                self.remember_unmanaged(&meta, &ns);
-            }
-            return Done::Conflict(ns);
-        }
-        let key = CopyKey::new(payload.kind(), &ns, &name);
-        if found.content_hash == content.hash {
-            self.written.record(key, None, Some(found));
-            return Done::Written;
-        }
-        let mut meta = meta;
-        meta.resource_version = Some(found.resource_version.clone());
-        match self.send(meta, payload, true).await {
-            Ok(info) => {
-                self.written
-                    .record(key, Some(&found.resource_version), Some(info));
-                Done::Written
-            }
-            Err(e) => Done::Failed(e),
-        }
-    }
-
-    /// Reads the object of `kind` named `name` in `ns` from the server (not the cache).
-    pub(super) async fn fetch_copy(
+    /// Patches the copy in `ns`, seen at `rv` with `record`, into what `target` wants. An
+    /// update the server finds invalid may need a replacement instead.
+    pub(super) async fn update_copy(
         &self,
-        kind: SourceKind,
+        target: &Target,
         ns: &str,
-        name: &str,
-    ) -> Result<CopyInfo, Error> {
-        match kind {
-            SourceKind::ConfigMap => self
-                .client
-                .get::<ConfigMap>(Some(ns), name)
-                .await
-                .map(|c| CopyInfo::of_configmap(&c)),
-            SourceKind::Secret => self
-                .client
-                .get::<Secret>(Some(ns), name)
-                .await
-                .map(|s| CopyInfo::of_secret(&s)),
+        rv: &str,
+        record: Option<&Record>,
+    ) -> Done {
+        let mut patch = update_patch(&target.owner, &target.desired, record, rv);
+        let (mut kind, mut replaced) = (PatchKind::Strategic, rv.to_owned());
+        // One call site for both patches, so the request's code is compiled in once.
+        loop {
+            let answer = match self.patch_copy(target, ns, &patch, kind).await {
+                Ok(answer) => answer,
+                Err(e) if e.code() == Some(422) && kind == PatchKind::Strategic => {
+                    return self.replace_copy(target, ns, e).await;
+                }
+                Err(e) => return Done::Failed(e),
+            };
+            let info = answer.info();
+            let version = info.resource_version.clone();
+            self.written
+                .record(target.key(ns), Some(&replaced), Some(info));
+            match maps_patch(&answer, &target.desired) {
+                Some(fix) if kind == PatchKind::Strategic => {
+                    (patch, kind, replaced) = (fix, PatchKind::Merge, version);
+                }
+                _ => return Wrote::plain(ns),
+            }
         }
     }
 
-    async fn send(
+    /// A strategic merge patch of the copy in `ns`, or a plain merge patch.
+    async fn patch_copy(
         &self,
-        meta: ObjectMeta,
-        payload: &Payload,
-        update: bool,
-    ) -> Result<CopyInfo, Error> {
-        if let Some(cm) = configmap_copy(meta.clone(), payload) {
-            let written = if update {
-                self.client.replace(&cm).await?
-            } else {
-                self.client.create(&cm).await?
-            };
-            return Ok(CopyInfo::of_configmap(&written));
-        }
-        let secret = secret_copy(meta, payload)
-            .ok_or_else(|| Error::Refused("payload has no kind".into()))?;
-        let written = if update {
-            self.client.replace(&secret).await?
-        } else {
-            self.client.create(&secret).await?
+        target: &Target,
+        ns: &str,
+        patch: &Value,
+        kind: PatchKind,
+    ) -> Result<CopyObject, Error> {
+        let (client, name) = (&self.client, target.name.as_str());
+        Ok(match target.kind() {
+            SourceKind::ConfigMap => {
+                CopyObject::ConfigMap(client.patch_as(Some(ns), name, patch, kind).await?)
+            }
+            SourceKind::Secret => {
+                CopyObject::Secret(client.patch_as(Some(ns), name, patch, kind).await?)
+            }
+        })
+    }
+
+    pub(super) async fn post(&self, copy: CopyObject) -> Result<CopyInfo, Error> {
+        let created = match copy {
+            CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
+            CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
         };
-        Ok(CopyInfo::of_secret(&written))
+        Ok(created.info())
     }
 
     async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {
@@ -314,10 +306,24 @@ impl Reconciler {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
 
-    fn remember_unmanaged(&self, meta: &ObjectMeta, ns: &str) {
-        if let Some(owner) = owner_of(meta) {
-            self.memory.remember_blocked(&owner, ns, Instant::now());
+impl Outcome {
+    fn add(&mut self, done: Done) {
+        match done {
+            Done::Written(wrote) => {
+                self.written += 1;
+                if wrote.adopted {
+                    self.adopted.push(wrote.namespace.clone());
+                }
+                if let Some(reason) = wrote.replaced {
+                    self.replaced.push((wrote.namespace, reason));
+                }
+            }
+            Done::Deleted => {}
+            Done::Conflict(ns) => self.new_conflicts.push(ns),
+            Done::Failed(e) => self.errors.push(e),
+            Done::Stopped => self.stopped = true,
         }
     }
 }

@@ -10,12 +10,13 @@
 //! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
 //! owning Mirror, and each Mirror's selected namespaces ([`Selections`]).
 
-use super::copy::{CopyInfo, SourceContent, managed_selector};
+use super::copy::{CopyInfo, managed_selector};
 use super::enqueue::{copy_owners, mirror_index, mirror_keys, mirrors_of_source, owner_index};
 use super::secret_copies::SecretCopyStores;
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;
 use super::selector::NamespaceInfo;
+use super::source::SourceContent;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
 use crate::kube::api::{ConfigMap, Namespace, Resource, Secret};

@@ -8,6 +8,7 @@
 //! announced with one Warning Event while it lasts, and not again after a restart.
 
 use super::copy::Owner;
+use super::existing::Claim;
 use super::reconcile::Reconciler;
 use super::status;
 use super::types::Mirror;
@@ -46,8 +47,10 @@ impl Reconciler {
             }
         }
         for ns in suspects {
-            if let Ok(found) = self.fetch_copy(kind, &ns, name).await
-                && found.owner.is_none()
+            // An object handed to this Mirror is not a block: the create meets it and adopts it.
+            if let Ok(found) = self.fetch_existing(kind, &ns, name).await
+                && found.info.owner.is_none()
+                && found.claim(owner) == Claim::NotMine
             {
                 self.memory.remember_blocked(owner, &ns, now);
             }

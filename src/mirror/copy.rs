@@ -1,16 +1,15 @@
-//! What a copy is: the payload taken from the source, its hash, and the labels that mark it as
-//! skiff's, for one Mirror.
+//! What a copy is: who it belongs to, and what the copy cache keeps of it.
 //!
 //! The copy cache keeps a [`CopyInfo`] per object, never the data: the hash of the content
 //! the copy actually holds is enough to tell whether it must be rewritten (a hand edit changes
-//! it; the `source-hash` annotation would not).
+//! it; the `source-hash` annotation would not). The hash covers the labels and annotations
+//! skiff manages on the copy too (see [`super::managed`]), whose record the entry keeps.
 
+use super::managed::{Managed, Record};
+use super::payload::{Digest, Payload};
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
-use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "skiff";
@@ -21,75 +20,6 @@ pub const SOURCE_HASH_ANNOTATION: &str = "skiff.dev/source-hash";
 /// The label selector that finds every copy skiff manages (the copy watch uses it).
 pub fn managed_selector() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
-}
-
-/// The content a copy carries. Field order is the hash's canonical order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind")]
-pub enum Payload {
-    ConfigMap {
-        data: BTreeMap<String, String>,
-        #[serde(rename = "binaryData")]
-        binary_data: BTreeMap<String, String>,
-    },
-    Secret {
-        #[serde(rename = "type")]
-        type_: Option<String>,
-        data: BTreeMap<String, String>,
-    },
-}
-
-impl Payload {
-    pub fn of_configmap(cm: &ConfigMap) -> Payload {
-        Payload::ConfigMap {
-            data: cm.data.clone(),
-            binary_data: cm.binary_data.clone(),
-        }
-    }
-
-    pub fn of_secret(secret: &Secret) -> Payload {
-        Payload::Secret {
-            type_: secret.type_.clone(),
-            data: secret.data.clone(),
-        }
-    }
-
-    pub fn kind(&self) -> SourceKind {
-        match self {
-            Payload::ConfigMap { .. } => SourceKind::ConfigMap,
-            Payload::Secret { .. } => SourceKind::Secret,
-        }
-    }
-
-    /// Hex sha256 of the canonical JSON of the payload.
-    pub fn hash(&self) -> String {
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        let digest = Sha256::digest(&json);
-        digest.iter().map(|b| format!("{b:02x}")).collect()
-    }
-}
-
-/// A source's payload with its hash, made once when the source enters the cache: every
-/// reconcile of every Mirror reading it shares this one (through an `Arc`), unhashed again.
-#[derive(Debug, PartialEq, Eq)]
-pub struct SourceContent {
-    pub payload: Payload,
-    pub hash: String,
-}
-
-impl SourceContent {
-    pub fn of_configmap(cm: &ConfigMap) -> Arc<SourceContent> {
-        SourceContent::new(Payload::of_configmap(cm))
-    }
-
-    pub fn of_secret(secret: &Secret) -> Arc<SourceContent> {
-        SourceContent::new(Payload::of_secret(secret))
-    }
-
-    fn new(payload: Payload) -> Arc<SourceContent> {
-        let hash = payload.hash();
-        Arc::new(SourceContent { payload, hash })
-    }
 }
 
 /// Who a copy belongs to, read from its labels.
@@ -116,8 +46,10 @@ pub struct CopyInfo {
     pub name: String,
     pub owner: Option<Owner>,
     pub resource_version: String,
-    /// Hash of the content the copy holds now.
-    pub content_hash: String,
+    /// Hash of the content the copy holds now, with the labels and annotations skiff manages.
+    pub content_hash: Digest,
+    /// The keys skiff recorded as its own on the copy, if any.
+    pub record: Option<Record>,
 }
 
 impl CopyInfo {
@@ -130,13 +62,16 @@ impl CopyInfo {
     }
 
     fn new(meta: &ObjectMeta, payload: Payload) -> CopyInfo {
+        let record = Record::of(meta);
+        let managed = record.as_ref().map(|r| Managed::held(meta, r));
         CopyInfo {
             kind: payload.kind(),
             namespace: meta.namespace().to_owned(),
             name: meta.name().to_owned(),
             owner: owner_of(meta),
             resource_version: meta.resource_version().to_owned(),
-            content_hash: payload.hash(),
+            content_hash: payload.hash_with(managed.as_ref().and_then(Managed::if_any)),
+            record,
         }
     }
 }
@@ -152,58 +87,37 @@ pub fn owner_of(meta: &ObjectMeta) -> Option<Owner> {
     })
 }
 
-/// Metadata of the copy of `mirror`'s source in `namespace`. `resource_version` makes an
-/// update conditional on the version the cache saw.
+/// Metadata naming a copy `name` in `namespace` and labelling it as `owner`'s.
+pub fn labelled_for(owner: &Owner, namespace: &str, name: &str) -> ObjectMeta {
+    let mut meta = ObjectMeta::named(Some(namespace), name);
+    meta.labels = BTreeMap::from([
+        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned()),
+        (MIRROR_NAMESPACE_LABEL.to_owned(), owner.namespace.clone()),
+        (MIRROR_NAME_LABEL.to_owned(), owner.name.clone()),
+    ]);
+    meta
+}
+
+/// Metadata of a plain copy of `mirror`'s source in `namespace` (no labels or annotations of
+/// the Mirror's own): skiff's labels and the hash annotation. `resource_version` makes an update
+/// conditional on the version the cache saw.
 pub fn copy_meta(
     mirror: &Mirror,
     namespace: &str,
     hash: &str,
     resource_version: Option<&str>,
 ) -> ObjectMeta {
-    let mut meta = ObjectMeta::named(Some(namespace), mirror.spec.target_name());
-    meta.labels = BTreeMap::from([
-        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned()),
-        (
-            MIRROR_NAMESPACE_LABEL.to_owned(),
-            mirror.metadata.namespace().to_owned(),
-        ),
-        (
-            MIRROR_NAME_LABEL.to_owned(),
-            mirror.metadata.name().to_owned(),
-        ),
-    ]);
+    let mut meta = labelled_for(&Owner::of(mirror), namespace, mirror.spec.target_name());
     meta.annotations = BTreeMap::from([(SOURCE_HASH_ANNOTATION.to_owned(), hash.to_owned())]);
     meta.resource_version = resource_version.map(str::to_owned);
     meta
 }
 
-pub fn configmap_copy(meta: ObjectMeta, payload: &Payload) -> Option<ConfigMap> {
-    match payload {
-        Payload::ConfigMap { data, binary_data } => Some(ConfigMap {
-            metadata: meta,
-            data: data.clone(),
-            binary_data: binary_data.clone(),
-            ..ConfigMap::default()
-        }),
-        Payload::Secret { .. } => None,
-    }
-}
-
-pub fn secret_copy(meta: ObjectMeta, payload: &Payload) -> Option<Secret> {
-    match payload {
-        Payload::Secret { type_, data } => Some(Secret {
-            metadata: meta,
-            type_: type_.clone(),
-            data: data.clone(),
-            ..Secret::default()
-        }),
-        Payload::ConfigMap { .. } => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mirror::fixtures::map;
+    use crate::mirror::managed::MANAGED_LABELS_ANNOTATION;
     use crate::mirror::types::{MirrorSpec, SourceRef};
 
     fn mirror() -> Mirror {
@@ -213,6 +127,7 @@ mod tests {
                 source: SourceRef {
                     kind: SourceKind::ConfigMap,
                     name: "app-ca".into(),
+                    ..SourceRef::default()
                 },
                 ..MirrorSpec::default()
             },
@@ -220,59 +135,23 @@ mod tests {
         }
     }
 
-    fn cm(data: &[(&str, &str)]) -> ConfigMap {
+    fn copy(data: &[(&str, &str)]) -> ConfigMap {
         ConfigMap {
-            data: data
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            metadata: copy_meta(&mirror(), "team-a", "h", None),
+            data: map(data),
             ..ConfigMap::default()
         }
     }
 
     #[test]
-    fn hash_changes_with_content_and_not_with_metadata() {
-        let a = cm(&[("k", "v")]);
-        let mut b = a.clone();
-        b.metadata.name = Some("other".into());
-        assert_eq!(
-            Payload::of_configmap(&a).hash(),
-            Payload::of_configmap(&b).hash()
-        );
-        assert_ne!(
-            Payload::of_configmap(&a).hash(),
-            Payload::of_configmap(&cm(&[("k", "w")])).hash()
-        );
-        assert_eq!(Payload::of_configmap(&a).hash().len(), 64);
-    }
-
-    #[test]
-    fn a_secret_and_a_configmap_with_equal_data_hash_differently() {
-        let data: BTreeMap<_, _> = [("k".to_string(), "dg==".to_string())].into();
-        let s = Secret {
-            data: data.clone(),
-            ..Secret::default()
-        };
-        let c = ConfigMap {
-            data,
-            ..ConfigMap::default()
-        };
-        assert_ne!(
-            Payload::of_secret(&s).hash(),
-            Payload::of_configmap(&c).hash()
-        );
-    }
-
-    #[test]
     fn a_copy_is_labelled_for_its_mirror_and_read_back_as_owned() {
-        let payload = Payload::of_configmap(&cm(&[("k", "v")]));
-        let meta = copy_meta(&mirror(), "team-a", &payload.hash(), None);
-        let copy = configmap_copy(meta, &payload).expect("configmap payload");
+        let copy = copy(&[("k", "v")]);
         assert_eq!(copy.metadata.name(), "app-ca");
         assert_eq!(copy.metadata.namespace(), "team-a");
         let info = CopyInfo::of_configmap(&copy);
         assert_eq!(info.owner, Some(Owner::of(&mirror())));
-        assert_eq!(info.content_hash, payload.hash());
+        assert_eq!(info.content_hash, Payload::of_configmap(&copy).hash());
+        assert_eq!(info.record, None);
     }
 
     #[test]
@@ -283,14 +162,16 @@ mod tests {
     }
 
     #[test]
-    fn a_secret_copy_keeps_its_type() {
-        let s = Secret {
-            type_: Some("kubernetes.io/tls".into()),
-            ..Secret::default()
-        };
-        let payload = Payload::of_secret(&s);
-        let copy = secret_copy(ObjectMeta::default(), &payload).expect("secret payload");
-        assert_eq!(copy.type_.as_deref(), Some("kubernetes.io/tls"));
-        assert!(configmap_copy(ObjectMeta::default(), &payload).is_none());
+    fn a_hand_edit_of_a_managed_label_changes_the_hash_and_a_foreign_label_does_not() {
+        let mut copy = copy(&[("k", "v")]);
+        copy.metadata.labels.insert("team".into(), "a".into());
+        copy.metadata
+            .annotations
+            .insert(MANAGED_LABELS_ANNOTATION.into(), "team".into());
+        let before = CopyInfo::of_configmap(&copy).content_hash;
+        copy.metadata.labels.insert("theirs".into(), "x".into());
+        assert_eq!(CopyInfo::of_configmap(&copy).content_hash, before);
+        copy.metadata.labels.insert("team".into(), "b".into());
+        assert_ne!(CopyInfo::of_configmap(&copy).content_hash, before);
     }
 }

@@ -7,8 +7,17 @@
 //!   carries out the writes.
 //! - [`types`]: the `Mirror` custom resource.
 //! - [`selector`]: which namespaces a Mirror selects.
-//! - [`copy`]: payload, content hash and the labels that mark a copy as skiff's.
+//! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it.
+//! - [`payload`]: the content a copy carries, and its hash.
+//! - [`source`]: what the source cache keeps of a source.
+//! - [`desired`]: what a Mirror wants its copies to hold (picked keys, labels and
+//!   annotations), or why it must copy nothing; [`carry`]: which of the source's own labels and
+//!   annotations may go with it.
+//! - [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
+//! - [`render`]: the object skiff creates and the patch that updates a copy.
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
+//! - [`existing`]: an object holding a copy's name, read from the server; `adopt` and
+//!   `replace` act on it (explicit adoption; replacement when an update cannot work).
 //! - [`status`]: the counts and `Ready` condition a Mirror reports.
 //! - [`selection`]: each Mirror's selected namespaces, kept up to date event by event.
 //! - [`conflicts`]: objects with a copy's name that skiff must not touch, found and announced;
@@ -17,21 +26,32 @@
 //! - [`progress`]: a long fan-out's progress, reported in the status.
 //! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
 //! - [`secret_copies`]: Secret copies, watched one allowed name at a time.
+mod adopt;
 mod apply;
 pub mod caches;
+pub mod carry;
 mod conflicts;
 pub mod controller;
 pub mod copy;
+pub mod desired;
 pub mod enqueue;
+pub mod existing;
+#[cfg(test)]
+mod fixtures;
+pub mod managed;
 pub mod memory;
 pub mod own_writes;
+pub mod payload;
 pub mod plan;
 mod progress;
 pub mod reconcile;
+pub mod render;
+mod replace;
 pub mod secret_copies;
 pub mod secret_targets;
 pub mod selection;
 pub mod selector;
+pub mod source;
 pub mod status;
 pub mod types;
 

@@ -4,6 +4,8 @@
 //! Pure: it reads the caches' projections and returns a [`Plan`]; the reconciler carries it out.
 
 use super::copy::{CopyInfo, Owner};
+use super::managed::Record;
+use super::payload::Digest;
 use super::types::SourceKind;
 use std::collections::BTreeSet;
 
@@ -12,15 +14,23 @@ pub struct Desired<'a> {
     pub owner: &'a Owner,
     pub kind: SourceKind,
     pub name: &'a str,
-    pub hash: &'a str,
+    pub hash: Digest,
+}
+
+/// A copy whose content differs: where, at which version, and the keys it records as skiff's.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Update {
+    pub namespace: String,
+    pub resource_version: String,
+    pub record: Option<Record>,
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     /// Namespaces that need a new copy.
     pub create: Vec<String>,
-    /// Copies whose content differs: (namespace, resourceVersion seen).
-    pub update: Vec<(String, String)>,
+    /// Copies whose content differs.
+    pub update: Vec<Update>,
     /// Copies that must go: (kind, namespace, name, resourceVersion seen).
     pub delete: Vec<(SourceKind, String, String, String)>,
     /// Namespaces where an object with the target name is not this Mirror's.
@@ -56,7 +66,11 @@ pub fn plan<'a>(
                 if copy.content_hash == desired.hash {
                     plan.in_sync += 1;
                 } else {
-                    plan.update.push((ns.clone(), copy.resource_version));
+                    plan.update.push(Update {
+                        namespace: ns.clone(),
+                        resource_version: copy.resource_version,
+                        record: copy.record,
+                    });
                 }
             }
             Some(_) => plan.conflicts.push(ns.clone()),
@@ -98,7 +112,8 @@ mod tests {
             name: name.into(),
             owner: owner_name.map(owner),
             resource_version: format!("rv-{ns}"),
-            content_hash: hash.into(),
+            content_hash: Digest::of(hash.as_bytes()),
+            record: None,
         }
     }
 
@@ -112,7 +127,7 @@ mod tests {
             owner: &me,
             kind: SourceKind::ConfigMap,
             name: "ca",
-            hash: "h1",
+            hash: Digest::of(b"h1"),
         };
         let existing = |ns: &str| {
             copies
@@ -138,7 +153,12 @@ mod tests {
     #[test]
     fn a_copy_with_other_content_is_updated_at_the_version_seen() {
         let p = run(&["a"], &[copy("a", "ca", Some("m"), "edited")], &[]);
-        assert_eq!(p.update, vec![("a".to_string(), "rv-a".to_string())]);
+        let update = Update {
+            namespace: "a".into(),
+            resource_version: "rv-a".into(),
+            record: None,
+        };
+        assert_eq!(p.update, vec![update]);
     }
 
     #[test]

@@ -81,6 +81,7 @@ impl Reconciler {
             selected: u32::try_from(fanout.selected).unwrap_or(u32::MAX),
             synced,
             conflicts: fanout.conflicts.to_vec(),
+            ..Observed::default()
         };
         if let Err(e) = self
             .write_status(&mirror, &observed, Reason::Progressing, "")

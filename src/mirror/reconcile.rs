@@ -4,10 +4,13 @@
 //! and a restart with nothing changed write nothing. Objects skiff does not manage for this
 //! Mirror are never written: they are counted, named in the status and reported as an Event.
 
+use super::apply::Target;
 use super::caches::{Caches, SourceScope};
-use super::copy::{CopyInfo, Owner, SourceContent};
+use super::copy::{CopyInfo, Owner};
+use super::desired::DesiredCopy;
 use super::memory::{Memory, UNMANAGED_RECHECK};
 use super::own_writes::{CopyKey, CopyWrites, MirrorWrites};
+use super::payload::Digest;
 use super::plan::{Desired, Plan, plan};
 use super::secret_targets::SecretTargets;
 use super::status::{self, Observed, Reason};
@@ -122,7 +125,24 @@ impl Reconciler {
                 .await?;
             return Ok(Action::Done);
         };
-        self.sync(&mirror, &owner, &content).await
+        let desired = match DesiredCopy::of(&mirror, &content) {
+            Ok(desired) => desired,
+            Err(refusal) => {
+                let observed = Observed {
+                    selected: self.selected(&mirror).len() as u32,
+                    ..Observed::default()
+                };
+                self.write_status(&mirror, &observed, refusal.reason, &refusal.message)
+                    .await?;
+                return Ok(Action::Done);
+            }
+        };
+        let target = Arc::new(Target {
+            owner: owner.clone(),
+            name: mirror.spec.target_name().to_owned(),
+            desired,
+        });
+        self.sync(&mirror, &target).await
     }
 
     /// The Mirror as this replica last wrote it, or as cached when the cache has caught up.
@@ -141,17 +161,16 @@ impl Reconciler {
     async fn sync(
         self: &Arc<Self>,
         mirror: &Mirror,
-        owner: &Owner,
-        content: &Arc<SourceContent>,
+        target: &Arc<Target>,
     ) -> Result<Action, Error> {
-        let hash = &content.hash;
+        let (owner, hash) = (&target.owner, target.desired.hash);
         let first_sight = self.memory.first_sight(owner);
         let selected = self.selected(mirror);
         let unmanaged = self
             .find_unmanaged(mirror, owner, &selected, first_sight)
             .await;
         let plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
-        let outcome = self.apply(mirror, content, &plan, selected.len()).await;
+        let outcome = self.apply(mirror, target, &plan, selected.len()).await;
         if outcome.stopped {
             log::info!(
                 "Mirror {}/{}: stopping with writes left for the next run",
@@ -165,13 +184,17 @@ impl Reconciler {
         conflicts.sort();
         self.report_conflicts(mirror, owner, &conflicts, first_sight)
             .await;
+        self.announce_adopted(mirror, &outcome.adopted).await;
+        self.announce_replaced(mirror, &outcome.replaced).await;
         // Progress reports during the fan-out may have written the status since.
         let mirror = &self.latest(owner, mirror.clone());
         let observed = Observed {
-            source_hash: Some(hash.clone()),
+            source_hash: Some(hash.hex()),
             selected: selected.len() as u32,
             synced: plan.in_sync + outcome.written,
             conflicts,
+            adopted: outcome.adopted.len() as u32,
+            replaced: outcome.replaced.len() as u32,
         };
         let reason = if outcome.errors.is_empty() {
             Reason::Synced
@@ -200,7 +223,7 @@ impl Reconciler {
         &self,
         mirror: &Mirror,
         owner: &Owner,
-        hash: &str,
+        hash: Digest,
         selected: &BTreeSet<String>,
         unmanaged: &BTreeSet<String>,
     ) -> Plan {

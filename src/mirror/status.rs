@@ -18,6 +18,12 @@ pub enum Reason {
     SecretTargetsDisabled,
     /// A Secret Mirror whose target name is not in `--secret-target-names`.
     SecretTargetNotAllowed,
+    /// A source skiff never copies: a ServiceAccount token.
+    SourceNotAllowed,
+    /// `spec.source.keys` lists a key the source does not hold.
+    SourceKeyMissing,
+    /// `spec.source.keys` leaves out a key the source Secret's type requires.
+    RequiredKeyNotListed,
     Error,
 }
 
@@ -31,13 +37,16 @@ impl Reason {
             Reason::SourceNamespaceNotAllowed => "SourceNamespaceNotAllowed",
             Reason::SecretTargetsDisabled => "SecretTargetsDisabled",
             Reason::SecretTargetNotAllowed => "SecretTargetNotAllowed",
+            Reason::SourceNotAllowed => "SourceNotAllowed",
+            Reason::SourceKeyMissing => "SourceKeyMissing",
+            Reason::RequiredKeyNotListed => "RequiredKeyNotListed",
             Reason::Error => "Error",
         }
     }
 }
 
-/// How many conflicting namespaces a condition message names before it summarises.
-const NAMED_CONFLICTS: usize = 10;
+/// How many namespaces a condition or Event message names before it summarises.
+const NAMED_NAMESPACES: usize = 10;
 
 /// What one reconcile found.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +55,9 @@ pub struct Observed {
     pub selected: u32,
     pub synced: u32,
     pub conflicts: Vec<String>,
+    /// Objects adopted and copies replaced by this reconcile (the status adds them up).
+    pub adopted: u32,
+    pub replaced: u32,
 }
 
 /// The status to show for `mirror` after a reconcile that ended in `reason`.
@@ -86,12 +98,18 @@ pub fn build(
         Some(c) if c.status == status => c.last_transition_time.clone(),
         _ => Some(now.to_owned()),
     };
+    let (adopted, replaced) = mirror
+        .status
+        .as_ref()
+        .map_or((0, 0), |s| (s.adopted, s.replaced));
     MirrorStatus {
         observed_generation: mirror.metadata.generation,
         source_hash: observed.source_hash.clone(),
         selected: observed.selected,
         synced: observed.synced,
         conflicts: observed.conflicts.len() as u32,
+        adopted: adopted.saturating_add(observed.adopted),
+        replaced: replaced.saturating_add(observed.replaced),
         conditions: vec![Condition {
             type_: "Ready".into(),
             status: status.into(),
@@ -132,21 +150,30 @@ fn grouped(n: u32) -> String {
 }
 
 fn conflict_message(mirror: &Mirror, namespaces: &[String]) -> String {
-    let mut named = namespaces
-        .iter()
-        .take(NAMED_CONFLICTS)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if namespaces.len() > NAMED_CONFLICTS {
-        named.push_str(&format!(" and {} more", namespaces.len() - NAMED_CONFLICTS));
-    }
     format!(
-        "{} {} named {} exists that this Mirror does not manage, left untouched in: {named}",
+        "{} {} named {} exists that this Mirror does not manage, left untouched in: {}",
         namespaces.len(),
         mirror.spec.source.kind.as_str(),
         mirror.spec.target_name(),
+        name_some(namespaces)
     )
+}
+
+/// The first few of `namespaces`, then how many more: `a, b, c and 5 more`.
+pub fn name_some(namespaces: &[String]) -> String {
+    let mut named = namespaces
+        .iter()
+        .take(NAMED_NAMESPACES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if namespaces.len() > NAMED_NAMESPACES {
+        named.push_str(&format!(
+            " and {} more",
+            namespaces.len() - NAMED_NAMESPACES
+        ));
+    }
+    named
 }
 
 #[cfg(test)]
@@ -170,6 +197,7 @@ mod tests {
             selected,
             synced,
             conflicts: conflicts.iter().map(|s| s.to_string()).collect(),
+            ..Observed::default()
         }
     }
 
@@ -264,6 +292,24 @@ mod tests {
             m.status,
             Some(build(&m, &observed(2, 2, &[]), Reason::Synced, "", "t9"))
         );
+    }
+
+    #[test]
+    fn adoptions_and_replacements_add_up_across_reconciles() {
+        let mut m = mirror();
+        let mut first = observed(2, 2, &[]);
+        (first.adopted, first.replaced) = (1, 2);
+        m.status = Some(build(&m, &first, Reason::Synced, "", "t1"));
+        let quiet = build(&m, &observed(2, 2, &[]), Reason::Progressing, "", "t2");
+        assert_eq!(
+            (quiet.adopted, quiet.replaced),
+            (1, 2),
+            "kept when nothing new"
+        );
+        let mut again = observed(2, 2, &[]);
+        again.replaced = 1;
+        let later = build(&m, &again, Reason::Synced, "", "t3");
+        assert_eq!((later.adopted, later.replaced), (1, 3));
     }
 
     #[test]

@@ -33,11 +33,19 @@ pub struct MirrorSpec {
     /// none, so a forgotten field never fans a Secret out to the whole cluster.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_selector: Option<LabelSelector>,
+    /// What every copy carries besides the source's content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetSpec>,
 }
 
 impl MirrorSpec {
     pub fn target_name(&self) -> &str {
         self.target_name.as_deref().unwrap_or(&self.source.name)
+    }
+
+    /// The labels and annotations `spec.target.metadata` sets on every copy.
+    pub fn target_metadata(&self) -> Option<&ObjectMeta> {
+        self.target.as_ref().map(|t| &t.metadata)
     }
 }
 
@@ -62,6 +70,23 @@ impl SourceKind {
 pub struct SourceRef {
     pub kind: SourceKind,
     pub name: String,
+    /// The only keys to copy; every key when empty (the schema refuses an empty list).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    /// The source's own labels the copies carry: keys, `prefix/*` or `*`. None when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub copy_labels: Vec<String>,
+    /// The source's own annotations the copies carry, written as `copy_labels`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub copy_annotations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TargetSpec {
+    /// Labels and annotations set on every copy. Read as object metadata (the schema allows
+    /// only `labels` and `annotations`), whose decoder the binary has anyway.
+    pub metadata: ObjectMeta,
 }
 
 /// A Kubernetes `metav1.LabelSelector`.
@@ -94,8 +119,20 @@ pub struct MirrorStatus {
     pub selected: u32,
     pub synced: u32,
     pub conflicts: u32,
+    /// Objects skiff did not manage that it took over on request (`skiff.dev/adopt`), since the
+    /// Mirror was created.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub adopted: u32,
+    /// Copies deleted and created again because their type or immutability forbade an update,
+    /// since the Mirror was created.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replaced: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -135,5 +172,19 @@ mod tests {
             serde_json::from_str(r#"{"spec":{"source":{"kind":"ConfigMap","name":"x"}}}"#)
                 .expect("valid mirror");
         assert_eq!(m.spec.namespace_selector, None);
+    }
+
+    #[test]
+    fn keys_metadata_and_target_metadata_decode() {
+        let json = r#"{"spec":{"source":{"kind":"Secret","name":"tls","keys":["tls.crt","tls.key"],
+            "copyLabels":["cnpg.io/*"],"copyAnnotations":["*"]},
+            "target":{"metadata":{"labels":{"a":"b"},"annotations":{"c":"d"}}}}}"#;
+        let m: Mirror = serde_json::from_str(json).expect("valid mirror");
+        assert_eq!(m.spec.source.keys, ["tls.crt", "tls.key"]);
+        assert_eq!(m.spec.source.copy_labels, ["cnpg.io/*"]);
+        assert_eq!(m.spec.source.copy_annotations, ["*"]);
+        let target = m.spec.target_metadata().expect("target metadata");
+        assert_eq!(target.labels["a"], "b");
+        assert_eq!(target.annotations["c"], "d");
     }
 }

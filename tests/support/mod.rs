@@ -12,6 +12,7 @@ pub mod keepalive;
 pub mod kubectl;
 pub mod lease;
 pub mod load;
+pub mod mirror_e2e;
 pub mod plugin;
 pub mod pod;
 pub mod proxy;

@@ -17,6 +17,9 @@ pub struct ConfigMap {
     /// Values are base64, as on the wire.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub binary_data: BTreeMap<String, String>,
+    /// Once true, `data` and `binaryData` can no longer change (labels and annotations can).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub immutable: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -32,6 +35,9 @@ pub struct Secret {
     /// Values are base64, as on the wire; skiff copies them without decoding.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub data: BTreeMap<String, String>,
+    /// Once true, `data` can no longer change (labels and annotations can).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub immutable: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 use super::*;
 use crate::kube::api::ObjectMeta;
+use crate::mirror::payload::Digest;
 
 fn owner(name: &str) -> Owner {
     Owner {
@@ -15,7 +16,8 @@ fn info(rv: &str, hash: &str) -> CopyInfo {
         name: "ca".into(),
         owner: Some(owner("m")),
         resource_version: rv.into(),
-        content_hash: hash.into(),
+        content_hash: Digest::of(hash.as_bytes()),
+        record: None,
     }
 }
 
@@ -51,7 +53,7 @@ fn an_update_hides_the_stale_cached_version_until_the_cache_moves() {
     let stale = Some(info("4", "old"));
     assert_eq!(
         w.resolve(&key("a"), stale).map(|c| c.content_hash),
-        Some("new".into())
+        Some(Digest::of(b"new"))
     );
     let caught_up = Some(info("6", "new"));
     assert_eq!(w.resolve(&key("a"), caught_up.clone()), caught_up);

@@ -156,14 +156,16 @@ fn route(shared: &Shared, head: &RequestHead, body: &[u8]) -> Result<Reply, ApiE
             },
         ) => {
             let content_type = head.header("content-type").unwrap_or_default();
+            let strategic = content_type.contains("strategic-merge-patch+json");
             if !content_type.contains("merge-patch+json") {
                 return Err(ApiError::unsupported_media_type(content_type));
             }
             let key = ObjectKey::new(&resource, namespace.as_deref(), &name);
             let mode = WriteMode::of_request(status);
+            let patch = parse_body(body)?;
             Ok(Reply::json(
                 200,
-                &store.patch(&key, &parse_body(body)?, mode, &resource)?,
+                &store.patch(&key, &patch, strategic, mode, &resource)?,
             ))
         }
         (

@@ -56,22 +56,41 @@ pub fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
 
 /// RFC 7386 JSON merge patch.
 pub fn merge_patch(target: &mut Value, patch: &Value) {
+    merge(target, patch, false);
+}
+
+/// A strategic merge patch, as the API server applies one to the maps of built-in kinds
+/// (labels, annotations, `data`): a merge patch, except that a map holding the directive
+/// `$patch: replace` replaces its target whole, and, as kube-apiserver does, is dropped when
+/// the target has no such map at all. List merge keys are not modelled.
+pub fn strategic_merge_patch(target: &mut Value, patch: &Value) {
+    merge(target, patch, true);
+}
+
+const DIRECTIVE: &str = "$patch";
+
+fn merge(target: &mut Value, patch: &Value, strategic: bool) {
     let Value::Object(patch_fields) = patch else {
         *target = patch.clone();
         return;
     };
-    if !target.is_object() {
+    let replace = strategic && patch_fields.get(DIRECTIVE) == Some(&Value::from("replace"));
+    if replace || !target.is_object() {
         *target = Value::Object(Map::new());
     }
     if let Value::Object(target_fields) = target {
         for (key, value) in patch_fields {
+            if strategic && key == DIRECTIVE {
+                continue;
+            }
+            let replaces = value.get(DIRECTIVE) == Some(&Value::from("replace"));
             if value.is_null() {
                 target_fields.remove(key);
+            } else if strategic && replaces && !target_fields.contains_key(key) {
+                continue;
             } else {
-                merge_patch(
-                    target_fields.entry(key.clone()).or_insert(Value::Null),
-                    value,
-                );
+                let field = target_fields.entry(key.clone()).or_insert(Value::Null);
+                merge(field, value, strategic);
             }
         }
     }
@@ -96,6 +115,24 @@ pub fn now_rfc3339() -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_strategic_patch_replaces_a_map_marked_replace_and_merges_the_rest() {
+        let mut target = json!({"data": {"a": "1", "b": "2"}, "labels": {"x": "1", "y": "2"}});
+        let patch = json!({"data": {"$patch": "replace", "c": "3"}, "labels": {"y": null}});
+        strategic_merge_patch(&mut target, &patch);
+        assert_eq!(target, json!({"data": {"c": "3"}, "labels": {"x": "1"}}));
+        let absent = json!({"binaryData": {"$patch": "replace", "b": "AA=="}});
+        strategic_merge_patch(&mut target, &absent);
+        assert_eq!(
+            target,
+            json!({"data": {"c": "3"}, "labels": {"x": "1"}}),
+            "dropped"
+        );
+        let mut plain = json!({"data": {"a": "1"}});
+        merge_patch(&mut plain, &json!({"data": {"$patch": "replace"}}));
+        assert_eq!(plain, json!({"data": {"a": "1", "$patch": "replace"}}));
+    }
 
     #[test]
     fn merge_patch_follows_rfc_7386() {

@@ -184,11 +184,13 @@ impl Store {
         Ok(self.commit_update(key, stored, next))
     }
 
-    /// PATCH (merge patch): the patched object goes through the same rules as PUT.
+    /// PATCH (merge patch, or a strategic one): the patched object goes through the same rules
+    /// as PUT.
     pub fn patch(
         &mut self,
         key: &ObjectKey,
         patch: &Value,
+        strategic: bool,
         mode: WriteMode,
         resource: &Resource,
     ) -> Result<Value, ApiError> {
@@ -198,7 +200,11 @@ impl Store {
             .and_then(Value::as_str);
         self.check_precondition(key, &stored, precondition, mode)?;
         let mut candidate = stored.clone();
-        object::merge_patch(&mut candidate, patch);
+        if strategic {
+            object::strategic_merge_patch(&mut candidate, patch);
+        } else {
+            object::merge_patch(&mut candidate, patch);
+        }
         let next = compose(&stored, candidate, mode, resource);
         Ok(self.commit_update(key, stored, next))
     }

@@ -1,0 +1,102 @@
+//! A create that meets an object with the copy's name: the object is read, and then updated
+//! (it is this Mirror's copy, the cache had not seen it yet), adopted (handed to this Mirror
+//! with `skiff.dev/adopt`), or left alone as a conflict.
+//!
+//! Adoption is explicit: skiff never takes over an object it does not manage unless the
+//! object's own annotation names the Mirror, `skiff.dev/adopt: "<namespace>/<name>"`. An
+//! adopted object keeps its other labels and annotations; it gets skiff's, the source's content,
+//! and from then on is a copy like any other (deleted with its Mirror). skiff sees an object only
+//! when it tries to create the copy, so an object that carries the annotation when first met is
+//! adopted at once, and one annotated after it was reported as a conflict at the next re-check
+//! of the conflicts, within 5 minutes.
+
+use super::apply::{Done, Target, Wrote};
+use super::existing::{Claim, Existing};
+use super::reconcile::Reconciler;
+use super::status::name_some;
+use super::types::{Mirror, SourceKind};
+use crate::kube::Error;
+use crate::kube::api::{ConfigMap, Secret};
+use crate::kube::events::reference_to;
+use std::time::Instant;
+
+impl Reconciler {
+    /// The create in `ns` found an object with the copy's name: update it if it is this
+    /// Mirror's, adopt it if it was handed over, otherwise leave it alone and report it.
+    pub(super) async fn meet_existing(&self, target: &Target, ns: &str) -> Done {
+        let found = match self.fetch_existing(target.kind(), ns, &target.name).await {
+            Ok(found) => found,
+            Err(e) => return Done::Failed(e),
+        };
+        let adopted = match found.claim(&target.owner) {
+            Claim::Mine if found.info.content_hash == target.desired.hash => {
+                self.written.record(target.key(ns), None, Some(found.info));
+                return Wrote::plain(ns);
+            }
+            Claim::Mine => false,
+            Claim::Adoptable => true,
+            Claim::NotMine => {
+                // Another Mirror's copy is labelled, so the copy cache will hold it and its
+                // deletion will wake this Mirror; only an object the cache cannot see is
+                // remembered (and re-checked later).
+                if found.info.owner.is_none() {
+                    self.memory
+                        .remember_blocked(&target.owner, ns, Instant::now());
+                }
+                return Done::Conflict(ns.to_owned());
+            }
+        };
+        let (rv, record) = (&found.info.resource_version, found.info.record.as_ref());
+        match self.update_copy(target, ns, rv, record).await {
+            Done::Written(wrote) => Done::Written(Wrote { adopted, ..wrote }),
+            other => other,
+        }
+    }
+
+    /// Reads the object of `kind` named `name` in `ns` from the server (not the cache).
+    pub(super) async fn fetch_existing(
+        &self,
+        kind: SourceKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Existing, Error> {
+        match kind {
+            SourceKind::ConfigMap => self
+                .client
+                .get::<ConfigMap>(Some(ns), name)
+                .await
+                .map(|c| Existing::of_configmap(&c)),
+            SourceKind::Secret => self
+                .client
+                .get::<Secret>(Some(ns), name)
+                .await
+                .map(|s| Existing::of_secret(&s)),
+        }
+    }
+
+    /// One Normal Event naming the namespaces where this reconcile adopted an object.
+    pub(super) async fn announce_adopted(&self, mirror: &Mirror, namespaces: &[String]) {
+        if namespaces.is_empty() {
+            return;
+        }
+        let message = format!(
+            "{} {} in {} was handed to this Mirror (skiff.dev/adopt) and is now its copy",
+            mirror.spec.source.kind.as_str(),
+            mirror.spec.target_name(),
+            name_some(namespaces)
+        );
+        self.tell(mirror, "Adopted", &message).await;
+    }
+
+    /// Logs `message` and records it as a Normal Event on `mirror`.
+    pub(super) async fn tell(&self, mirror: &Mirror, reason: &str, message: &str) {
+        log::info!(
+            "Mirror {}/{}: {message}",
+            mirror.metadata.namespace(),
+            mirror.metadata.name()
+        );
+        self.recorder
+            .normal(reference_to(mirror), reason, message)
+            .await;
+    }
+}

@@ -1,0 +1,146 @@
+use super::*;
+use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use crate::mirror::fixtures::map;
+use crate::mirror::types::{SourceKind, TargetSpec};
+
+fn mirror(kind: SourceKind) -> Mirror {
+    let mut m = Mirror {
+        metadata: ObjectMeta::named(Some("src"), "m"),
+        ..Mirror::default()
+    };
+    m.spec.source.kind = kind;
+    m.spec.source.name = "app".into();
+    m
+}
+
+fn keys(m: &mut Mirror, keys: &[&str]) {
+    m.spec.source.keys = keys.iter().map(|k| k.to_string()).collect();
+}
+
+fn configmap(data: &[(&str, &str)], labels: &[(&str, &str)]) -> Arc<SourceContent> {
+    let mut cm = ConfigMap {
+        data: map(data),
+        ..ConfigMap::default()
+    };
+    cm.metadata.labels = map(labels);
+    SourceContent::of_configmap(&cm)
+}
+
+fn secret(type_: &str, data: &[(&str, &str)]) -> Arc<SourceContent> {
+    SourceContent::of_secret(&Secret {
+        type_: Some(type_.into()),
+        data: map(data),
+        ..Secret::default()
+    })
+}
+
+fn refusal(m: &Mirror, source: &Arc<SourceContent>) -> Refusal {
+    DesiredCopy::of(m, source).expect_err("refused")
+}
+
+#[test]
+fn a_plain_mirror_wants_the_source_as_it_is_with_its_hash() {
+    let source = configmap(&[("a", "1")], &[("team", "x")]);
+    let desired = DesiredCopy::of(&mirror(SourceKind::ConfigMap), &source).expect("desired");
+    assert_eq!(desired.hash, source.hash);
+    assert_eq!(desired.payload(), &source.payload);
+    assert!(desired.labels.is_empty() && desired.annotations.is_empty());
+}
+
+#[test]
+fn listed_keys_are_the_only_ones_and_the_list_is_in_the_hash() {
+    let source = configmap(&[("a", "1"), ("b", "2"), ("c", "3")], &[]);
+    let mut m = mirror(SourceKind::ConfigMap);
+    keys(&mut m, &["a", "b"]);
+    let ab = DesiredCopy::of(&m, &source).expect("desired");
+    assert!(ab.payload().has_key("b") && !ab.payload().has_key("c"));
+    keys(&mut m, &["a"]);
+    let a = DesiredCopy::of(&m, &source).expect("desired");
+    assert_ne!(ab.hash, a.hash);
+    assert_ne!(ab.hash, source.hash);
+}
+
+#[test]
+fn a_listed_key_the_source_lacks_is_named() {
+    let source = configmap(&[("a", "1")], &[]);
+    let mut m = mirror(SourceKind::ConfigMap);
+    keys(&mut m, &["a", "gone", "lost"]);
+    let refused = refusal(&m, &source);
+    assert_eq!(refused.reason, Reason::SourceKeyMissing);
+    assert!(
+        refused.message.contains("gone and lost") && refused.message.contains("src/app"),
+        "{}",
+        refused.message
+    );
+}
+
+#[test]
+fn a_typed_secret_keeps_the_keys_its_type_requires() {
+    let source = secret(
+        "kubernetes.io/tls",
+        &[("tls.crt", "Qw=="), ("tls.key", "Sw==")],
+    );
+    let mut m = mirror(SourceKind::Secret);
+    keys(&mut m, &["tls.crt"]);
+    let refused = refusal(&m, &source);
+    assert_eq!(refused.reason, Reason::RequiredKeyNotListed);
+    assert!(
+        refused.message.contains("kubernetes.io/tls")
+            && refused.message.contains("leaves out tls.key"),
+        "{}",
+        refused.message
+    );
+    keys(&mut m, &["tls.key", "tls.crt"]);
+    assert!(DesiredCopy::of(&m, &source).is_ok());
+    let basic = secret(
+        "kubernetes.io/basic-auth",
+        &[("username", "dQ=="), ("x", "eA==")],
+    );
+    keys(&mut m, &["username"]);
+    assert!(
+        DesiredCopy::of(&m, &basic).is_ok(),
+        "one of username or password"
+    );
+    keys(&mut m, &["x"]);
+    assert!(refusal(&m, &basic).message.contains("username or password"));
+}
+
+#[test]
+fn a_service_account_token_is_never_copied() {
+    let source = secret(SERVICE_ACCOUNT_TOKEN, &[("token", "dA==")]);
+    let refused = refusal(&mirror(SourceKind::Secret), &source);
+    assert_eq!(refused.reason, Reason::SourceNotAllowed);
+    assert!(
+        refused.message.contains(SERVICE_ACCOUNT_TOKEN),
+        "{}",
+        refused.message
+    );
+}
+
+#[test]
+fn target_metadata_wins_over_carried_metadata_and_tracking_keys_stay_behind() {
+    let source = configmap(
+        &[("a", "1")],
+        &[
+            ("team", "source"),
+            ("cnpg.io/reload", "true"),
+            ("app.kubernetes.io/instance", "argo-app"),
+        ],
+    );
+    let mut m = mirror(SourceKind::ConfigMap);
+    m.spec.source.copy_labels = vec!["*".into()];
+    m.spec.target = Some(TargetSpec {
+        metadata: ObjectMeta {
+            labels: map(&[("team", "target")]),
+            annotations: map(&[("note", "n")]),
+            ..ObjectMeta::default()
+        },
+    });
+    let desired = DesiredCopy::of(&m, &source).expect("desired");
+    assert_eq!(
+        desired.labels,
+        map(&[("team", "target"), ("cnpg.io/reload", "true")])
+    );
+    assert_eq!(desired.annotations, map(&[("note", "n")]));
+    assert_ne!(desired.hash, source.hash, "managed metadata is in the hash");
+}

@@ -1,0 +1,187 @@
+//! What skiff sends for a copy: the object it creates, and the patch that brings an existing
+//! copy back to what its Mirror wants.
+//!
+//! An update is a strategic merge patch, not a PUT of a whole object: the copy cache holds no
+//! copy's metadata, and a PUT would drop the labels, annotations, finalizers and owner
+//! references others put on the copy. The patch sets skiff's own labels and annotations,
+//! removes those the copy's record lists that the Mirror no longer sets (see
+//! [`super::managed`]), replaces `data` (and `binaryData`) whole, and is conditional on the
+//! resourceVersion the cache saw.
+
+use super::copy::{CopyInfo, Owner, SOURCE_HASH_ANNOTATION, labelled_for};
+use super::desired::DesiredCopy;
+use super::managed::{Record, record_annotations};
+use super::payload::Payload;
+use crate::kube::api::{ConfigMap, Secret};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// A Secret's `binaryData`: it has none.
+const NO_KEYS: &BTreeMap<String, String> = &BTreeMap::new();
+
+/// A copy to create, or as the server answered a write, of either kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CopyObject {
+    ConfigMap(ConfigMap),
+    Secret(Secret),
+}
+
+impl CopyObject {
+    pub fn info(&self) -> CopyInfo {
+        match self {
+            CopyObject::ConfigMap(cm) => CopyInfo::of_configmap(cm),
+            CopyObject::Secret(secret) => CopyInfo::of_secret(secret),
+        }
+    }
+
+    fn maps(&self) -> [(&'static str, &BTreeMap<String, String>); 2] {
+        match self {
+            CopyObject::ConfigMap(cm) => [("data", &cm.data), ("binaryData", &cm.binary_data)],
+            CopyObject::Secret(secret) => [("data", &secret.data), ("binaryData", NO_KEYS)],
+        }
+    }
+}
+
+/// The copy of `desired` for `owner`, named `name` in `namespace`.
+pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCopy) -> CopyObject {
+    let mut meta = labelled_for(owner, namespace, name);
+    for (key, value) in &desired.labels {
+        meta.labels
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
+    }
+    meta.annotations = desired.annotations.clone();
+    let record = record_annotations(&desired.labels, &desired.annotations);
+    for (key, value) in record {
+        if let Some(value) = value {
+            meta.annotations.insert(key.to_owned(), value);
+        }
+    }
+    meta.annotations
+        .insert(SOURCE_HASH_ANNOTATION.to_owned(), desired.hash.hex());
+    let immutable = desired.payload().immutable().then_some(true);
+    match desired.payload() {
+        Payload::ConfigMap {
+            data, binary_data, ..
+        } => CopyObject::ConfigMap(ConfigMap {
+            metadata: meta,
+            data: data.clone(),
+            binary_data: binary_data.clone(),
+            immutable,
+            ..ConfigMap::default()
+        }),
+        Payload::Secret { type_, data, .. } => CopyObject::Secret(Secret {
+            metadata: meta,
+            type_: type_.clone(),
+            data: data.clone(),
+            immutable,
+            ..Secret::default()
+        }),
+    }
+}
+
+/// The strategic merge patch that makes a copy at `resource_version`, whose record is
+/// `record`, what `desired` wants for `owner`.
+pub fn update_patch(
+    owner: &Owner,
+    desired: &DesiredCopy,
+    record: Option<&Record>,
+    resource_version: &str,
+) -> Value {
+    let mut labels = set_and_remove(&desired.labels, record.into_iter().flat_map(Record::labels));
+    // skiff's own labels, last so that nothing overrides them.
+    let own = labelled_for(owner, "", "").labels;
+    labels.extend(own.into_iter().map(|(k, v)| (k, Value::String(v))));
+    let mut annotations = set_and_remove(
+        &desired.annotations,
+        record.into_iter().flat_map(Record::annotations),
+    );
+    for (key, value) in record_annotations(&desired.labels, &desired.annotations) {
+        annotations.insert(key.to_owned(), value.map_or(Value::Null, Value::String));
+    }
+    annotations.insert(SOURCE_HASH_ANNOTATION.to_owned(), desired.hash.hex().into());
+    let mut patch = json!({"metadata": {
+        "resourceVersion": resource_version,
+        "labels": labels,
+        "annotations": annotations,
+    }});
+    let immutable = if desired.payload().immutable() {
+        Value::Bool(true)
+    } else {
+        Value::Null
+    };
+    patch["immutable"] = immutable;
+    match desired.payload() {
+        Payload::ConfigMap {
+            data, binary_data, ..
+        } => {
+            patch["data"] = replace_whole(data);
+            patch["binaryData"] = replace_whole(binary_data);
+        }
+        Payload::Secret { data, .. } => {
+            patch["data"] = replace_whole(data);
+            // The type cannot change: a different one makes the server refuse the patch, and
+            // skiff replaces the copy instead (see `replace.rs`).
+            let type_ = desired.payload().secret_type().unwrap_or_default();
+            patch["type"] = type_.into();
+        }
+    }
+    patch
+}
+
+/// A merge patch that makes `answer`'s `data` and `binaryData` exactly what `desired` wants,
+/// if they are not. The server applies `$patch: replace` to a map the copy has, but drops the
+/// whole map when the copy has none (an object without `binaryData`, say); the answer to the
+/// strategic patch shows it, and this second patch, naming each key to set or remove, is right
+/// either way.
+pub fn maps_patch(answer: &CopyObject, desired: &DesiredCopy) -> Option<Value> {
+    let wanted = match desired.payload() {
+        Payload::ConfigMap {
+            data, binary_data, ..
+        } => [data, binary_data],
+        Payload::Secret { data, .. } => [data, NO_KEYS],
+    };
+    let mut patch = Map::new();
+    for ((field, held), wanted) in answer.maps().into_iter().zip(wanted) {
+        if held != wanted {
+            patch.insert(
+                field.to_owned(),
+                Value::Object(set_and_remove(wanted, held.keys().map(String::as_str))),
+            );
+        }
+    }
+    let resource_version = answer.info().resource_version;
+    (!patch.is_empty()).then(|| {
+        patch.insert(
+            "metadata".into(),
+            json!({"resourceVersion": resource_version}),
+        );
+        Value::Object(patch)
+    })
+}
+
+/// `wanted`, plus a removal (`null`) for each previously recorded key no longer wanted.
+fn set_and_remove<'a>(
+    wanted: &BTreeMap<String, String>,
+    recorded: impl Iterator<Item = &'a str>,
+) -> Map<String, Value> {
+    let mut map = Map::new();
+    for key in recorded.filter(|key| !wanted.contains_key(*key)) {
+        map.insert(key.to_owned(), Value::Null);
+    }
+    for (key, value) in wanted {
+        map.insert(key.clone(), value.clone().into());
+    }
+    map
+}
+
+/// A map the patch replaces whole (`$patch: replace`), so keys the copy holds that the source
+/// does not (a hand edit) go.
+fn replace_whole(map: &BTreeMap<String, String>) -> Value {
+    let mut fields = set_and_remove(map, std::iter::empty());
+    fields.insert("$patch".into(), "replace".into());
+    Value::Object(fields)
+}
+
+#[cfg(test)]
+mod tests;

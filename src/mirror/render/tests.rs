@@ -1,0 +1,195 @@
+use super::*;
+use crate::kube::api::ObjectMeta;
+use crate::mirror::copy::{CopyInfo, owner_of};
+use crate::mirror::fixtures::map;
+use crate::mirror::source::SourceContent;
+use crate::mirror::types::{Mirror, SourceKind, TargetSpec};
+
+fn owner() -> Owner {
+    Owner {
+        namespace: "src".into(),
+        name: "ca".into(),
+    }
+}
+
+fn mirror(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Mirror {
+    let mut m = Mirror {
+        metadata: ObjectMeta::named(Some("src"), "ca"),
+        ..Mirror::default()
+    };
+    m.spec.source.kind = SourceKind::ConfigMap;
+    m.spec.source.name = "app-ca".into();
+    m.spec.target = Some(TargetSpec {
+        metadata: ObjectMeta {
+            labels: map(labels),
+            annotations: map(annotations),
+            ..ObjectMeta::default()
+        },
+    });
+    m
+}
+
+fn desired(m: &Mirror, source: &ConfigMap) -> DesiredCopy {
+    DesiredCopy::of(m, &SourceContent::of_configmap(source)).expect("desired")
+}
+
+fn source(data: &[(&str, &str)]) -> ConfigMap {
+    ConfigMap {
+        data: map(data),
+        ..ConfigMap::default()
+    }
+}
+
+fn created(d: &DesiredCopy) -> ConfigMap {
+    match new_copy(&owner(), "team-a", "app-ca", d) {
+        CopyObject::ConfigMap(cm) => cm,
+        CopyObject::Secret(_) => panic!("a ConfigMap source makes a ConfigMap copy"),
+    }
+}
+
+/// A strategic merge patch as the API server applies one to these maps: `null` removes a key,
+/// `$patch: replace` replaces the map whole, anything else merges.
+fn apply(target: &mut Value, patch: &Value) {
+    let (Value::Object(target), Value::Object(patch)) = (target, patch) else {
+        return;
+    };
+    if patch.get("$patch") == Some(&json!("replace")) {
+        target.clear();
+    }
+    for (key, value) in patch.iter().filter(|(k, _)| *k != "$patch") {
+        match value {
+            Value::Null => drop(target.remove(key)),
+            Value::Object(_) if target.get(key).is_some_and(Value::is_object) => {
+                apply(target.get_mut(key).expect("present"), value)
+            }
+            Value::Object(_) => {
+                let mut fresh = json!({});
+                apply(&mut fresh, value);
+                target.insert(key.clone(), fresh);
+            }
+            _ => drop(target.insert(key.clone(), value.clone())),
+        }
+    }
+}
+
+fn patched(copy: &ConfigMap, d: &DesiredCopy) -> ConfigMap {
+    let info = CopyInfo::of_configmap(copy);
+    let patch = update_patch(&owner(), d, info.record.as_ref(), "7");
+    let mut object = serde_json::to_value(copy).expect("serializable");
+    apply(&mut object, &patch);
+    serde_json::from_value(object).expect("a ConfigMap")
+}
+
+#[test]
+fn a_new_copy_is_owned_and_hashes_as_its_mirror_wants() {
+    for m in [mirror(&[], &[]), mirror(&[("team", "a")], &[("note", "n")])] {
+        let d = desired(&m, &source(&[("k", "v")]));
+        let copy = created(&d);
+        assert_eq!(copy.metadata.name(), "app-ca");
+        assert_eq!(owner_of(&copy.metadata), Some(owner()));
+        assert_eq!(CopyInfo::of_configmap(&copy).content_hash, d.hash);
+        assert_eq!(
+            copy.metadata.annotations[SOURCE_HASH_ANNOTATION],
+            d.hash.hex()
+        );
+    }
+}
+
+#[test]
+fn a_plain_copy_carries_only_skiffs_own_metadata() {
+    let copy = created(&desired(&mirror(&[], &[]), &source(&[("k", "v")])));
+    assert_eq!(copy.metadata.labels.len(), 3);
+    assert_eq!(copy.metadata.annotations.len(), 1, "{:?}", copy.metadata);
+    assert_eq!(copy.immutable, None);
+}
+
+#[test]
+fn a_patched_copy_hashes_as_wanted_and_keeps_what_others_set() {
+    let old = desired(
+        &mirror(&[("a", "1"), ("b", "2")], &[("x", "1")]),
+        &source(&[("k", "v")]),
+    );
+    let mut copy = created(&old);
+    copy.metadata.labels.insert("theirs".into(), "kept".into());
+    copy.metadata
+        .annotations
+        .insert("their-note".into(), "kept".into());
+    copy.data.insert("hand-added".into(), "gone".into());
+    let new = desired(&mirror(&[("a", "3")], &[]), &source(&[("k", "w")]));
+    let after = patched(&copy, &new);
+    assert_eq!(CopyInfo::of_configmap(&after).content_hash, new.hash);
+    assert_eq!(after.data, map(&[("k", "w")]));
+    assert_eq!(after.metadata.labels["a"], "3");
+    assert!(
+        !after.metadata.labels.contains_key("b"),
+        "b was skiff's and is no longer set"
+    );
+    assert!(!after.metadata.annotations.contains_key("x"));
+    assert_eq!(after.metadata.labels["theirs"], "kept");
+    assert_eq!(after.metadata.annotations["their-note"], "kept");
+    assert_eq!(owner_of(&after.metadata), Some(owner()));
+}
+
+#[test]
+fn an_unmanaged_object_is_patched_into_a_copy_without_losing_its_own_labels() {
+    let mut theirs = source(&[("old", "data")]);
+    theirs.metadata.labels = map(&[("app.kubernetes.io/instance", "argo-app")]);
+    let d = desired(&mirror(&[], &[]), &source(&[("k", "v")]));
+    let adopted = patched(&theirs, &d);
+    assert_eq!(owner_of(&adopted.metadata), Some(owner()));
+    assert_eq!(CopyInfo::of_configmap(&adopted).content_hash, d.hash);
+    assert_eq!(
+        adopted.metadata.labels["app.kubernetes.io/instance"],
+        "argo-app"
+    );
+}
+
+#[test]
+fn an_immutable_source_makes_an_immutable_copy() {
+    let mut immutable = source(&[("k", "v")]);
+    immutable.immutable = Some(true);
+    let d = desired(&mirror(&[], &[]), &immutable);
+    assert_eq!(created(&d).immutable, Some(true));
+    let patch = update_patch(&owner(), &d, None, "1");
+    assert_eq!(patch["immutable"], true);
+    assert_eq!(patch["metadata"]["resourceVersion"], "1");
+}
+
+#[test]
+fn a_secret_patch_names_the_type_it_must_keep() {
+    let secret = Secret {
+        type_: Some("kubernetes.io/tls".into()),
+        data: map(&[("tls.crt", "Qw=="), ("tls.key", "Sw==")]),
+        ..Secret::default()
+    };
+    let mut m = mirror(&[], &[]);
+    m.spec.source.kind = SourceKind::Secret;
+    let d = DesiredCopy::of(&m, &SourceContent::of_secret(&secret)).expect("desired");
+    let patch = update_patch(&owner(), &d, None, "1");
+    assert_eq!(patch["type"], "kubernetes.io/tls");
+    assert_eq!(patch["data"]["$patch"], "replace");
+    assert!(
+        matches!(new_copy(&owner(), "ns", "tls", &d), CopyObject::Secret(s) if s.type_ == secret.type_)
+    );
+}
+
+#[test]
+fn maps_the_strategic_patch_dropped_are_set_by_a_second_patch() {
+    let mut with_binary = source(&[("k", "v")]);
+    with_binary.binary_data.insert("bin".into(), "AAE=".into());
+    let d = desired(&mirror(&[], &[]), &with_binary);
+    let mut answer = created(&desired(
+        &mirror(&[], &[]),
+        &source(&[("k", "v"), ("old", "x")]),
+    ));
+    answer.metadata.resource_version = Some("8".into());
+    let fix = maps_patch(&CopyObject::ConfigMap(answer.clone()), &d).expect("maps differ");
+    assert_eq!(fix["binaryData"], json!({"bin": "AAE="}));
+    assert_eq!(fix["data"], json!({"k": "v", "old": null}));
+    assert_eq!(fix["metadata"]["resourceVersion"], "8");
+    let mut fixed = serde_json::to_value(&answer).expect("serializable");
+    apply(&mut fixed, &fix);
+    let fixed: ConfigMap = serde_json::from_value(fixed).expect("a ConfigMap");
+    assert_eq!(CopyInfo::of_configmap(&fixed).content_hash, d.hash);
+    assert_eq!(maps_patch(&CopyObject::ConfigMap(fixed), &d), None);
+}

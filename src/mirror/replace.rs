@@ -1,0 +1,89 @@
+//! Replacing a copy the server will not update: a Secret whose type differs from its source's
+//! (a Secret's type cannot change), or an immutable copy whose data must change (an immutable
+//! object's data cannot). Updating it would fail forever; it is deleted and created again.
+//!
+//! Only after the server refused the update, and only when a fresh read shows the object is
+//! still this Mirror's (or handed to it) and one of those two reasons holds: any other refusal
+//! is reported as it is. The delete is conditional on the uid and resourceVersion just read, so
+//! an object someone replaced or changed in between is never deleted.
+
+use super::apply::{Done, Target, Wrote};
+use super::existing::Claim;
+use super::reconcile::Reconciler;
+use super::render::new_copy;
+use super::status::name_some;
+use super::types::{Mirror, SourceKind};
+use crate::kube::Error;
+use crate::kube::api::{ConfigMap, Secret};
+use std::collections::BTreeMap;
+
+impl Reconciler {
+    /// The server refused (`refused`) to update the copy in `ns`: replace it if that is why.
+    pub(super) async fn replace_copy(&self, target: &Target, ns: &str, refused: Error) -> Done {
+        let found = match self.fetch_existing(target.kind(), ns, &target.name).await {
+            Ok(found) => found,
+            Err(e) => return Done::Failed(e),
+        };
+        let claim = found.claim(&target.owner);
+        let reason = found.replacement_reason(&target.desired);
+        let (Claim::Mine | Claim::Adoptable, Some(reason)) = (claim, reason) else {
+            return Done::Failed(refused);
+        };
+        let rv = &found.info.resource_version;
+        if let Err(e) = self.delete_exact(target, ns, &found.uid, rv).await {
+            return Done::Failed(e);
+        }
+        self.written.record(target.key(ns), Some(rv), None);
+        let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
+        match self.post(copy).await {
+            Ok(info) => {
+                self.written.record(target.key(ns), None, Some(info));
+                Done::Written(Wrote {
+                    namespace: ns.to_owned(),
+                    adopted: claim == Claim::Adoptable,
+                    replaced: Some(reason),
+                })
+            }
+            Err(e) => Done::Failed(e),
+        }
+    }
+
+    async fn delete_exact(
+        &self,
+        target: &Target,
+        ns: &str,
+        uid: &str,
+        rv: &str,
+    ) -> Result<(), Error> {
+        let name = &target.name;
+        match target.kind() {
+            SourceKind::ConfigMap => {
+                self.client
+                    .delete_exact::<ConfigMap>(Some(ns), name, uid, rv)
+                    .await
+            }
+            SourceKind::Secret => {
+                self.client
+                    .delete_exact::<Secret>(Some(ns), name, uid, rv)
+                    .await
+            }
+        }
+    }
+
+    /// One Normal Event per reason this reconcile replaced copies for, naming where.
+    pub(super) async fn announce_replaced(&self, mirror: &Mirror, replaced: &[(String, String)]) {
+        let mut by_reason: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (namespace, reason) in replaced {
+            by_reason.entry(reason).or_default().push(namespace.clone());
+        }
+        for (reason, namespaces) in by_reason {
+            let message = format!(
+                "{} {} was deleted and created again in {}: {reason}",
+                mirror.spec.source.kind.as_str(),
+                mirror.spec.target_name(),
+                name_some(&namespaces)
+            );
+            self.tell(mirror, "Replaced", &message).await;
+        }
+    }
+}
