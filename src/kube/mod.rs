@@ -40,6 +40,7 @@ mod tls_stream;
 mod tokenfile;
 mod tunnel;
 pub mod watch;
+pub mod yaml;
 
 pub use client::Client;
 pub use config::{
