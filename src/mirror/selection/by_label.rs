@@ -8,9 +8,9 @@
 //! - `exists` and `!k` (`DoesNotExist`) only when `k` appears or disappears: indexed under `k`.
 //!
 //! A namespace that becomes selectable (created, no longer excluded or terminating) can only be
-//! chosen by a Mirror with a positive requirement it satisfies (`k=v`, `in`, `exists`), found the
-//! same way from its labels, or by a Mirror with none: `{}` and selectors made only of `notin`
-//! and `!k`, which match on absence and are kept apart as `unanchored`.
+//! chosen by a Mirror with a positive requirement it satisfies (`k=v`, `in`, `exists`): these
+//! anchor a Mirror, in an index of their own. A Mirror with none (`{}`, and selectors made only
+//! of `notin` and `!k`, which match on absence) may choose any namespace: it is `unanchored`.
 
 use crate::mirror::selector::NamespaceInfo;
 use crate::mirror::types::LabelSelector;
@@ -20,70 +20,69 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 /// The index; Mirrors with an absent selector select nothing and are not in it.
 #[derive(Debug, Default)]
 pub struct MirrorsByLabel {
-    by_value: HashMap<String, HashMap<String, HashSet<ObjectKey>>>,
-    by_presence: HashMap<String, HashSet<ObjectKey>>,
+    /// Every requirement, for label changes.
+    named: Keys,
+    /// The positive requirements only, for namespaces becoming selectable.
+    anchors: Keys,
     unanchored: HashSet<ObjectKey>,
 }
 
-/// Where one selector is indexed.
+/// Mirrors by label key and value, and by label key alone.
+#[derive(Debug, Default)]
+struct Keys {
+    by_value: HashMap<String, HashMap<String, HashSet<ObjectKey>>>,
+    by_presence: HashMap<String, HashSet<ObjectKey>>,
+}
+
+/// Where one selector's requirements are indexed: by `(key, value)` or by key.
 #[derive(Default)]
 struct Entries<'a> {
     values: Vec<(&'a str, &'a str)>,
     presence: Vec<&'a str>,
-    anchored: bool,
 }
 
-impl<'a> Entries<'a> {
-    fn of(selector: &'a LabelSelector) -> Entries<'a> {
-        let mut entries = Entries::default();
-        for (key, value) in &selector.match_labels {
-            entries.values.push((key, value));
-            entries.anchored = true;
-        }
-        for req in &selector.match_expressions {
-            match req.operator.as_str() {
-                "In" | "NotIn" => {
-                    let values = req.values.iter().map(|v| (req.key.as_str(), v.as_str()));
-                    entries.values.extend(values);
-                    entries.anchored |= req.operator == "In";
-                }
-                // Exists, DoesNotExist; an unknown operator matches nothing, so indexing it by
-                // its key only spares evaluating it elsewhere.
-                operator => {
-                    entries.presence.push(&req.key);
-                    entries.anchored |= operator != "DoesNotExist";
-                }
+/// Every requirement of `selector`, and its positive ones.
+fn entries(selector: &LabelSelector) -> (Entries<'_>, Entries<'_>) {
+    let (mut named, mut anchors) = (Entries::default(), Entries::default());
+    for (key, value) in &selector.match_labels {
+        named.values.push((key, value));
+        anchors.values.push((key, value));
+    }
+    for req in &selector.match_expressions {
+        let values = req.values.iter().map(|v| (req.key.as_str(), v.as_str()));
+        match req.operator.as_str() {
+            "In" => {
+                named.values.extend(values.clone());
+                anchors.values.extend(values);
+            }
+            "NotIn" => named.values.extend(values),
+            "DoesNotExist" => named.presence.push(&req.key),
+            // Exists; an unknown operator matches nothing, so anchoring it by its key only
+            // spares evaluating it for namespaces without the key.
+            _ => {
+                named.presence.push(&req.key);
+                anchors.presence.push(&req.key);
             }
         }
-        entries
     }
+    (named, anchors)
 }
 
-impl MirrorsByLabel {
-    pub fn add(&mut self, mirror: &ObjectKey, selector: Option<&LabelSelector>) {
-        let Some(selector) = selector else { return };
-        let entries = Entries::of(selector);
-        for (key, value) in entries.values {
+impl Keys {
+    fn add(&mut self, mirror: &ObjectKey, entries: &Entries) {
+        for &(key, value) in &entries.values {
             let by_value = self.by_value.entry(key.to_owned()).or_default();
-            by_value
-                .entry(value.to_owned())
-                .or_default()
-                .insert(mirror.clone());
+            let mirrors = by_value.entry(value.to_owned()).or_default();
+            mirrors.insert(mirror.clone());
         }
-        for key in entries.presence {
+        for &key in &entries.presence {
             let mirrors = self.by_presence.entry(key.to_owned()).or_default();
             mirrors.insert(mirror.clone());
         }
-        if !entries.anchored {
-            self.unanchored.insert(mirror.clone());
-        }
     }
 
-    /// Undoes [`MirrorsByLabel::add`] of the same selector.
-    pub fn remove(&mut self, mirror: &ObjectKey, selector: Option<&LabelSelector>) {
-        let Some(selector) = selector else { return };
-        let entries = Entries::of(selector);
-        for (key, value) in entries.values {
+    fn remove(&mut self, mirror: &ObjectKey, entries: &Entries) {
+        for &(key, value) in &entries.values {
             let Some(by_value) = self.by_value.get_mut(key) else {
                 continue;
             };
@@ -97,7 +96,7 @@ impl MirrorsByLabel {
                 self.by_value.remove(key);
             }
         }
-        for key in entries.presence {
+        for &key in &entries.presence {
             if let Some(mirrors) = self.by_presence.get_mut(key) {
                 mirrors.remove(mirror);
                 if mirrors.is_empty() {
@@ -105,6 +104,40 @@ impl MirrorsByLabel {
                 }
             }
         }
+    }
+
+    fn with_value(&self, key: &str, value: Option<&str>) -> impl Iterator<Item = &ObjectKey> {
+        let mirrors = value.and_then(|v| self.by_value.get(key)?.get(v));
+        mirrors.into_iter().flatten()
+    }
+
+    fn with_key(&self, key: &str) -> impl Iterator<Item = &ObjectKey> {
+        self.by_presence.get(key).into_iter().flatten()
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.by_value.is_empty() && self.by_presence.is_empty()
+    }
+}
+
+impl MirrorsByLabel {
+    pub fn add(&mut self, mirror: &ObjectKey, selector: Option<&LabelSelector>) {
+        let Some(selector) = selector else { return };
+        let (named, anchors) = entries(selector);
+        self.named.add(mirror, &named);
+        self.anchors.add(mirror, &anchors);
+        if anchors.values.is_empty() && anchors.presence.is_empty() {
+            self.unanchored.insert(mirror.clone());
+        }
+    }
+
+    /// Undoes [`MirrorsByLabel::add`] of the same selector.
+    pub fn remove(&mut self, mirror: &ObjectKey, selector: Option<&LabelSelector>) {
+        let Some(selector) = selector else { return };
+        let (named, anchors) = entries(selector);
+        self.named.remove(mirror, &named);
+        self.anchors.remove(mirror, &anchors);
         self.unanchored.remove(mirror);
     }
 
@@ -113,8 +146,8 @@ impl MirrorsByLabel {
     pub fn may_choose(&self, ns: &NamespaceInfo) -> BTreeSet<&ObjectKey> {
         let mut mirrors: BTreeSet<&ObjectKey> = self.unanchored.iter().collect();
         for (key, value) in ns.labels() {
-            mirrors.extend(self.with_value(key, Some(value)));
-            mirrors.extend(self.by_presence.get(key).into_iter().flatten());
+            mirrors.extend(self.anchors.with_value(key, Some(value)));
+            mirrors.extend(self.anchors.with_key(key));
         }
         mirrors
     }
@@ -128,18 +161,18 @@ impl MirrorsByLabel {
     ) -> BTreeSet<&ObjectKey> {
         let mut mirrors = BTreeSet::new();
         for (key, was, is) in changed_labels(before, after) {
-            mirrors.extend(self.with_value(key, was));
-            mirrors.extend(self.with_value(key, is));
+            mirrors.extend(self.named.with_value(key, was));
+            mirrors.extend(self.named.with_value(key, is));
             if was.is_none() || is.is_none() {
-                mirrors.extend(self.by_presence.get(key).into_iter().flatten());
+                mirrors.extend(self.named.with_key(key));
             }
         }
         mirrors
     }
 
-    fn with_value(&self, key: &str, value: Option<&str>) -> impl Iterator<Item = &ObjectKey> {
-        let mirrors = value.and_then(|v| self.by_value.get(key)?.get(v));
-        mirrors.into_iter().flatten()
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.named.is_empty() && self.anchors.is_empty() && self.unanchored.is_empty()
     }
 }
 
