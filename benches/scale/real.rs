@@ -79,7 +79,7 @@ fn add_mirrors(cp: &ControlPlane, from: usize, to: usize) {
 fn cell(cp: &ControlPlane, m: usize, round: usize) -> Cell {
     let dir = TempDir::new(&format!("scale-real-{m}"));
     let flags = ["--leader-election-namespace=skiff-system"];
-    let mut p = Process::with(&cp.operator_kubeconfig(), &dir, "run", &flags);
+    let mut p = Process::with(&cp.operator_kubeconfig(), &dir, "run", &flags, None);
     let converged = p.wait_converged(m);
     let start_to_converged = (converged - p.started).as_secs_f64();
     let before = p.settle();
