@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::json;
-use skiff::runtime::WatcherConfig;
+use skiff::mirror::caches::NAMESPACE_PAGE;
 use std::time::Duration;
 use support::cluster::{Cluster, HOME, describe};
 use support::fake::{Fault, RequestClass};
@@ -16,7 +16,7 @@ const HELD: Duration = Duration::from_secs(3);
 
 #[test]
 fn a_reconcile_requested_mid_relist_waits_for_the_whole_list() {
-    let page = WatcherConfig::default().page_size as usize;
+    let page = NAMESPACE_PAGE as usize;
     let mut cluster = Cluster::new("relist");
     for name in ["a-changed", "a-kept", "a-removed"] {
         cluster.namespace(name, json!({"team": "yes"}));
