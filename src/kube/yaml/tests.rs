@@ -188,5 +188,9 @@ fn the_shipped_deployment_reads() {
     let deployment = read(&std::fs::read_to_string(path).expect("manifests/deployment.yaml"));
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsUser"], "65532");
-    assert!(pod["containers"][0]["args"].as_array().is_some_and(|a| !a.is_empty()));
+    assert!(
+        pod["containers"][0]["args"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+    );
 }
