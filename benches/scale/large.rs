@@ -1,5 +1,5 @@
 //! The scale benchmark at the size of the largest clusters, on the real control plane:
-//! `cargo bench --bench scale -- --real --namespaces 100000` (`make bench-100k`).
+//! `cargo bench --bench scale -- --real --namespaces 100000` (`make bench-large`).
 //!
 //! The namespaces are created in bulk (the API server's time is reported), then 1,000 Mirrors
 //! with varied selectors over several label keys: ten select 1,000 namespaces each, the rest a
@@ -271,28 +271,8 @@ fn relabel_burst(
 ) -> f64 {
     let cpu_before = cpu_us(p.pid());
     let started = Instant::now();
-    let (selector, label) = (format!("churn={from}"), format!("churn={to}"));
-    let relabel = cp.kubectl(&[
-        "label",
-        "namespaces",
-        "-l",
-        &selector,
-        &label,
-        "--overwrite",
-    ]);
-    assert!(relabel.status.success(), "kubectl label failed");
     let sentinel = world::namespace_name(sentinel);
-    cp.kubectl_ok(&["label", "namespace", &sentinel, "team=t0", "--overwrite"]);
-    let seen = eventually(LIMIT, || {
-        std::thread::sleep(Duration::from_millis(200));
-        cp.object("configmap", &sentinel, world::SOURCE).is_some()
-            && p.work().is_some_and(|w| w.2 == 0.0)
-    });
-    assert!(
-        seen,
-        "the sentinel's copy never came; log:\n{}",
-        p.skiff.logs()
-    );
+    super::real::relabel_burst(cp, p, (from, to), &sentinel, "team=t0", world::SOURCE);
     println!(
         "relabel burst of {RELABELS} sent in {:.1} s",
         started.elapsed().as_secs_f64()
