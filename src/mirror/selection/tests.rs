@@ -204,17 +204,6 @@ fn mirror_selecting(name: &str, selector: Option<LabelSelector>) -> Mirror {
     m
 }
 
-fn requirement(key: &str, operator: &str, values: &[&str]) -> LabelSelector {
-    LabelSelector {
-        match_expressions: vec![crate::mirror::types::LabelSelectorRequirement {
-            key: key.into(),
-            operator: operator.into(),
-            values: values.iter().map(|v| v.to_string()).collect(),
-        }],
-        ..LabelSelector::default()
-    }
-}
-
 #[test]
 fn mid_relist_no_namespace_is_dropped_and_at_its_end_the_unlisted_are() {
     let w = World::new(
@@ -277,8 +266,14 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
     let w = World::new(
         vec![
             mirror_selecting("everything", Some(LabelSelector::default())),
-            mirror_selecting("no-team", Some(requirement("team", "DoesNotExist", &[]))),
-            mirror_selecting("not-red", Some(requirement("team", "NotIn", &["red"]))),
+            mirror_selecting(
+                "no-team",
+                Some(crate::mirror::selector::expr("team", "DoesNotExist", &[])),
+            ),
+            mirror_selecting(
+                "not-red",
+                Some(crate::mirror::selector::expr("team", "NotIn", &["red"])),
+            ),
             mirror_selecting("none", None),
         ],
         vec![namespace("n1", &[("team", "red")])],

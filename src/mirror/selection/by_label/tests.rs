@@ -1,7 +1,7 @@
 //! The label index: which Mirrors each namespace change concerns, operator by operator.
 
 use super::*;
-use crate::mirror::types::LabelSelectorRequirement;
+use crate::mirror::selector::expr;
 use std::collections::BTreeMap;
 
 fn ns(labels: &[(&str, &str)]) -> NamespaceInfo {
@@ -19,17 +19,6 @@ fn labels(pairs: &[(&str, &str)]) -> LabelSelector {
         .collect();
     LabelSelector {
         match_labels,
-        ..LabelSelector::default()
-    }
-}
-
-fn expr(key: &str, operator: &str, values: &[&str]) -> LabelSelector {
-    LabelSelector {
-        match_expressions: vec![LabelSelectorRequirement {
-            key: key.into(),
-            operator: operator.into(),
-            values: values.iter().map(|v| v.to_string()).collect(),
-        }],
         ..LabelSelector::default()
     }
 }
