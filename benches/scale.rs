@@ -156,6 +156,11 @@ impl Process {
         self.skiff.child.id()
     }
 
+    /// Whether the process has ended.
+    fn ended(&mut self) -> bool {
+        !matches!(self.skiff.child.try_wait(), Ok(None))
+    }
+
     /// Fails the benchmark, with the log and exit status, if the process has ended.
     fn assert_alive(&mut self) {
         if let Ok(Some(status)) = self.skiff.child.try_wait() {
