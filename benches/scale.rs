@@ -19,7 +19,11 @@
 #[cfg_attr(test, allow(unused_imports))]
 mod support;
 
+#[path = "scale/cgroup.rs"]
+mod cgroup;
 mod common;
+#[path = "scale/large.rs"]
+mod large;
 #[path = "scale/plot.rs"]
 mod plot;
 #[path = "scale/real.rs"]
@@ -106,10 +110,31 @@ impl Process {
     fn start(server: &FakeServer, dir: &TempDir, run: &str) -> Process {
         let kubeconfig = write_kubeconfig(dir, &server.url(), None, None, HOME);
         let fast = ["--kube-api-qps=1000", "--kube-api-burst=1000"];
-        Process::with(&kubeconfig, dir, run, &fast)
+        Process::with(&kubeconfig, dir, run, &fast, None)
     }
 
-    fn with(kubeconfig: &std::path::Path, dir: &TempDir, run: &str, extra: &[&str]) -> Process {
+    /// The measured binary as `run` (its log's name and its `POD_NAME`), inside `cgroup` if
+    /// given.
+    fn with(
+        kubeconfig: &std::path::Path,
+        dir: &TempDir,
+        run: &str,
+        extra: &[&str],
+        cgroup: Option<&cgroup::MemoryCgroup>,
+    ) -> Process {
+        let binary = support::skiff::binary();
+        Process::of(&binary, kubeconfig, dir, run, extra, cgroup)
+    }
+
+    /// [`Process::with`] for another build, `binary`.
+    fn of(
+        binary: &std::path::Path,
+        kubeconfig: &std::path::Path,
+        dir: &TempDir,
+        run: &str,
+        extra: &[&str],
+        cgroup: Option<&cgroup::MemoryCgroup>,
+    ) -> Process {
         let port = free_port();
         let metrics = format!("--metrics-bind-address=127.0.0.1:{port}");
         let mut args = vec![metrics.as_str(), "--leader-elect"];
@@ -119,7 +144,7 @@ impl Process {
         args.extend_from_slice(extra);
         let started = Instant::now();
         let log = dir.0.join(format!("{run}.log"));
-        let skiff = Skiff::start(&kubeconfig.to_path_buf(), log, &args);
+        let skiff = launch(binary, cgroup, kubeconfig, log, &args, run);
         Process {
             skiff,
             port,
@@ -129,6 +154,18 @@ impl Process {
 
     fn pid(&self) -> u32 {
         self.skiff.child.id()
+    }
+
+    /// Whether the process has ended.
+    fn ended(&mut self) -> bool {
+        !matches!(self.skiff.child.try_wait(), Ok(None))
+    }
+
+    /// Fails the benchmark, with the log and exit status, if the process has ended.
+    fn assert_alive(&mut self) {
+        if let Ok(Some(status)) = self.skiff.child.try_wait() {
+            panic!("skiff ended ({status}); log:\n{}", self.skiff.logs());
+        }
     }
 
     /// (queue adds, reconciles, queue depth), or `None` while the server is not up.
@@ -177,6 +214,33 @@ impl Process {
         last.map(|(adds, reconciles, _)| (adds, reconciles))
             .unwrap_or_default()
     }
+}
+
+/// `binary` started as [`Skiff::start_with_env`] starts it, inside `cgroup` if given.
+fn launch(
+    binary: &std::path::Path,
+    cgroup: Option<&cgroup::MemoryCgroup>,
+    kubeconfig: &std::path::Path,
+    log: std::path::PathBuf,
+    args: &[&str],
+    name: &str,
+) -> Skiff {
+    let stderr = std::fs::File::create(&log).expect("create the log");
+    let mut command = match cgroup {
+        Some(cgroup) => cgroup.command(binary),
+        None => std::process::Command::new(binary),
+    };
+    let child = command
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .arg("--health-probe-bind-address=127.0.0.1:0")
+        .args(args)
+        .env("POD_NAME", name)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start skiff");
+    Skiff { child, log }
 }
 
 /// Whether the measured binary has `flag` (a build from before it may not); its `--help` is
@@ -353,9 +417,25 @@ fn print_table(cells: &[Cell]) {
     );
 }
 
+/// `--namespaces N` from the command line.
+fn namespaces_arg() -> Option<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--namespaces")?;
+    let value = args.get(at + 1)?;
+    match value.parse() {
+        Ok(n) if n >= 20_000 => Some(n),
+        _ => panic!(
+            "--namespaces {value}: give a count of at least 20,000 (the run's labels need them)"
+        ),
+    }
+}
+
 fn main() {
     if bench_mode() && std::env::args().any(|a| a == "--real") {
-        real::run();
+        match namespaces_arg() {
+            Some(n) => large::run(n),
+            None => real::run(),
+        }
         return;
     }
     if !bench_mode() {

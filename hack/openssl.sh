@@ -35,11 +35,20 @@ OPTIONS=(
   no-aria no-bf no-blake2 no-camellia no-cast no-des no-dsa no-gost no-idea no-md2 no-md4
   no-mdc2 no-ocb no-rc2 no-rc4 no-rc5 no-rmd160 no-scrypt no-seed no-siphash no-siv no-sm2
   no-sm3 no-sm4 no-whirlpool no-ec2m no-ml-dsa no-slh-dsa no-lms
+  # TLS extras and internals skiff never uses: multi-block AES-CBC-HMAC, file names in error
+  # records, socket BIOs (skiff's own sockets carry TLS), RFC 3779 certificate extensions,
+  # CMAC, Argon2, deprecated TLS groups, integrity-only TLS 1.3 suites, the thread pool, the
+  # secure heap
+  no-multiblock no-filenames no-sock no-rfc3779 no-cmac no-argon2 no-tls-deprecated-ec
+  no-integrity-only-ciphers no-thread-pool no-secure-memory
 )
 # -Os: 0.4 MB smaller than -O2 for handshakes 0.1-0.2 ms slower (the assembly is the same).
 # -ffunction-sections/-fdata-sections let the linker drop the functions skiff never calls (the
 # cc crate adds them for the vendored build too); -fPIC because the binary is a static PIE.
-CFLAGS_EXTRA=(-Os -ffunction-sections -fdata-sections -fPIC)
+# No unwind tables for the C code (0.35 MB): a Rust panic never unwinds through OpenSSL (its
+# callbacks are extern "C", where an unwinding panic aborts), so nothing reads them.
+CFLAGS_EXTRA=(-Os -ffunction-sections -fdata-sections -fPIC -fno-asynchronous-unwind-tables
+  -fno-unwind-tables)
 
 die() {
   echo "hack/openssl.sh: $*" >&2

@@ -79,7 +79,7 @@ fn add_mirrors(cp: &ControlPlane, from: usize, to: usize) {
 fn cell(cp: &ControlPlane, m: usize, round: usize) -> Cell {
     let dir = TempDir::new(&format!("scale-real-{m}"));
     let flags = ["--leader-election-namespace=skiff-system"];
-    let mut p = Process::with(&cp.operator_kubeconfig(), &dir, "run", &flags);
+    let mut p = Process::with(&cp.operator_kubeconfig(), &dir, "run", &flags, None);
     let converged = p.wait_converged(m);
     let start_to_converged = (converged - p.started).as_secs_f64();
     let before = p.settle();
@@ -90,30 +90,8 @@ fn cell(cp: &ControlPlane, m: usize, round: usize) -> Cell {
     } else {
         ("1", "0")
     };
-    let selector = format!("churn={from}");
-    let label = format!("churn={to}");
-    let relabel = cp.kubectl(&[
-        "label",
-        "namespaces",
-        "-l",
-        &selector,
-        &label,
-        "--overwrite",
-    ]);
-    assert!(relabel.status.success(), "kubectl label failed");
     let sentinel = format!("scale-{:05}", SELECTED + round);
-    cp.kubectl_ok(&["label", "namespace", &sentinel, "group=g0", "--overwrite"]);
-    let last_event = Instant::now();
-    let seen = eventually(LIMIT, || {
-        std::thread::sleep(Duration::from_millis(100));
-        cp.object("configmap", &sentinel, "app-ca").is_some()
-            && p.work().is_some_and(|w| w.2 == 0.0)
-    });
-    assert!(
-        seen,
-        "the sentinel's copy never came; log:\n{}",
-        p.skiff.logs()
-    );
+    let last_event = relabel_burst(cp, &mut p, (from, to), &sentinel, "group=g0", "app-ca");
     let drain = last_event.elapsed().as_secs_f64();
     let after = p.settle();
     let cpu = cpu_us(p.pid()) - cpu_before;
@@ -134,4 +112,39 @@ fn cell(cp: &ControlPlane, m: usize, round: usize) -> Cell {
     );
     p.skiff.terminate(Duration::from_secs(30));
     cell
+}
+
+/// Flips `churn` from `from` to `to` on every namespace that has it (no selector names it),
+/// then labels `sentinel` with `select`, a label that selects it, and waits until its copy of
+/// `source` exists and the work queue is empty; returns when the last event was sent.
+pub fn relabel_burst(
+    cp: &ControlPlane,
+    p: &mut Process,
+    (from, to): (&str, &str),
+    sentinel: &str,
+    select: &str,
+    source: &str,
+) -> Instant {
+    let (selector, label) = (format!("churn={from}"), format!("churn={to}"));
+    let relabel = cp.kubectl(&[
+        "label",
+        "namespaces",
+        "-l",
+        &selector,
+        &label,
+        "--overwrite",
+    ]);
+    assert!(relabel.status.success(), "kubectl label failed");
+    cp.kubectl_ok(&["label", "namespace", sentinel, select, "--overwrite"]);
+    let last_event = Instant::now();
+    let seen = eventually(LIMIT, || {
+        std::thread::sleep(Duration::from_millis(100));
+        cp.object("configmap", sentinel, source).is_some() && p.work().is_some_and(|w| w.2 == 0.0)
+    });
+    assert!(
+        seen,
+        "the sentinel's copy never came; log:\n{}",
+        p.skiff.logs()
+    );
+    last_event
 }

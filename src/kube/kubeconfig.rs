@@ -174,7 +174,7 @@ fn read_file(path: &Path, source: &str) -> Result<KubeconfigFile, ConfigError> {
     if text.trim().is_empty() {
         return Ok(KubeconfigFile::default());
     }
-    serde_saphyr::from_str(&text).map_err(|e| ConfigError::Yaml {
+    super::yaml::from_str(&text).map_err(|e| ConfigError::Yaml {
         path: path.to_owned(),
         error: e.to_string(),
     })

@@ -48,6 +48,7 @@ mod tokenfile;
 mod tunnel;
 pub mod watch;
 mod watch_body;
+pub mod yaml;
 
 pub use client::{Client, PatchKind};
 pub use config::{

@@ -3,7 +3,7 @@
 //!
 //! Reconciling before the caches are full would read a partial world (a namespace list that
 //! is still loading looks like namespaces no longer selected), so nothing is reconciled
-//! until every first list has arrived.
+//! until every first list has arrived, and a reconcile waits while a relist is under way.
 
 use super::caches::{Caches, SourceScope};
 use super::reconcile::Reconciler;
@@ -11,7 +11,7 @@ use super::secret_targets::SecretTargets;
 use crate::kube::Client;
 use crate::kube::events::Recorder;
 use crate::manager::Runnable;
-use crate::runtime::Controller;
+use crate::runtime::{Action, Controller};
 use crate::signal::Signal;
 use smol::future::FutureExt as _;
 use std::sync::Arc;
@@ -48,17 +48,7 @@ async fn run(
     let controller = Controller::new("mirror", WORKERS);
     let caches = Caches::new(&scope, &secret_targets);
     let _watches = caches.spawn_watches(&client, &controller.queue());
-    let filled = async {
-        caches.wait_until_ready().await;
-        true
-    };
-    if !filled
-        .or(async {
-            stop.wait().await;
-            false
-        })
-        .await
-    {
+    if !until_listed(&caches, &stop).await {
         return;
     }
     log::info!("mirror caches filled; reconciling");
@@ -66,6 +56,7 @@ async fn run(
     // writes they have not made are left to the next run.
     let client = client.with_cancel(stop.clone());
     let recorder = Recorder::new(&client, "skiff", &identity);
+    let listed = Arc::new(caches.clone());
     let reconciler = Arc::new(Reconciler::new(
         client,
         caches,
@@ -74,8 +65,35 @@ async fn run(
         recorder,
         stop.clone(),
     ));
-    let reconcile = move |key| Arc::clone(&reconciler).reconcile(key);
+    let gate_stop = stop.clone();
+    let reconcile = move |key| {
+        let (reconciler, listed, stop) = (
+            Arc::clone(&reconciler),
+            Arc::clone(&listed),
+            gate_stop.clone(),
+        );
+        async move {
+            if !until_listed(&listed, &stop).await {
+                return Ok(Action::Done);
+            }
+            reconciler.reconcile(key).await
+        }
+    };
     controller
         .run(reconcile, async move { stop.wait().await })
         .await;
+}
+
+/// Waits until every cache holds a complete list; false if `stop` came first.
+async fn until_listed(caches: &Caches, stop: &Signal) -> bool {
+    let listed = async {
+        caches.wait_until_ready().await;
+        true
+    };
+    listed
+        .or(async {
+            stop.wait().await;
+            false
+        })
+        .await
 }

@@ -2,10 +2,10 @@
 //! puts on the work queue.
 //!
 //! Single events are mapped through the caches' indexes, so their cost is the Mirrors they
-//! concern. A relist or an object leaving a label selection tells less than a single event
-//! does (the object that went is in no list, or arrives stripped of the labels naming its
-//! Mirror), so those enqueue more widely: a reconcile with nothing to do writes nothing.
-//! Namespace events are mapped by [`Selections`](super::selection::Selections).
+//! concern. The end of a relist or an object leaving a label selection tells less than a
+//! single event does (the object that went is in no list, or arrives stripped of the labels
+//! naming its Mirror), so those enqueue more widely: a reconcile with nothing to do writes
+//! nothing. Namespace events are mapped by [`Selections`](super::selection::Selections).
 
 use super::copy::{CopyInfo, Owner, owner_of};
 use super::secret_copies::SecretCopyStores;
@@ -36,7 +36,7 @@ pub fn owner_index(owner: &Owner) -> String {
     format!("{}/{}", owner.namespace, owner.name)
 }
 
-/// The Mirrors a Mirror event concerns. After a relist, also every Mirror a cached copy
+/// The Mirrors a Mirror event concerns. At the end of a relist, every Mirror a cached copy
 /// names: a Mirror that vanished while the watch was down is in no list, and only its
 /// leftover copies remember it.
 pub fn mirror_keys(
@@ -45,7 +45,7 @@ pub fn mirror_keys(
 ) -> impl Fn(&WatcherEvent<Mirror>) -> Vec<ObjectKey> + Send + 'static {
     move |event| {
         let mut keys: BTreeSet<ObjectKey> = object_keys(event).into_iter().collect();
-        if let WatcherEvent::Restarted(_) = event {
+        if let WatcherEvent::Relisted = event {
             let copies = configmap_copies
                 .list()
                 .into_iter()
@@ -63,9 +63,10 @@ pub fn mirror_keys(
 /// The Mirrors a copy event concerns: its owner, and
 /// - for a deleted copy, every Mirror of that kind and target name: one that lost the name to
 ///   this copy may now write its own;
-/// - every Mirror when the event cannot say whose copy went: after a relist (a copy deleted
-///   while the watch was down is in no list), or for a copy that left the label selection
-///   (its labels removed by hand: the watch reports it deleted, unlabelled, naming no Mirror).
+/// - every Mirror when the event cannot say whose copy went: at the end of a relist (a copy
+///   deleted while the watch was down is in no list), or for a copy that left the label
+///   selection (its labels removed by hand: the watch reports it deleted, unlabelled, naming no
+///   Mirror).
 pub fn copy_owners<K: Resource>(
     mirrors: Store<Mirror, Mirror>,
     kind: SourceKind,
@@ -73,8 +74,8 @@ pub fn copy_owners<K: Resource>(
     move |event| {
         let mut keys: BTreeSet<ObjectKey> = owners(event).into_iter().collect();
         match event {
-            WatcherEvent::Restarted(_) => keys.extend(mirrors.keys()),
-            WatcherEvent::Applied(o) | WatcherEvent::Deleted(o)
+            WatcherEvent::Relisted => keys.extend(mirrors.keys()),
+            WatcherEvent::Listed(o) | WatcherEvent::Applied(o) | WatcherEvent::Deleted(o)
                 if owner_of(o.metadata()).is_none() =>
             {
                 keys.extend(mirrors.keys())
@@ -82,33 +83,38 @@ pub fn copy_owners<K: Resource>(
             WatcherEvent::Deleted(o) => {
                 keys.extend(mirrors.indexed_keys(&target_index(kind, o.metadata().name())));
             }
-            WatcherEvent::Applied(_) => {}
+            WatcherEvent::Relisting | WatcherEvent::Listed(_) | WatcherEvent::Applied(_) => {}
         }
         keys.into_iter().collect()
     }
 }
 
-/// The Mirrors named by the labels of the copies in an event.
+/// The Mirror named by the labels of the copy in an event.
 fn owners<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
-    let key = |o: &K| owner_of(o.metadata()).map(|o| ObjectKey::new(o.namespace, o.name));
-    let keys: BTreeSet<ObjectKey> = match event {
-        WatcherEvent::Restarted(objects) => objects.iter().filter_map(key).collect(),
-        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => key(o).into_iter().collect(),
-    };
-    keys.into_iter().collect()
+    match event {
+        WatcherEvent::Listed(o) | WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
+            let owner = owner_of(o.metadata());
+            owner
+                .map(|o| ObjectKey::new(o.namespace, o.name))
+                .into_iter()
+                .collect()
+        }
+        WatcherEvent::Relisting | WatcherEvent::Relisted => Vec::new(),
+    }
 }
 
-/// The Mirrors whose source is the object in an event (every Mirror after a relist).
+/// The Mirrors whose source is the object in an event (every Mirror at the end of a relist).
 pub fn mirrors_of_source<K: Resource>(
     mirrors: Store<Mirror, Mirror>,
     kind: SourceKind,
 ) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
     move |event| match event {
-        WatcherEvent::Restarted(_) => mirrors.keys(),
+        WatcherEvent::Relisted => mirrors.keys(),
         WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
             let (ns, name) = (o.metadata().namespace(), o.metadata().name());
             mirrors.indexed_keys(&source_index(kind, ns, name))
         }
+        WatcherEvent::Relisting | WatcherEvent::Listed(_) => Vec::new(),
     }
 }
 
@@ -124,12 +130,12 @@ mod tests {
         };
         let mut other = cm.clone();
         other.metadata.namespace = Some("b".into());
-        let keys = owners(&WatcherEvent::Restarted(vec![
-            cm.clone(),
-            other,
-            ConfigMap::default(),
-        ]));
-        assert_eq!(keys, vec![ObjectKey::new("src", "m")]);
+        let keys: BTreeSet<ObjectKey> =
+            WatcherEvent::relist(vec![cm.clone(), other, ConfigMap::default()])
+                .iter()
+                .flat_map(owners)
+                .collect();
+        assert_eq!(keys, BTreeSet::from([ObjectKey::new("src", "m")]));
         assert_eq!(
             owners(&WatcherEvent::Deleted(cm)),
             vec![ObjectKey::new("src", "m")]
@@ -141,11 +147,11 @@ mod tests {
         let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
         let mut secret_mirror = mirror("src", "s");
         secret_mirror.spec.source.kind = SourceKind::Secret;
-        mirrors.apply(&WatcherEvent::Restarted(vec![
+        mirrors.relist(vec![
             mirror("src", "m"),
             mirror("other", "m2"),
             secret_mirror,
-        ]));
+        ]);
         let map = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         let source = ConfigMap {
             metadata: crate::kube::api::ObjectMeta::named(Some("src"), "app-ca"),
@@ -160,10 +166,11 @@ mod tests {
     #[test]
     fn a_copy_relist_enqueues_a_mirror_whose_last_copy_vanished() {
         let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
-        mirrors.apply(&WatcherEvent::Restarted(vec![mirror("src", "m")]));
+        mirrors.relist(vec![mirror("src", "m")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
+        assert_eq!(map(&WatcherEvent::Relisting), vec![]);
         assert_eq!(
-            map(&WatcherEvent::Restarted(Vec::new())),
+            map(&WatcherEvent::Relisted),
             vec![ObjectKey::new("src", "m")]
         );
     }
@@ -171,10 +178,7 @@ mod tests {
     #[test]
     fn a_copy_leaving_the_selection_unlabelled_enqueues_every_mirror() {
         let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
-        mirrors.apply(&WatcherEvent::Restarted(vec![
-            mirror("src", "m"),
-            mirror("src", "n"),
-        ]));
+        mirrors.relist(vec![mirror("src", "m"), mirror("src", "n")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         let stripped = ConfigMap {
             metadata: crate::kube::api::ObjectMeta::named(Some("a"), "app-ca"),
@@ -203,12 +207,12 @@ mod tests {
         renamed.spec.target_name = Some("other".into());
         let mut secret = mirror("src", "secret");
         secret.spec.source.kind = SourceKind::Secret;
-        mirrors.apply(&WatcherEvent::Restarted(vec![
+        mirrors.relist(vec![
             mirror("src", "winner"),
             mirror("src", "loser"),
             renamed,
             secret,
-        ]));
+        ]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         let copy = ConfigMap {
             metadata: super::super::copy::copy_meta(&mirror("src", "winner"), "a", "h", None),
@@ -234,11 +238,17 @@ mod tests {
             metadata: super::super::copy::copy_meta(&mirror("src", "gone"), "a", "h", None),
             ..ConfigMap::default()
         };
-        copies.apply(&WatcherEvent::Restarted(vec![orphan]));
+        copies.relist(vec![orphan]);
         let map = mirror_keys(copies, SecretCopyStores::new(&Default::default()));
+        let relist = WatcherEvent::relist(vec![mirror("src", "m")]);
+        let keys: Vec<_> = relist.iter().map(&map).collect();
         assert_eq!(
-            map(&WatcherEvent::Restarted(vec![mirror("src", "m")])),
-            vec![ObjectKey::new("src", "gone"), ObjectKey::new("src", "m")]
+            keys,
+            [
+                vec![],
+                vec![ObjectKey::new("src", "m")],
+                vec![ObjectKey::new("src", "gone")]
+            ]
         );
         assert_eq!(
             map(&WatcherEvent::Applied(mirror("src", "m"))),

@@ -71,7 +71,6 @@ impl SecretCopyStores {
 mod tests {
     use super::*;
     use crate::kube::api::ObjectMeta;
-    use crate::runtime::WatcherEvent;
 
     fn secret(namespace: &str, name: &str) -> Secret {
         Secret {
@@ -101,9 +100,9 @@ mod tests {
         let mut watches = stores.watches("l=v");
         let (_, a) = watches.next().expect("a");
         let (_, b) = watches.next().expect("b");
-        a.apply(&WatcherEvent::Restarted(vec![secret("x", "a")]));
-        b.apply(&WatcherEvent::Restarted(vec![secret("x", "b")]));
-        a.apply(&WatcherEvent::Restarted(Vec::new()));
+        a.relist(vec![secret("x", "a")]);
+        b.relist(vec![secret("x", "b")]);
+        a.relist(Vec::new());
         assert!(stores.get("x", "a").is_none());
         assert!(stores.get("x", "b").is_some());
         assert_eq!(stores.list().len(), 1);

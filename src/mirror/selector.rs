@@ -124,6 +124,19 @@ pub fn chooses(
     ns.name != mirror_namespace && matches(selector, |key| ns.label(key))
 }
 
+/// A selector of one requirement `key operator values` (for tests).
+#[cfg(test)]
+pub(crate) fn expr(key: &str, operator: &str, values: &[&str]) -> LabelSelector {
+    LabelSelector {
+        match_expressions: vec![LabelSelectorRequirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }],
+        ..LabelSelector::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,16 +157,7 @@ mod tests {
         super::matches(selector, |k| labels.get(k).map(String::as_str))
     }
 
-    fn expr(key: &str, op: &str, values: &[&str]) -> LabelSelector {
-        LabelSelector {
-            match_expressions: vec![LabelSelectorRequirement {
-                key: key.into(),
-                operator: op.into(),
-                values: values.iter().map(|v| v.to_string()).collect(),
-            }],
-            ..LabelSelector::default()
-        }
-    }
+    use super::expr;
 
     #[test]
     fn empty_selector_matches_everything() {

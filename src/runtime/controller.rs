@@ -185,14 +185,15 @@ impl ReconcileMetrics {
 }
 
 /// Feeds a watcher's events into `store` and enqueues the keys `map` names for each event
-/// (after the store has the event, so a reconcile sees it). Watch errors are logged; the
+/// (after the store has the event, so a reconcile sees it). `map` is also given the projection
+/// the store held for the event's object before it, if any. Watch errors are logged; the
 /// watcher backs off by itself. Returns when the queue is shut down, noticed at the next
 /// event: race it with the stop signal to end it at once.
 pub async fn feed<K, S, P>(
     mut watcher: Watcher<K, S>,
     store: Store<K, P>,
     queue: WorkQueue<ObjectKey>,
-    map: impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey>,
+    map: impl Fn(&WatcherEvent<K>, Option<&P>) -> Vec<ObjectKey>,
 ) where
     K: Resource,
     S: ListWatch<K>,
@@ -201,8 +202,8 @@ pub async fn feed<K, S, P>(
     while !queue.is_shutting_down() {
         match watcher.next().await {
             Ok(event) => {
-                store.apply(&event);
-                for key in map(&event) {
+                let previous = store.apply(&event);
+                for key in map(&event, previous.as_ref()) {
                     queue.add(key);
                 }
             }
@@ -211,13 +212,14 @@ pub async fn feed<K, S, P>(
     }
 }
 
-/// The keys of the objects in an event: the mapping for a controller's own kind.
+/// The key of the object in an event (none for the start and end of a relist): the mapping
+/// for a controller's own kind.
 pub fn object_keys<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
     match event {
-        WatcherEvent::Restarted(objects) => objects.iter().filter_map(ObjectKey::of).collect(),
-        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
+        WatcherEvent::Listed(o) | WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
             ObjectKey::of(o).into_iter().collect()
         }
+        WatcherEvent::Relisting | WatcherEvent::Relisted => Vec::new(),
     }
 }
 
@@ -421,7 +423,7 @@ mod tests {
         let store = Store::new(|cm: &ConfigMap| cm.metadata.name.clone());
         let queue = WorkQueue::new("test-feed");
         let reader = store.clone();
-        let owner_of = move |event: &WatcherEvent<ConfigMap>| {
+        let owner_of = move |event: &WatcherEvent<ConfigMap>, _: Option<&Option<String>>| {
             for key in object_keys(event) {
                 assert!(
                     reader.get(&key.namespace, &key.name).is_some(),
@@ -450,9 +452,10 @@ mod tests {
     }
 
     #[test]
-    fn object_keys_names_every_object_of_an_event() {
-        let restarted = WatcherEvent::Restarted(vec![cm("a"), cm("b")]);
-        assert_eq!(object_keys(&restarted), [key("a"), key("b")]);
+    fn object_keys_names_the_object_of_an_event() {
+        let relist = WatcherEvent::relist(vec![cm("a"), cm("b")]);
+        let keys: Vec<_> = relist.iter().flat_map(object_keys).collect();
+        assert_eq!(keys, [key("a"), key("b")]);
         assert_eq!(object_keys(&WatcherEvent::Deleted(cm("c"))), [key("c")]);
     }
 }

@@ -3,17 +3,20 @@
 //!
 //! Keeping a projection instead of the object is what keeps memory independent of payloads:
 //! a controller watching copies of Secrets can keep name, labels, resourceVersion and a hash.
+//! A relist is projected object by object as it arrives ([`contents`] says how removals are
+//! found at its end), and the store is not [ready](Store::ready) while one is under way.
 
-use std::collections::{HashMap, HashSet};
+mod contents;
+mod readiness;
+
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::signal::{Signal, Trigger, signal};
-
 use super::watcher::WatcherEvent;
 use crate::kube::api::{ObjectMeta, Resource};
-
+use contents::{Contents, IndexFn};
+use readiness::Readiness;
 /// The namespace and name of an object: the key of the store and of the work queue.
 /// `namespace` is empty for cluster-scoped objects.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,8 +59,6 @@ impl fmt::Display for ObjectKey {
 }
 
 type Project<K, P> = Arc<dyn Fn(&K) -> P + Send + Sync>;
-/// The index values of a projection (for example the owner a copy names).
-type IndexFn<P> = Arc<dyn Fn(&P) -> Vec<String> + Send + Sync>;
 
 /// A cache of projections `P` of objects `K`, keyed by [`ObjectKey`], with an optional
 /// secondary index from string values to keys.
@@ -68,68 +69,17 @@ type IndexFn<P> = Arc<dyn Fn(&P) -> Vec<String> + Send + Sync>;
 /// other.
 pub struct Store<K, P> {
     shared: Arc<RwLock<Contents<P>>>,
-    /// Fired by the first `Restarted`; shared by every clone.
-    ready: (Arc<Trigger>, Signal),
+    readiness: Readiness,
     project: Project<K, P>,
     index: Option<IndexFn<P>>,
     kind: PhantomData<fn(&K)>,
-}
-
-struct Contents<P> {
-    objects: HashMap<ObjectKey, P>,
-    index: HashMap<String, HashSet<ObjectKey>>,
-}
-
-impl<P> Default for Contents<P> {
-    fn default() -> Self {
-        Contents {
-            objects: HashMap::new(),
-            index: HashMap::new(),
-        }
-    }
-}
-
-impl<P> Contents<P> {
-    fn insert(&mut self, index: Option<&IndexFn<P>>, key: ObjectKey, value: P) {
-        if let Some(index) = index {
-            for v in index(&value) {
-                self.index.entry(v).or_default().insert(key.clone());
-            }
-        }
-        if let Some(old) = self.objects.insert(key.clone(), value) {
-            self.unindex(index, &key, &old);
-        }
-    }
-
-    fn remove(&mut self, index: Option<&IndexFn<P>>, key: &ObjectKey) {
-        if let Some(old) = self.objects.remove(key) {
-            self.unindex(index, key, &old);
-        }
-    }
-
-    /// Drops `key` from the index values of `old` that its current projection no longer has.
-    fn unindex(&mut self, index: Option<&IndexFn<P>>, key: &ObjectKey, old: &P) {
-        let Some(index) = index else { return };
-        let current = self.objects.get(key).map(|p| index(p)).unwrap_or_default();
-        for v in index(old) {
-            if current.contains(&v) {
-                continue;
-            }
-            if let Some(keys) = self.index.get_mut(&v) {
-                keys.remove(key);
-                if keys.is_empty() {
-                    self.index.remove(&v);
-                }
-            }
-        }
-    }
 }
 
 impl<K, P> Clone for Store<K, P> {
     fn clone(&self) -> Self {
         Store {
             shared: Arc::clone(&self.shared),
-            ready: self.ready.clone(),
+            readiness: self.readiness.clone(),
             project: Arc::clone(&self.project),
             index: self.index.clone(),
             kind: PhantomData,
@@ -149,10 +99,7 @@ impl<K: Resource, P: Clone> Store<K, P> {
     pub fn new(project: impl Fn(&K) -> P + Send + Sync + 'static) -> Store<K, P> {
         Store {
             shared: Arc::default(),
-            ready: {
-                let (trigger, ready) = signal();
-                (Arc::new(trigger), ready)
-            },
+            readiness: Readiness::new(),
             project: Arc::new(project),
             index: None,
             kind: PhantomData,
@@ -169,50 +116,62 @@ impl<K: Resource, P: Clone> Store<K, P> {
         self
     }
 
-    /// Applies one watcher event: `Restarted` replaces everything (objects deleted while the
-    /// watch was down disappear) and makes the store ready.
-    pub fn apply(&self, event: &WatcherEvent<K>) {
+    /// Applies one watcher event and returns the projection it replaced or removed, if any.
+    /// A relist replaces everything: objects it does not list are dropped when it completes
+    /// (`Relisted`), which makes the store ready.
+    pub fn apply(&self, event: &WatcherEvent<K>) -> Option<P> {
         let index = self.index.as_ref();
         match event {
-            WatcherEvent::Restarted(objects) => {
-                let mut fresh = Contents::default();
-                for o in objects {
-                    if let Some(key) = ObjectKey::of(o) {
-                        fresh.insert(index, key, (self.project)(o));
-                    }
-                }
-                *self.write() = fresh;
-                self.ready.0.fire();
+            WatcherEvent::Relisting => {
+                self.readiness.relisting();
+                self.write().begin_relist();
+                None
             }
-            WatcherEvent::Applied(object) => {
-                if let Some(key) = ObjectKey::of(object) {
-                    let projected = (self.project)(object);
-                    self.write().insert(index, key, projected);
-                }
+            WatcherEvent::Listed(object) | WatcherEvent::Applied(object) => {
+                let key = ObjectKey::of(object)?;
+                let projected = (self.project)(object);
+                self.write().insert(index, key, projected)
             }
             WatcherEvent::Deleted(object) => {
-                if let Some(key) = ObjectKey::of(object) {
-                    self.write().remove(index, &key);
-                }
+                let key = ObjectKey::of(object)?;
+                self.write().remove(index, &key)
+            }
+            WatcherEvent::Relisted => {
+                let (gone, kept) = {
+                    let mut contents = self.write();
+                    (contents.end_relist(index), contents.len())
+                };
+                log::debug!("{} relisted: {kept} cached, {gone} gone", K::KIND);
+                self.readiness.listed();
+                None
             }
         }
     }
 
+    /// Applies a complete relist of `objects`, as a watcher reports one.
+    #[cfg(test)]
+    pub fn relist(&self, objects: Vec<K>) {
+        for event in WatcherEvent::relist(objects) {
+            self.apply(&event);
+        }
+    }
+
     pub fn get(&self, namespace: &str, name: &str) -> Option<P> {
-        self.read()
-            .objects
-            .get(&ObjectKey::new(namespace, name))
-            .cloned()
+        self.read().get(&ObjectKey::new(namespace, name)).cloned()
+    }
+
+    pub fn contains(&self, key: &ObjectKey) -> bool {
+        self.read().get(key).is_some()
     }
 
     /// Every projection, in no particular order.
     pub fn list(&self) -> Vec<P> {
-        self.read().objects.values().cloned().collect()
+        self.read().iter().map(|(_, p)| p.clone()).collect()
     }
 
     /// Calls `visit` on every key and projection under one read lock, copying nothing.
     pub fn scan(&self, mut visit: impl FnMut(&ObjectKey, &P)) {
-        for (key, p) in &self.read().objects {
+        for (key, p) in self.read().iter() {
             visit(key, p);
         }
     }
@@ -224,7 +183,7 @@ impl<K: Resource, P: Clone> Store<K, P> {
             return Vec::new();
         };
         keys.iter()
-            .filter_map(|k| contents.objects.get(k).cloned())
+            .filter_map(|k| contents.get(k).cloned())
             .collect()
     }
 
@@ -239,26 +198,27 @@ impl<K: Resource, P: Clone> Store<K, P> {
 
     /// Every key, in no particular order.
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.read().objects.keys().cloned().collect()
+        self.read().iter().map(|(k, _)| k.clone()).collect()
     }
 
     pub fn len(&self) -> usize {
-        self.read().objects.len()
+        self.read().len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Whether a full list has been applied; before that the store may be missing objects.
+    /// Whether the store holds a complete list: its first list has completed and no relist is
+    /// under way. Before that it may lack objects that exist.
     pub fn ready(&self) -> bool {
-        self.ready.1.is_fired()
+        self.readiness.is_ready()
     }
 
-    /// Waits until a full list has been applied. A controller must not act on absences
+    /// Waits until the store is [ready](Store::ready). A controller must not act on absences
     /// (e.g. delete a copy in a namespace it has not seen) before this.
     pub async fn wait_until_ready(&self) {
-        self.ready.1.wait().await;
+        self.readiness.wait().await;
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Contents<P>> {
@@ -271,95 +231,4 @@ impl<K: Resource, P: Clone> Store<K, P> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kube::api::ConfigMap;
-
-    fn config_map(ns: &str, name: &str, value: &str) -> ConfigMap {
-        let mut cm = ConfigMap {
-            metadata: ObjectMeta::named(Some(ns), name),
-            ..ConfigMap::default()
-        };
-        cm.data.insert("k".into(), value.into());
-        cm
-    }
-
-    fn data_length(cm: &ConfigMap) -> usize {
-        cm.data.values().map(String::len).sum()
-    }
-
-    #[test]
-    fn keeps_only_the_projection_of_each_object() {
-        let store = Store::new(data_length);
-        store.apply(&WatcherEvent::Applied(config_map("a", "x", "12345")));
-        assert_eq!(store.get("a", "x"), Some(5));
-        assert_eq!(store.get("b", "x"), None);
-    }
-
-    #[test]
-    fn restarted_replaces_everything_and_makes_the_store_ready() {
-        let store = Store::whole();
-        store.apply(&WatcherEvent::Applied(config_map("a", "gone", "1")));
-        assert!(!store.ready());
-        let waiter = {
-            let store = store.clone();
-            smol::spawn(async move { store.wait_until_ready().await })
-        };
-        let relisted = vec![config_map("a", "x", "1"), config_map("b", "y", "2")];
-        store.apply(&WatcherEvent::Restarted(relisted));
-        assert!(store.ready());
-        smol::block_on(waiter);
-        smol::block_on(store.wait_until_ready());
-        assert_eq!(store.len(), 2);
-        assert!(store.get("a", "gone").is_none());
-        let mut keys = store.keys();
-        keys.sort();
-        assert_eq!(keys, [ObjectKey::new("a", "x"), ObjectKey::new("b", "y")]);
-    }
-
-    #[test]
-    fn applied_updates_and_deleted_removes() {
-        let store = Store::new(data_length);
-        let reader = store.clone();
-        store.apply(&WatcherEvent::Applied(config_map("a", "x", "1")));
-        store.apply(&WatcherEvent::Applied(config_map("a", "x", "123")));
-        store.apply(&WatcherEvent::Applied(config_map("a", "y", "12")));
-        assert_eq!(reader.get("a", "x"), Some(3));
-        assert_eq!(reader.get("a", "x"), Some(3));
-        store.apply(&WatcherEvent::Deleted(config_map("a", "x", "")));
-        assert_eq!(reader.list(), [2]);
-    }
-
-    #[test]
-    fn keys_display_as_namespace_slash_name() {
-        assert_eq!(ObjectKey::new("ns", "n").to_string(), "ns/n");
-        assert_eq!(
-            ObjectKey::new("", "cluster-wide").to_string(),
-            "cluster-wide"
-        );
-    }
-
-    #[test]
-    fn the_index_follows_each_projection_and_forgets_what_went() {
-        let by_value = |cm: &ConfigMap| cm.data.values().cloned().collect::<Vec<_>>();
-        let store = Store::new(ConfigMap::clone).with_index(by_value);
-        store.apply(&WatcherEvent::Applied(config_map("a", "x", "red")));
-        store.apply(&WatcherEvent::Applied(config_map("b", "y", "red")));
-        let mut reds = store.indexed_keys("red");
-        reds.sort();
-        assert_eq!(reds, [ObjectKey::new("a", "x"), ObjectKey::new("b", "y")]);
-        store.apply(&WatcherEvent::Applied(config_map("a", "x", "blue")));
-        assert_eq!(store.indexed_keys("red"), [ObjectKey::new("b", "y")]);
-        assert_eq!(store.indexed("blue").len(), 1);
-        store.apply(&WatcherEvent::Deleted(config_map("b", "y", "")));
-        assert!(store.indexed_keys("red").is_empty());
-        store.apply(&WatcherEvent::Restarted(vec![config_map(
-            "c", "z", "green",
-        )]));
-        assert!(
-            store.indexed_keys("blue").is_empty(),
-            "a relist rebuilds the index"
-        );
-        assert_eq!(store.indexed_keys("green"), [ObjectKey::new("c", "z")]);
-    }
-}
+mod tests;

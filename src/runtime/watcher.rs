@@ -1,6 +1,11 @@
 //! Watcher: keeps a local view of a collection up to date with LIST then WATCH, as an explicit
 //! state machine (`Empty → Listing → Watching{rv}`; 410 Gone → `Empty`) advanced by one `step`.
 //!
+//! A relist is reported object by object as its pages arrive (`Relisting`, `Listed`…,
+//! `Relisted`), so the watcher never holds more than one page of decoded objects, however large
+//! the collection: a consumer projects each object and drops it. Only `Relisted` says that the
+//! list is complete, so only then may a consumer treat what was not listed as gone.
+//!
 //! The watcher knows nothing of HTTP: it drives any [`ListWatch`] source, so it is tested with
 //! a scripted fake and the client implements the trait with a few lines of glue.
 
@@ -55,12 +60,29 @@ pub trait EventStream<K>: Send {
 /// What the watcher reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatcherEvent<K> {
-    /// A full list: the complete current state, replacing anything known before.
-    Restarted(Vec<K>),
+    /// A relist begins: the objects `Listed` from here to `Relisted` are the complete current
+    /// state. A relist that fails part-way begins again with another `Relisting`.
+    Relisting,
+    /// One object of the relist in progress.
+    Listed(K),
+    /// The relist is complete: what was known before it and not `Listed` since `Relisting` is
+    /// gone.
+    Relisted,
     /// An object was created or changed.
     Applied(K),
     /// An object was deleted (its last known state).
     Deleted(K),
+}
+
+impl<K> WatcherEvent<K> {
+    /// The events of a complete relist of `objects`, as the watcher reports one.
+    pub fn relist(objects: impl IntoIterator<Item = K>) -> Vec<WatcherEvent<K>> {
+        let listed = objects.into_iter().map(WatcherEvent::Listed);
+        std::iter::once(WatcherEvent::Relisting)
+            .chain(listed)
+            .chain(std::iter::once(WatcherEvent::Relisted))
+            .collect()
+    }
 }
 
 /// What to watch and how patiently. Only policy: each watcher keeps its own backoff state and
@@ -70,7 +92,7 @@ pub struct WatcherConfig {
     pub label_selector: Option<String>,
     /// e.g. `metadata.name=app-tls`: what RBAC `resourceNames` permits for list and watch.
     pub field_selector: Option<String>,
-    /// Items per LIST page.
+    /// Items per LIST page: the most decoded objects a relist holds at once.
     pub page_size: u32,
     pub watch_timeout: Duration,
     /// First retry delay after a failure, doubling up to `backoff_max` (both jittered).
@@ -106,10 +128,12 @@ impl WatcherConfig {
 enum State<K, S> {
     /// Nothing known: the next step lists from the start.
     Empty,
-    /// Part of a paginated list has arrived; `continue_token` fetches the next page.
+    /// A relist in progress: `page` is what is left to report of the page last fetched, and
+    /// `continue_token` fetches the next one (`None`: that page was the last).
     Listing {
-        continue_token: String,
-        items: Vec<K>,
+        page: std::vec::IntoIter<K>,
+        continue_token: Option<String>,
+        resource_version: String,
     },
     /// Up to date as of `resource_version`; `stream` is `None` between watches.
     Watching {
@@ -174,7 +198,8 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     /// Advances the state machine by one request or one watch event.
     pub async fn step(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
         match &mut self.state {
-            State::Empty | State::Listing { .. } => self.step_list().await,
+            State::Empty => self.step_first_page().await,
+            State::Listing { .. } => self.step_listing().await,
             State::Watching { stream: None, .. } => self.step_open_watch().await,
             State::Watching {
                 stream: Some(open), ..
@@ -185,11 +210,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         }
     }
 
-    fn step_list_params(&self) -> ListParams {
-        let continue_token = match &self.state {
-            State::Listing { continue_token, .. } => Some(continue_token.clone()),
-            _ => None,
-        };
+    fn list_params(&self, continue_token: Option<String>) -> ListParams {
         ListParams {
             label_selector: self.config.label_selector.clone(),
             field_selector: self.config.field_selector.clone(),
@@ -199,36 +220,47 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         }
     }
 
-    async fn step_list(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
-        let params = self.step_list_params();
-        let page = self.source.list(&params).await;
+    /// Fetches the first page of a relist, which then begins.
+    async fn step_first_page(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
+        let page = self.source.list(&self.list_params(None)).await;
         self.hearing.listed(&page);
         let page = match page {
             Ok(page) => page,
             Err(e) => return self.failed(e),
         };
-        let mut items = match std::mem::replace(&mut self.state, State::Empty) {
-            State::Listing { items, .. } => items,
-            _ => Vec::new(),
+        self.state = listing(page);
+        Some(Ok(WatcherEvent::Relisting))
+    }
+
+    /// Reports the next listed object, fetches the next page, or ends the relist.
+    async fn step_listing(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
+        let State::Listing {
+            page,
+            continue_token,
+            resource_version,
+        } = &mut self.state
+        else {
+            return None;
         };
-        items.extend(page.items);
-        let meta = page.metadata;
-        match meta.continue_token.filter(|t| !t.is_empty()) {
-            Some(continue_token) => {
-                self.state = State::Listing {
-                    continue_token,
-                    items,
-                };
+        if let Some(object) = page.next() {
+            return Some(Ok(WatcherEvent::Listed(object)));
+        }
+        let Some(token) = continue_token.clone() else {
+            self.state = State::Watching {
+                resource_version: std::mem::take(resource_version),
+                stream: None,
+            };
+            self.backoff.reset();
+            return Some(Ok(WatcherEvent::Relisted));
+        };
+        let next = self.source.list(&self.list_params(Some(token))).await;
+        self.hearing.listed(&next);
+        match next {
+            Ok(next) => {
+                self.state = listing(next);
                 None
             }
-            None => {
-                self.state = State::Watching {
-                    resource_version: meta.resource_version.unwrap_or_default(),
-                    stream: None,
-                };
-                self.backoff.reset();
-                Some(Ok(WatcherEvent::Restarted(items)))
-            }
+            Err(e) => self.failed(e),
         }
     }
 
@@ -382,6 +414,15 @@ fn describe<K: Resource>(config: &WatcherConfig) -> String {
     match selectors.as_slice() {
         [] => K::KIND.to_owned(),
         some => format!("{} ({})", K::KIND, some.join(", ")),
+    }
+}
+
+/// The state of a relist that has just fetched `page`.
+fn listing<K, S>(page: ObjectList<K>) -> State<K, S> {
+    State::Listing {
+        page: page.items.into_iter(),
+        continue_token: page.metadata.continue_token.filter(|t| !t.is_empty()),
+        resource_version: page.metadata.resource_version.unwrap_or_default(),
     }
 }
 

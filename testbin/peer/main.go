@@ -46,7 +46,7 @@ const managedBy = "skiff-peer"
 type options struct {
 	variant, leaseID, leaseNamespace, probeAddr, metricsAddr string
 	sourceNamespace, sourceLabel, namespaceSelector          string
-	leaderElect                                              bool
+	leaderElect, cacheAllNamespaces                          bool
 	qps                                                      float64
 	burst                                                    int
 	leaseDuration, renewDeadline, retryPeriod                time.Duration
@@ -70,6 +70,9 @@ func main() {
 		"label key marking sources (and their copies, which carry the same value)")
 	flag.StringVar(&o.namespaceSelector, "namespace-selector", "skiff-peer.dev/target=true",
 		"label selector of the namespaces copies go to")
+	flag.BoolVar(&o.cacheAllNamespaces, "cache-all-namespaces", false,
+		"cache every Namespace, not only the selected ones, as an operator whose objects each "+
+			"carry their own selector must (the reconciler still copies to the selected ones only)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -107,7 +110,7 @@ func run(o options) error {
 		// Cache only what the reconciler reads: sources and copies, and the selected namespaces.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Label: sources},
-			&corev1.Namespace{}: {Label: selector},
+			&corev1.Namespace{}: {Label: namespaceCache(selector, o.cacheAllNamespaces)},
 		}},
 	}
 	switch o.variant {
@@ -217,4 +220,13 @@ func (r *CopyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(toSource)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(allSources)).
 		Complete(r)
+}
+
+// namespaceCache is the label selector of the Namespace cache: the selected namespaces, or every
+// namespace (nil) with --cache-all-namespaces.
+func namespaceCache(selector labels.Selector, all bool) labels.Selector {
+	if all {
+		return nil
+	}
+	return selector
 }

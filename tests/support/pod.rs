@@ -47,8 +47,8 @@ impl PodSpec {
         let path = manifests_dir().join("deployment.yaml");
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-        let deployment: Value = serde_saphyr::from_str(&text)
-            .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()));
+        let deployment: Value = skiff::kube::yaml::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} is not YAML we read: {e}", path.display()));
         let pod = &deployment["spec"]["template"]["spec"];
         let args = pod["containers"][0]["args"]
             .as_array()
@@ -56,9 +56,11 @@ impl PodSpec {
             .iter()
             .map(|arg| arg.as_str().expect("args are strings").to_owned())
             .collect();
+        // Plain scalars read as strings (the kubeconfig reader types no numbers).
         let id = |field: &str| {
             pod["securityContext"][field]
-                .as_u64()
+                .as_str()
+                .and_then(|id| id.parse().ok())
                 .unwrap_or_else(|| panic!("{}: securityContext.{field} is not set", path.display()))
         };
         PodSpec {

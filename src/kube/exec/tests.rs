@@ -30,7 +30,7 @@ fn entry(command: &Path, extra: &str) -> ExecEntry {
         "apiVersion: client.authentication.k8s.io/v1\ncommand: {}\ninteractiveMode: Never\n{extra}",
         command.display()
     );
-    serde_saphyr::from_str(&yaml).unwrap()
+    crate::kube::yaml::from_str(&yaml).unwrap()
 }
 
 fn plugin(command: &Path, extra: &str) -> ExecPlugin {
@@ -144,7 +144,7 @@ fn client_certificate_credentials_are_converted_for_tls() {
         "apiVersion: client.authentication.k8s.io/v1beta1\ncommand: {}\n",
         path.display()
     );
-    let entry: ExecEntry = serde_saphyr::from_str(&yaml).unwrap();
+    let entry: ExecEntry = crate::kube::yaml::from_str(&yaml).unwrap();
     let plugin = ExecPlugin::new("u", &entry, Path::new("/"), ClusterInfo::default()).unwrap();
     let credential = smol::block_on(plugin.current()).unwrap();
     assert!(credential.token.is_none());
@@ -205,7 +205,7 @@ fn plugin_failures_name_the_command_the_status_and_the_install_hint() {
 #[test]
 fn bad_exec_entries_are_refused_at_load_with_the_fix() {
     let refused = |yaml: &str| {
-        let entry: ExecEntry = serde_saphyr::from_str(yaml).unwrap();
+        let entry: ExecEntry = crate::kube::yaml::from_str(yaml).unwrap();
         ExecPlugin::new("u", &entry, Path::new("/"), ClusterInfo::default())
             .unwrap_err()
             .to_string()
@@ -230,12 +230,12 @@ fn bad_exec_entries_are_refused_at_load_with_the_fix() {
 #[test]
 fn relative_commands_with_a_slash_resolve_against_the_kubeconfig_dir() {
     let yaml = "apiVersion: client.authentication.k8s.io/v1beta1\ncommand: ./bin/plugin\n";
-    let entry: ExecEntry = serde_saphyr::from_str(yaml).unwrap();
+    let entry: ExecEntry = crate::kube::yaml::from_str(yaml).unwrap();
     let dir = Path::new("/home/me/.kube");
     let plugin = ExecPlugin::new("u", &entry, dir, ClusterInfo::default()).unwrap();
     assert_eq!(plugin.command(), Path::new("/home/me/.kube/./bin/plugin"));
     let yaml = "apiVersion: client.authentication.k8s.io/v1beta1\ncommand: aws\n";
-    let entry: ExecEntry = serde_saphyr::from_str(yaml).unwrap();
+    let entry: ExecEntry = crate::kube::yaml::from_str(yaml).unwrap();
     let plugin = ExecPlugin::new("u", &entry, dir, ClusterInfo::default()).unwrap();
     assert_eq!(plugin.command(), Path::new("aws"));
 }

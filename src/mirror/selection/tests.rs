@@ -34,23 +34,34 @@ struct World {
 
 impl World {
     fn new(mirrors: Vec<Mirror>, namespaces: Vec<Namespace>) -> World {
-        let store = Store::new(NamespaceInfo::of);
+        let (store, mirror_store) = (Store::new(NamespaceInfo::of), Store::whole());
         let world = World {
-            mirrors: Store::whole(),
-            selections: Selections::new(&store),
+            selections: Selections::new(&store, &mirror_store),
+            mirrors: mirror_store,
             namespaces: store,
         };
-        world.namespace_event(WatcherEvent::Restarted(namespaces));
-        let event = WatcherEvent::Restarted(mirrors);
-        world.mirrors.apply(&event);
-        world.selections.mirror_changed(&event);
+        world.namespace_relist(namespaces);
+        for event in WatcherEvent::relist(mirrors) {
+            world.mirror_event(event);
+        }
         world
     }
 
     fn namespace_event(&self, event: WatcherEvent<Namespace>) -> Vec<ObjectKey> {
-        self.namespaces.apply(&event);
-        let mut keys = self.selections.namespace_changed(&event);
+        let previous = self.namespaces.apply(&event);
+        let mut keys = self.selections.namespace_changed(&event, previous.as_ref());
         keys.sort();
+        keys
+    }
+
+    /// A whole namespace relist; the Mirrors whose selection it changed.
+    fn namespace_relist(&self, namespaces: Vec<Namespace>) -> Vec<ObjectKey> {
+        let events = WatcherEvent::relist(namespaces);
+        let mut keys: Vec<ObjectKey> = (events.into_iter())
+            .flat_map(|event| self.namespace_event(event))
+            .collect();
+        keys.sort();
+        keys.dedup();
         keys
     }
 
@@ -144,10 +155,7 @@ fn a_relist_drops_namespaces_that_went_and_adds_new_ones() {
         namespace("n2", &[("team", "red")]),
         namespace("n3", &[("team", "red")]),
     ];
-    assert_eq!(
-        w.namespace_event(WatcherEvent::Restarted(relist)),
-        [key("a")]
-    );
+    assert_eq!(w.namespace_relist(relist), [key("a")]);
     assert_eq!(w.selected("a"), ["n2", "n3"]);
 }
 
@@ -188,4 +196,130 @@ fn a_mirror_the_index_has_not_seen_is_computed_from_the_cache() {
         1,
         "the Mirror's own namespace is never selected"
     );
+}
+
+fn mirror_selecting(name: &str, selector: Option<LabelSelector>) -> Mirror {
+    let mut m = mirror(name, "unused");
+    m.spec.namespace_selector = selector;
+    m
+}
+
+#[test]
+fn mid_relist_no_namespace_is_dropped_and_at_its_end_the_unlisted_are() {
+    let w = World::new(
+        vec![mirror("a", "red"), mirror("b", "blue")],
+        vec![
+            namespace("removed", &[("team", "red")]),
+            namespace("changed", &[("team", "red")]),
+            namespace("kept", &[("team", "red")]),
+        ],
+    );
+    assert_eq!(w.selected("a"), ["changed", "kept", "removed"]);
+    assert!(w.namespace_event(WatcherEvent::Relisting).is_empty());
+    let moved = namespace("changed", &[("team", "blue")]);
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Listed(moved)),
+        [key("a"), key("b")]
+    );
+    let added = namespace("added", &[("team", "red")]);
+    assert_eq!(w.namespace_event(WatcherEvent::Listed(added)), [key("a")]);
+    let kept = namespace("kept", &[("team", "red")]);
+    assert!(w.namespace_event(WatcherEvent::Listed(kept)).is_empty());
+    assert_eq!(
+        w.selected("a"),
+        ["added", "kept", "removed"],
+        "a namespace not listed yet is not gone yet"
+    );
+    assert_eq!(w.namespace_event(WatcherEvent::Relisted), [key("a")]);
+    assert_eq!(w.selected("a"), ["added", "kept"]);
+    assert_eq!(w.selected("b"), ["changed"]);
+}
+
+#[test]
+fn a_mirror_relist_computes_new_and_changed_selections_and_forgets_the_gone() {
+    let w = World::new(
+        vec![mirror("a", "red"), mirror("gone", "red")],
+        vec![
+            namespace("n1", &[("team", "red")]),
+            namespace("n2", &[("team", "blue")]),
+        ],
+    );
+    let relist = vec![mirror("a", "blue"), mirror("new", "red")];
+    for event in WatcherEvent::relist(relist) {
+        w.mirror_event(event);
+    }
+    assert_eq!(w.selected("a"), ["n2"]);
+    assert_eq!(w.selected("new"), ["n1"]);
+    assert!(w.mirrors.get("src", "gone").is_none());
+    let gone = w.selections.lock().selections.contains_key(&key("gone"));
+    assert!(!gone, "the index forgets a Mirror the relist did not list");
+    let relabelled = namespace("n1", &[("team", "blue")]);
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Applied(relabelled)),
+        [key("a"), key("new")],
+        "the label index follows the relisted selectors"
+    );
+}
+
+#[test]
+fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_event() {
+    let w = World::new(
+        vec![
+            mirror_selecting("everything", Some(LabelSelector::default())),
+            mirror_selecting(
+                "no-team",
+                Some(crate::mirror::selector::expr("team", "DoesNotExist", &[])),
+            ),
+            mirror_selecting(
+                "not-red",
+                Some(crate::mirror::selector::expr("team", "NotIn", &["red"])),
+            ),
+            mirror_selecting("none", None),
+        ],
+        vec![namespace("n1", &[("team", "red")])],
+    );
+    assert_eq!(w.selected("everything"), ["n1"]);
+    assert!(w.selected("no-team").is_empty());
+    assert!(w.selected("not-red").is_empty());
+    let created = namespace("n2", &[]);
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Applied(created)),
+        [key("everything"), key("no-team"), key("not-red")]
+    );
+    let labelled = namespace("n2", &[("team", "blue")]);
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Applied(labelled)),
+        [key("no-team")]
+    );
+    let unrelated = namespace("n2", &[("team", "blue"), ("cost", "1")]);
+    assert!(
+        w.namespace_event(WatcherEvent::Applied(unrelated))
+            .is_empty()
+    );
+    let excluded = namespace("n2", &[("team", "blue"), ("skiff.dev/exclude", "true")]);
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Applied(excluded.clone())),
+        [key("everything"), key("not-red")]
+    );
+    let included = namespace("n2", &[("team", "blue")]);
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Applied(included.clone())),
+        [key("everything"), key("not-red")]
+    );
+    let mut terminating = included;
+    terminating.metadata.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Applied(terminating.clone())),
+        [key("everything"), key("not-red")]
+    );
+    assert!(
+        w.namespace_event(WatcherEvent::Deleted(terminating))
+            .is_empty()
+    );
+    assert_eq!(
+        w.namespace_event(WatcherEvent::Deleted(namespace("n1", &[("team", "red")]))),
+        [key("everything")]
+    );
+    assert!(w.selected("everything").is_empty());
+    assert!(w.selected("none").is_empty());
 }

@@ -76,6 +76,16 @@ fn watcher(lists: Vec<Page>, watches: Vec<Events>) -> (Watcher<ConfigMap, Arc<Fa
     (Watcher::new(Arc::clone(&fake), config), fake)
 }
 
+/// The events of one relist, from `Relisting` to `Relisted`, each as the watcher reported it.
+fn next_relist(w: &mut Watcher<ConfigMap, Arc<Fake>>) -> Vec<WatcherEvent<ConfigMap>> {
+    let mut events = vec![block_on(w.next()).expect("a relist begins")];
+    assert_eq!(events[0], WatcherEvent::Relisting);
+    while events.last() != Some(&WatcherEvent::Relisted) {
+        events.push(block_on(w.next()).expect("the relist goes on"));
+    }
+    events
+}
+
 fn watched_versions(fake: &Fake) -> Vec<String> {
     let calls = fake.calls.lock().unwrap();
     calls
@@ -92,8 +102,10 @@ fn lists_every_page_then_watches_from_the_lists_version() {
         page(vec![cm("b", "9")], "10", None),
     ];
     let (mut w, fake) = watcher(pages, vec![Ok(vec![Ok(Event::Added(cm("c", "11")))])]);
-    let listed = WatcherEvent::Restarted(vec![cm("a", "5"), cm("b", "9")]);
-    assert_eq!(block_on(w.next()), Ok(listed));
+    assert_eq!(
+        next_relist(&mut w),
+        WatcherEvent::relist(vec![cm("a", "5"), cm("b", "9")])
+    );
     assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("c", "11"))));
     let (lists, watches) = fake.calls.lock().unwrap().clone();
     let tokens: Vec<_> = lists.iter().map(|p| p.continue_token.clone()).collect();
@@ -116,8 +128,9 @@ fn a_watch_that_ends_resumes_from_the_last_seen_version_without_relisting() {
     ];
     let second = vec![Ok(Event::Deleted(cm("a", "13")))];
     let (mut w, fake) = watcher(vec![page(vec![], "10", None)], vec![Ok(first), Ok(second)]);
-    let events: Vec<_> = (0..4).map(|_| block_on(w.next())).collect();
-    assert_eq!(events[3], Ok(WatcherEvent::Deleted(cm("a", "13"))));
+    next_relist(&mut w);
+    let events: Vec<_> = (0..3).map(|_| block_on(w.next())).collect();
+    assert_eq!(events[2], Ok(WatcherEvent::Deleted(cm("a", "13"))));
     assert_eq!(watched_versions(&fake), ["10", "12"]);
     assert_eq!(fake.calls.lock().unwrap().0.len(), 1);
 }
@@ -132,7 +145,7 @@ fn a_bookmark_advances_the_resume_version_silently() {
         Ok(vec![Ok(Event::Added(cm("x", "21")))]),
     ];
     let (mut w, fake) = watcher(vec![page(vec![], "10", None)], watches);
-    block_on(w.next()).unwrap();
+    next_relist(&mut w);
     assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("x", "21"))));
     assert_eq!(watched_versions(&fake), ["10", "20"]);
 }
@@ -144,16 +157,16 @@ fn an_expired_watch_relists_and_restarts() {
         page(vec![cm("b", "25")], "30", None),
     ];
     let (mut w, fake) = watcher(pages, vec![Ok(vec![Err(Error::Expired("too old".into()))])]);
-    block_on(w.next()).unwrap();
+    next_relist(&mut w);
     assert_eq!(
-        block_on(w.next()),
-        Ok(WatcherEvent::Restarted(vec![cm("b", "25")]))
+        next_relist(&mut w),
+        WatcherEvent::relist(vec![cm("b", "25")])
     );
     assert_eq!(fake.calls.lock().unwrap().0.len(), 2);
 }
 
 #[test]
-fn an_expired_continue_token_relists_from_the_start_dropping_partial_pages() {
+fn an_expired_continue_token_begins_the_relist_again() {
     let gone = Error::Api {
         code: 410,
         reason: "Expired".into(),
@@ -166,9 +179,12 @@ fn an_expired_continue_token_relists_from_the_start_dropping_partial_pages() {
         page(vec![cm("b", "7")], "8", None),
     ];
     let (mut w, fake) = watcher(pages, vec![]);
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisting));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("a", "5"))));
     assert_eq!(
-        block_on(w.next()),
-        Ok(WatcherEvent::Restarted(vec![cm("b", "7")]))
+        next_relist(&mut w),
+        WatcherEvent::relist(vec![cm("b", "7")]),
+        "the relist begins again, so a consumer drops what the abandoned one listed"
     );
     let lists = fake.calls.lock().unwrap().0.clone();
     let tokens: Vec<_> = lists.into_iter().map(|p| p.continue_token).collect();
@@ -185,7 +201,7 @@ fn errors_are_surfaced_backoff_grows_and_success_resets_it() {
         assert_eq!(block_on(w.next()), Err(server_error()));
         assert_eq!(w.failures(), failures);
     }
-    assert!(block_on(w.next()).is_ok());
+    next_relist(&mut w);
     // Waited at least 1 + 2 + 4 ms of backoff before the list that succeeded.
     assert!(start.elapsed() >= Duration::from_millis(7));
     assert_eq!(w.failures(), 0);
@@ -196,9 +212,46 @@ fn errors_are_surfaced_backoff_grows_and_success_resets_it() {
 #[test]
 fn a_watch_closed_at_once_without_events_backs_off_instead_of_spinning() {
     let (mut w, _) = watcher(vec![page(vec![], "10", None)], vec![Ok(vec![])]);
-    block_on(w.next()).unwrap();
+    next_relist(&mut w);
     assert!(block_on(w.step()).is_none(), "opens the watch");
     assert!(block_on(w.step()).is_none(), "the watch ends");
     assert_eq!(w.failures(), 1);
     assert!(w.retry_at.is_some());
+}
+
+#[test]
+fn a_relist_holds_one_page_and_reports_its_objects_as_they_arrive() {
+    let pages = vec![
+        page(vec![cm("a", "5"), cm("b", "6")], "", Some("c1")),
+        page(vec![cm("c", "7")], "10", None),
+    ];
+    let (mut w, fake) = watcher(pages, vec![]);
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisting));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("a", "5"))));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("b", "6"))));
+    assert_eq!(
+        fake.calls.lock().unwrap().0.len(),
+        1,
+        "the second page is fetched once the first is reported"
+    );
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("c", "7"))));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisted));
+}
+
+#[test]
+fn a_failed_page_is_fetched_again_and_the_relist_goes_on() {
+    let pages = vec![
+        page(vec![cm("a", "5")], "", Some("c1")),
+        Err(server_error()),
+        page(vec![cm("b", "7")], "8", None),
+    ];
+    let (mut w, fake) = watcher(pages, vec![]);
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisting));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("a", "5"))));
+    assert_eq!(block_on(w.next()), Err(server_error()));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("b", "7"))));
+    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisted));
+    let lists = fake.calls.lock().unwrap().0.clone();
+    let tokens: Vec<_> = lists.into_iter().map(|p| p.continue_token).collect();
+    assert_eq!(tokens, [None, Some("c1".into()), Some("c1".into())]);
 }

@@ -63,7 +63,8 @@ async fn serve_one<S: AsyncRead + AsyncWrite + Unpin>(
         answered: None,
         watch,
     });
-    let fault = lock(&shared.faults).take(class);
+    let target = format!("{}?{}", head.path, head.query);
+    let fault = lock(&shared.faults).take(class, &target);
     if let Some(fault) = fault
         && let Some(next) = inject(conn, shared, record, fault, head, body).await?
     {

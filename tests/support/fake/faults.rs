@@ -8,6 +8,9 @@ pub enum RequestClass {
     Lease,
     Other,
     All,
+    /// Requests whose path and query (`path?query`) contain this text: one kind of request,
+    /// e.g. the later pages of one collection's list. Only for faults; no request is of it.
+    Matching(&'static str),
 }
 
 impl RequestClass {
@@ -20,8 +23,12 @@ impl RequestClass {
         }
     }
 
-    fn covers(self, class: RequestClass) -> bool {
-        self == RequestClass::All || self == class
+    fn covers(self, class: RequestClass, target: &str) -> bool {
+        match self {
+            RequestClass::All => true,
+            RequestClass::Matching(text) => target.contains(text),
+            _ => self == class,
+        }
     }
 }
 
@@ -78,9 +85,13 @@ impl FaultRules {
         self.0.clear();
     }
 
-    /// The fault for an arriving request of `class`, counting down limited rules.
-    pub fn take(&mut self, class: RequestClass) -> Option<Fault> {
-        let index = self.0.iter().position(|rule| rule.class.covers(class))?;
+    /// The fault for an arriving request of `class` to `target` (`path?query`), counting down
+    /// limited rules.
+    pub fn take(&mut self, class: RequestClass, target: &str) -> Option<Fault> {
+        let index = self
+            .0
+            .iter()
+            .position(|rule| rule.class.covers(class, target))?;
         let rule = &mut self.0[index];
         let fault = rule.fault.clone();
         if let Some(remaining) = &mut rule.remaining {
@@ -101,11 +112,29 @@ mod tests {
     fn limited_faults_count_down_per_class() {
         let mut rules = FaultRules::default();
         rules.set(RequestClass::Lease, Fault::ServerError, Some(1));
-        assert!(rules.take(RequestClass::Other).is_none());
+        assert!(rules.take(RequestClass::Other, "/api").is_none());
         assert!(matches!(
-            rules.take(RequestClass::Lease),
+            rules.take(RequestClass::Lease, "/leases"),
             Some(Fault::ServerError)
         ));
-        assert!(rules.take(RequestClass::Lease).is_none());
+        assert!(rules.take(RequestClass::Lease, "/leases").is_none());
+    }
+
+    #[test]
+    fn a_matching_fault_takes_only_requests_containing_its_text() {
+        let mut rules = FaultRules::default();
+        rules.set(
+            RequestClass::Matching("continue="),
+            Fault::ServerError,
+            Some(1),
+        );
+        assert!(
+            rules
+                .take(RequestClass::Other, "/api/v1/namespaces?limit=2")
+                .is_none()
+        );
+        let page = "/api/v1/namespaces?limit=2&continue=x";
+        assert!(rules.take(RequestClass::Other, page).is_some());
+        assert!(rules.take(RequestClass::Other, page).is_none());
     }
 }
