@@ -104,17 +104,10 @@ mod glibc {
     use std::ffi::c_int;
 
     pub const CAN_RELEASE: bool = true;
-    /// `mallopt`'s parameter for the most arenas malloc may make.
-    const M_ARENA_MAX: c_int = -8;
-
-    unsafe extern "C" {
-        fn mallopt(param: c_int, value: c_int) -> c_int;
-        fn malloc_trim(pad: usize) -> c_int;
-    }
 
     pub fn limit_arenas(count: c_int) {
         // SAFETY: mallopt only changes malloc's tuning; M_ARENA_MAX takes any positive count.
-        if unsafe { mallopt(M_ARENA_MAX, count) } != 1 {
+        if unsafe { libc::mallopt(libc::M_ARENA_MAX, count) } != 1 {
             log::debug!("malloc did not accept M_ARENA_MAX={count}");
         }
     }
@@ -122,7 +115,7 @@ mod glibc {
     pub fn release_free_memory() {
         // SAFETY: malloc_trim takes malloc's locks itself; pad 0 keeps nothing in reserve.
         unsafe {
-            malloc_trim(0);
+            libc::malloc_trim(0);
         }
     }
 }

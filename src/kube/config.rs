@@ -25,7 +25,8 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a watch may hear nothing (no event, no bookmark, no end) before its connection is
 /// given up and the watch resumed on a new one: the longest server-side watch timeout the
-/// watcher asks for (50 s + 10 % jitter) + 15 s. A live server ends every watch before this.
+/// watcher asks for (45 s + 20 % jitter: 54 s) + 16 s. A live server ends every watch before
+/// this.
 pub const DEFAULT_WATCH_IDLE_TIMEOUT: Duration = Duration::from_secs(70);
 /// How often the main client retries a 429 (client-go retries up to 10; skiff keeps it short).
 pub const DEFAULT_RETRIES_ON_429: u32 = 3;

@@ -3,7 +3,7 @@
 //! The suffix makes a restarted process a new holder, so it never mistakes the previous
 //! incarnation's lease for its own.
 
-use crate::random::Random;
+use crate::random::{self, Rng};
 
 /// Length of the random suffix (36^10 ≈ 3.7e15 possibilities).
 const SUFFIX_LEN: usize = 10;
@@ -18,7 +18,7 @@ pub fn identity() -> String {
         std::fs::read_to_string(HOSTNAME_FILE).ok(),
         std::env::var("HOSTNAME").ok(),
     );
-    with_suffix(&name, &mut Random::from_entropy())
+    with_suffix(&name, &mut random::rng())
 }
 
 /// The first non-blank of pod name, kernel hostname, `HOSTNAME`, else [`FALLBACK_NAME`].
@@ -31,8 +31,8 @@ fn base_name(pod: Option<String>, kernel: Option<String>, env: Option<String>) -
         .unwrap_or_else(|| FALLBACK_NAME.to_owned())
 }
 
-fn with_suffix(name: &str, random: &mut Random) -> String {
-    format!("{name}_{}", random.alphanumeric(SUFFIX_LEN))
+fn with_suffix(name: &str, rng: &mut Rng) -> String {
+    format!("{name}_{}", random::name_safe(SUFFIX_LEN, rng))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::lock::{LeaseApi, LeaseLock, before};
 use super::timing::{JITTER_FACTOR, Timing};
 use crate::kube::api::Lease;
 use crate::kube::{Error, Event};
-use crate::random::Random;
+use crate::random::{self, Rng};
 use smol::Timer;
 use smol::stream::StreamExt;
 use std::pin::Pin;
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 const EXPIRY_MARGIN: Duration = Duration::from_millis(1);
 
 pub struct Standby<A: LeaseApi> {
-    random: Random,
+    random: Rng,
     /// `None` while leading, or after the watch failed (then we poll).
     watch: Option<Pin<Box<A::Events>>>,
 }
@@ -27,7 +27,7 @@ pub struct Standby<A: LeaseApi> {
 impl<A: LeaseApi> Standby<A> {
     pub fn new() -> Standby<A> {
         Standby {
-            random: Random::from_entropy(),
+            random: random::rng(),
             watch: None,
         }
     }
@@ -41,7 +41,8 @@ impl<A: LeaseApi> Standby<A> {
     /// (client-go's wait.JitterUntil: period × (1 + rand × 1.2)) passed, the observed lease
     /// expired, or the watch shows the holder cleared or the lease deleted.
     pub async fn wait(&mut self, lock: &mut LeaseLock<A>, timing: &Timing) {
-        let retry_at = Instant::now() + jittered(timing.retry_period, self.random.next_f64());
+        let retry_at =
+            Instant::now() + random::jitter(timing.retry_period, JITTER_FACTOR, &mut self.random);
         if self.watch.is_none() {
             self.open_watch(lock, timing).await;
         }
@@ -107,10 +108,6 @@ impl<A: LeaseApi> Standby<A> {
 }
 
 /// `period` × (1 + `unit` × [`JITTER_FACTOR`]) for `unit` in [0, 1), as wait.JitterUntil.
-fn jittered(period: Duration, unit: f64) -> Duration {
-    period.mul_f64(1.0 + unit.clamp(0.0, 1.0) * JITTER_FACTOR)
-}
-
 impl<A: LeaseApi> Default for Standby<A> {
     fn default() -> Self {
         Standby::new()
@@ -165,9 +162,10 @@ mod tests {
 
     #[test]
     fn retry_waits_are_jittered_up_to_2_2_retry_periods() {
-        assert_eq!(super::jittered(ms(2000), 0.0), ms(2000));
-        assert_eq!(super::jittered(ms(2000), 0.5), ms(3200));
-        assert!(super::jittered(ms(2000), 0.999_999) < ms(4400));
+        let jittered = |u| crate::random::jitter_at(ms(2000), super::JITTER_FACTOR, u);
+        assert_eq!(jittered(0.0), ms(2000));
+        assert_eq!(jittered(0.5), ms(3200));
+        assert!(jittered(0.999_999) < ms(4400));
     }
 
     /// Retry period 2 s (jittered to 2–4.4 s): leading within 300 ms can only come from the watch.

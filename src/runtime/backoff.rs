@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::random::Random;
+use crate::random::{self, Rng};
 
 /// First retry delay of the watcher: 800 ms, client-go reflector's backoff manager.
 pub const WATCH_BACKOFF_INITIAL: Duration = Duration::from_millis(800);
@@ -37,7 +37,7 @@ pub struct Backoff {
     initial: Duration,
     max: Duration,
     failures: u32,
-    jitter: Random,
+    jitter: Rng,
 }
 
 impl Backoff {
@@ -46,7 +46,7 @@ impl Backoff {
             initial,
             max,
             failures: 0,
-            jitter: Random::from_entropy(),
+            jitter: random::rng(),
         }
     }
 
@@ -54,7 +54,7 @@ impl Backoff {
     pub fn next_delay(&mut self) -> Duration {
         let nominal = exponential(self.initial, self.max, self.failures);
         self.failures = self.failures.saturating_add(1);
-        nominal.mul_f64(1.0 + self.jitter.next_f64())
+        random::jitter(nominal, 1.0, &mut self.jitter)
     }
 
     /// Forgets past failures, after a success.

@@ -20,15 +20,18 @@ use crate::kube::api::{ObjectList, Resource};
 use crate::kube::client::DEFAULT_PAGE_SIZE;
 use crate::kube::liveness::WatchHealth;
 use crate::kube::{Error, Event, ListParams, WatchParams};
-use crate::random::Random;
+use crate::random::{self, Rng};
 
-/// Server-side watch timeout before jitter (±10 %): 50 s. The server's clean end of a watch is
+/// Server-side watch timeout before jitter (+ up to [`WATCH_TIMEOUT_JITTER`]): 45 s, so 45 to
+/// 54 s. The server's clean end of a watch is
 /// its one heartbeat that is sure to come: kube-apiserver sends a bookmark every minute only
 /// while the resource version moves, so a watch of a quiet resource may otherwise hear nothing
 /// for minutes, and its connection's silence (`--watch-idle-timeout`, 70 s) would mean
 /// nothing. The cost is one watch request per watch per minute (kube-runtime's 290 s: one per
 /// five minutes).
-pub const WATCH_TIMEOUT: Duration = Duration::from_secs(50);
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(45);
+/// The watch timeout's jitter factor, as client-go's reflector spreads its own.
+pub const WATCH_TIMEOUT_JITTER: f64 = 0.2;
 /// A watch that ends sooner than this without one event is treated as a failure, so a server
 /// closing watches at once cannot spin the watcher (client-go's "very short watch", 1 s).
 pub const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -157,7 +160,7 @@ pub struct Watcher<K: Resource, S: ListWatch<K>> {
     state: State<K, S::Stream>,
     retry_at: Option<Instant>,
     backoff: Backoff,
-    jitter: Random,
+    jitter: Rng,
     hearing: Hearing,
 }
 
@@ -172,7 +175,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
             state: State::Empty,
             retry_at: None,
             backoff,
-            jitter: Random::from_entropy(),
+            jitter: random::rng(),
         }
     }
 
@@ -397,10 +400,14 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         self.retry_at = Some(Instant::now() + self.backoff.next_delay());
     }
 
-    /// The watch timeout ± 10 %, so watches of many replicas do not all end together.
+    /// The watch timeout + up to 20 %, so watches of many replicas do not all end together.
     fn jittered_timeout(&mut self) -> u32 {
-        let spread = 0.9 + 0.2 * self.jitter.next_f64();
-        self.config.watch_timeout.mul_f64(spread).as_secs().max(1) as u32
+        let timeout = random::jitter(
+            self.config.watch_timeout,
+            WATCH_TIMEOUT_JITTER,
+            &mut self.jitter,
+        );
+        timeout.as_secs().max(1) as u32
     }
 }
 
