@@ -9,6 +9,7 @@
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
 //! - [`runtime`]: watcher → store → work queue → controller, the general controller machinery.
 //! - [`mirror`]: the Mirror controller (types, selection, plan, status).
+//! - [`deadline`]: timeouts on futures, one way everywhere.
 //! - [`time`]: RFC 3339 timestamps for the wire and logs; [`random`]: identity suffixes and
 //!   retry jitter.
 //! - [`flags`]: kubebuilder's flags, validated into [`flags::Settings`]; [`duration`] parses
@@ -24,6 +25,7 @@
 // Unsafe code is denied everywhere but `heap`, the one place that calls the C allocator.
 #![deny(unsafe_code)]
 
+pub mod deadline;
 pub mod duration;
 pub mod flags;
 pub mod heap;

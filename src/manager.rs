@@ -248,7 +248,8 @@ impl Running {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leader::fake::{FakeApi, FakeStore, within};
+    use crate::deadline::within;
+    use crate::leader::fake::{FakeApi, FakeStore};
     use crate::leader::{Fence, Timing};
     use smol::future;
     use std::sync::{Arc, Mutex};

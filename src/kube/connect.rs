@@ -8,10 +8,10 @@
 
 use super::Error;
 use super::config::{ClientIdentity, Config};
-use super::error::or_timeout;
 use super::proxy::HttpProxy;
 use super::tls_setup::TlsSetup;
 use super::tls_stream::TlsStream;
+use crate::deadline::or_timeout;
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 use std::io;

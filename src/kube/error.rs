@@ -1,7 +1,6 @@
 //! The client's one error type; whether an error is worth retrying is decided here, once.
 
 use std::fmt;
-use std::future::Future;
 use std::time::Duration;
 
 /// Everything a request to the API server can end in, other than success.
@@ -106,21 +105,6 @@ impl Error {
             retry_after: None,
         }
     }
-}
-
-/// `work`, failing with `Error::Timeout(describe())` if `timer` fires first (the work is then
-/// dropped, with whatever connection it held). A plain function, not `async`, so the work's
-/// future is stored once, not again in a wrapper's state.
-pub fn or_timeout<T>(
-    work: impl Future<Output = Result<T, Error>>,
-    timer: smol::Timer,
-    describe: impl FnOnce() -> String,
-) -> impl Future<Output = Result<T, Error>> {
-    let expired = async move {
-        timer.await;
-        Err(Error::Timeout(describe()))
-    };
-    smol::future::or(work, expired)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use super::Error;
 use super::config::{ClientIdentity, ConfigError};
-use super::error::or_timeout;
+use crate::deadline::or_timeout;
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};

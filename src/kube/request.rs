@@ -5,8 +5,8 @@ use super::Error;
 use super::api::Status;
 use super::config::{Config, Credential};
 use super::connect::Connection;
-use super::error::or_timeout;
 use super::pool::Pool;
+use crate::deadline::or_timeout;
 use http_types::{Body, Method, Request, Response, Url};
 use std::time::Duration;
 

@@ -97,7 +97,7 @@ impl Announcer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leader::fake::within;
+    use crate::deadline::within;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 

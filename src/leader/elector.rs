@@ -243,7 +243,8 @@ impl LeaseMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::leader::fake::{FakeApi, FakeStore, within};
+    use crate::deadline::within;
+    use crate::leader::fake::{FakeApi, FakeStore};
     use std::time::Duration;
 
     const ME: &str = "me_abc";

@@ -231,12 +231,3 @@ impl LeaseApi for FakeApi {
         Ok(rx)
     }
 }
-
-/// `future`'s output, or `None` if it takes longer than `limit`.
-pub async fn within<T>(limit: Duration, future: impl std::future::Future<Output = T>) -> Option<T> {
-    smol::future::or(async { Some(future.await) }, async {
-        Timer::after(limit).await;
-        None
-    })
-    .await
-}

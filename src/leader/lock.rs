@@ -5,11 +5,10 @@
 //! stuck implementation cannot hold the elector past its renew deadline.
 
 use super::record::{ObservedLease, holder_of};
+use crate::deadline::before;
 use crate::kube::api::{Lease, LeaseSpec, ObjectMeta};
-use crate::kube::error::or_timeout;
 use crate::kube::{Error, Event};
 use crate::time::now_micros;
-use smol::Timer;
 use smol::stream::Stream;
 use std::future::Future;
 use std::time::Instant;
@@ -53,18 +52,6 @@ pub enum Attempt {
     Renewed,
     /// Someone else holds it and it has not expired by our observation.
     HeldBy(String),
-}
-
-/// Runs `request`, failing with `Error::Timeout` if it is not done by `deadline`.
-pub async fn before<T>(
-    deadline: Instant,
-    what: &str,
-    request: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    or_timeout(request, Timer::at(deadline), || {
-        format!("lease {what} did not finish before its deadline")
-    })
-    .await
 }
 
 pub struct LeaseLock<A> {
@@ -126,7 +113,7 @@ impl<A: LeaseApi> LeaseLock<A> {
 
     /// GET, then create (404), renew (ours), take (free or expired) or report the holder.
     pub async fn try_acquire_or_renew(&mut self, deadline: Instant) -> Result<Attempt, Error> {
-        let current = match before(deadline, "get", self.api.get(deadline)).await {
+        let current = match before(deadline, "lease get", self.api.get(deadline)).await {
             Ok(lease) => lease,
             Err(e) if e.is_not_found() => return self.create(deadline).await,
             Err(e) => return Err(e),
@@ -172,7 +159,7 @@ impl<A: LeaseApi> LeaseLock<A> {
     pub async fn release(&mut self, deadline: Instant) -> Result<bool, Error> {
         let mut last_conflict = None;
         for _ in 0..RELEASE_ATTEMPTS {
-            let current = match before(deadline, "get", self.api.get(deadline)).await {
+            let current = match before(deadline, "lease get", self.api.get(deadline)).await {
                 Ok(lease) => lease,
                 Err(e) if e.is_not_found() => return Ok(false),
                 Err(e) => return Err(e),
@@ -212,7 +199,7 @@ impl<A: LeaseApi> LeaseLock<A> {
             },
             ..Lease::default()
         };
-        let created = before(deadline, "create", self.api.create(&lease, deadline)).await?;
+        let created = before(deadline, "lease create", self.api.create(&lease, deadline)).await?;
         self.observe(created, Instant::now());
         Ok(Attempt::Acquired)
     }
@@ -254,7 +241,7 @@ impl<A: LeaseApi> LeaseLock<A> {
             spec,
             ..current.clone()
         };
-        match before(deadline, "update", self.api.replace(&lease, deadline)).await {
+        match before(deadline, "lease update", self.api.replace(&lease, deadline)).await {
             Ok(stored) => {
                 self.observe(stored, Instant::now());
                 Ok(())
@@ -272,7 +259,7 @@ impl<A: LeaseApi> LeaseLock<A> {
         deadline: Instant,
         conflict: Error,
     ) -> Result<(), Error> {
-        let current = before(deadline, "get", self.api.get(deadline)).await?;
+        let current = before(deadline, "lease get", self.api.get(deadline)).await?;
         let ours = current.spec.holder_identity == spec.holder_identity
             && current.spec.renew_time.is_some()
             && current.spec.renew_time == spec.renew_time;

@@ -5,8 +5,9 @@
 //! the watch cannot be opened or ends, the standby falls back to polling (and reopens the
 //! watch at most once per wait, so a failing watch never becomes a hot loop).
 
-use super::lock::{LeaseApi, LeaseLock, before};
+use super::lock::{LeaseApi, LeaseLock};
 use super::timing::{JITTER_FACTOR, Timing};
+use crate::deadline::before;
 use crate::kube::api::Lease;
 use crate::kube::{Error, Event};
 use crate::random::{self, Rng};
@@ -100,7 +101,7 @@ impl<A: LeaseApi> Standby<A> {
 
     async fn open_watch(&mut self, lock: &LeaseLock<A>, timing: &Timing) {
         let deadline = Instant::now() + timing.retry_period;
-        match before(deadline, "watch", lock.api().watch()).await {
+        match before(deadline, "lease watch", lock.api().watch()).await {
             Ok(events) => self.watch = Some(Box::pin(events)),
             Err(e) => log::debug!("cannot watch the lease, polling instead: {e}"),
         }
@@ -116,7 +117,8 @@ impl<A: LeaseApi> Default for Standby<A> {
 
 #[cfg(test)]
 mod tests {
-    use crate::leader::fake::{FakeApi, FakeStore, within};
+    use crate::deadline::within;
+    use crate::leader::fake::{FakeApi, FakeStore};
     use crate::leader::{Elector, Timing};
     use smol::Timer;
     use std::time::{Duration, Instant};
