@@ -16,9 +16,9 @@ mod common;
 use common::{Run, Writes, bench_mode, cluster, seconds, show_seconds, wait_converged};
 use std::time::Duration;
 
-/// Namespaces of the measured run (issue: "fan-out to 1,000 namespaces").
+/// Namespaces of the measured run: a fan-out to 1,000 namespaces.
 const NAMESPACES: usize = 1_000;
-/// skiff's default main-client bucket (DESIGN §4).
+/// skiff's default main-client bucket (`--kube-api-qps`, `--kube-api-burst`).
 const DEFAULT_QPS: f64 = 20.0;
 const DEFAULT_BURST: f64 = 30.0;
 /// The control run's QPS: far above what the fake server and two cores deliver.

@@ -25,9 +25,9 @@ use support::control_plane::e2e_enabled;
 use support::fake::FakeServer;
 use support::skiff::proc_status_kib;
 
-/// Namespaces (and copies) of the loaded scenarios (issue: "1,000 namespaces and copies").
+/// Namespaces (and copies) of the loaded scenarios: 1,000 of each.
 const NAMESPACES: usize = 1_000;
-/// Unrelated Secrets and their decoded size (issue: "10,000 unrelated 10 KB Secrets").
+/// Unrelated Secrets and their decoded size: 10,000 of 10 KB.
 const SECRETS: usize = 10_000;
 const SECRET_BYTES: usize = 10 * 1024;
 /// Namespaces of the idle scenario, besides skiff's own.

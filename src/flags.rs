@@ -24,10 +24,10 @@ use crate::log::{LogFormat, parse_level};
 pub use argv::parse_bool;
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
 
-/// Main client QPS: controller-runtime's default (client-go's own is 5).
-pub const DEFAULT_KUBE_API_QPS: f32 = 20.0;
-/// Main client burst: controller-runtime's default.
-pub const DEFAULT_KUBE_API_BURST: u32 = 30;
+/// Main client QPS and burst: the client's own defaults (kubebuilder's).
+pub use crate::kube::config::{
+    DEFAULT_BURST as DEFAULT_KUBE_API_BURST, DEFAULT_QPS as DEFAULT_KUBE_API_QPS,
+};
 /// Lease name: skiff's own.
 pub const DEFAULT_LEADER_ELECTION_ID: &str = "skiff-leader";
 /// Lease client QPS: skiff's own budget for a few lease requests per retry period.

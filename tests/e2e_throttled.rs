@@ -18,7 +18,7 @@ use support::scrape::{scrape, sum_samples};
 use support::skiff::{Skiff, TempDir};
 use support::watchdog::free_ports;
 
-/// How long the lease must be kept under throttling (issue 5: "a full minute").
+/// How long the lease must be kept under throttling (a full minute).
 const THROTTLED_FOR: Duration = Duration::from_secs(60);
 const RETRY_PERIOD: Duration = Duration::from_secs(1);
 const LEASE_FLAGS: [&str; 3] = [

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Namespaces of the footprint and fan-out scenarios (issue: 1,000).
+    /// Namespaces of the footprint and fan-out scenarios (default 1,000).
     pub namespaces: usize,
-    /// Namespaces the fan-out under the squeeze reaches (issue: 2,000).
+    /// Namespaces the fan-out under the squeeze reaches (default 2,000).
     pub fanout: usize,
     /// How long the priority level is squeezed: 60 s by default, so a whole run fits in 20
-    /// minutes on 2 CPUs (the issue's 3 minutes: `COMPARE_SQUEEZE=3m`, about 24 minutes).
+    /// minutes on 2 CPUs (a 3-minute squeeze: `COMPARE_SQUEEZE=3m`, about 24 minutes).
     pub squeeze: Duration,
-    /// Handover rounds per operator (issue: 10).
+    /// Handover rounds per operator (default 10).
     pub handovers: usize,
     /// Threads listing ConfigMaps as the operator, filling the squeezed level's seats.
     pub load_threads: usize,

@@ -1,4 +1,5 @@
-//! One client's request metrics (DESIGN §7), with the series looked up once per client.
+//! One client's request metrics (the names client-go's dashboards know; README, "Probes,
+//! metrics and logs"), with the series looked up once per client.
 //!
 //! Every request observes the rate-limiter wait and its latency. Looking those series up in
 //! the process-wide registry each time would take its lock, shared by both clients and

@@ -211,7 +211,7 @@ impl<A: LeaseApi> Elector<A> {
     }
 }
 
-/// The lease series of DESIGN §7, looked up once.
+/// The lease series (README, "Probes, metrics and logs"), looked up once.
 struct LeaseMetrics {
     master_status: Gauge,
     renew_duration: Histogram,

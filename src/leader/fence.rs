@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// HEALTH_GRACE: 20 s beyond the lease duration before `/healthz` fails (DESIGN §5).
+/// HEALTH_GRACE: 20 s beyond the lease duration before `/healthz` fails: long enough that a
+/// renewal merely late (a slow API server) never restarts a leader.
 pub const HEALTH_GRACE: Duration = Duration::from_secs(20);
 
 /// What runs when the fence closes (e.g. resetting the connections with writes in flight).
