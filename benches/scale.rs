@@ -10,8 +10,8 @@
 //! `cargo bench --bench scale` runs N ∈ {1,000, 10,000} × M ∈ {1, 100, 1,000}, prints a
 //! Markdown table and writes `benches/scale.svg`; `SKIFF_BINARY=path` measures another build
 //! (for before/after figures), `SCALE_CELLS=1000x1,10000x100` runs only those cells.
-//! `cargo bench --bench scale -- --real` runs the same cells on
-//! the real control plane instead (3,000 namespaces, 1 and 201 Mirrors, 2,000 relabels).
+//! `cargo bench --bench scale -- --real` measures
+//! on the real control plane instead (3,000 namespaces, 1 and 201 Mirrors, 2,000 relabels).
 //! `cargo test --all-targets` runs one small cell as a smoke test.
 
 // Built with cfg(test) but no test harness, the support files' test modules import unused items.
