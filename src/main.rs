@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_signal::{Signal, Signals};
 use skiff::flags::{self, FlagError, Settings};
-use skiff::kube::{Client, Config, LoadOptions};
+use skiff::kube::{Client, LoadOptions};
 use skiff::manager::{self, Shutdown};
 use skiff::mirror;
 use skiff::replica::Replica;
@@ -53,10 +53,11 @@ async fn run(settings: &Settings) -> Result<(), String> {
     // Registered first, so a signal during start-up or standby is not the default (kill).
     let mut signals = Signals::new([Signal::Term, Signal::Int])
         .map_err(|e| format!("cannot watch for SIGTERM/SIGINT: {e}"))?;
-    let config = Config::load(&LoadOptions {
+    let config = LoadOptions {
         kubeconfig: settings.kubeconfig.clone(),
         context: settings.context.clone(),
-    })
+    }
+    .load()
     .map_err(|e| e.to_string())?;
     let identity = skiff::leader::identity();
     let replica = Replica::wire(settings, config, &identity)?;

@@ -107,6 +107,10 @@ async fn run_elected<A: LeaseApi>(
 ) -> Result<(), LeaderLost> {
     let mut signal = Box::pin(signal);
     let mut stand_by_until = None;
+    if step_down.is_some() {
+        // Exported from the start, at zero, so alerts can rely on the series existing.
+        step_downs();
+    }
     loop {
         let acquired = async {
             if let Some(until) = stand_by_until.take() {

@@ -11,7 +11,7 @@ mod support;
 use openssl::pkey::{PKey, Private};
 use openssl::ssl::{SslAcceptor, SslMethod, SslStream, SslVerifyMode};
 use skiff::kube::api::ConfigMap;
-use skiff::kube::{Client, Config};
+use skiff::kube::{Client, load_kubeconfig_files};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -140,7 +140,7 @@ fn new_connections_present_the_plugins_current_client_certificate() {
     let url = format!("https://127.0.0.1:{}", server.port);
     let extra = ["insecure-skip-tls-verify: true"];
     let kubeconfig = exec_kubeconfig(&dir.0, &url, None, &plugin, "ns", &extra);
-    let config = Config::from_kubeconfig_files(&[kubeconfig], None).expect("kubeconfig");
+    let config = load_kubeconfig_files(&[kubeconfig], None).expect("kubeconfig");
     let client = Client::new(config).expect("client");
     let get = || smol::block_on(client.get::<ConfigMap>(Some("ns"), "app"));
 

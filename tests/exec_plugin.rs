@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::json;
 use skiff::kube::api::ConfigMap;
-use skiff::kube::{Client, Config};
+use skiff::kube::{Client, load_kubeconfig_files};
 use std::time::{Duration, Instant};
 use support::fake::{FakeServer, Fault, RequestClass};
 use support::plugin::{Plugin, exec_kubeconfig, print_token};
@@ -25,7 +25,7 @@ fn server_with_configmap() -> FakeServer {
 
 fn exec_client(server: &FakeServer, dir: &TempDir, plugin: &Plugin) -> Client {
     let kubeconfig = exec_kubeconfig(&dir.0, &server.url(), None, plugin, HOME_NS, &[]);
-    let config = Config::from_kubeconfig_files(&[kubeconfig], None).expect("load kubeconfig");
+    let config = load_kubeconfig_files(&[kubeconfig], None).expect("load kubeconfig");
     Client::new(config).expect("client")
 }
 

@@ -6,7 +6,7 @@ mod support;
 
 use base64::Engine as _;
 use openssl::pkey::{PKey, Private};
-use skiff::kube::{Auth, Config};
+use skiff::kube::{Auth, Config, load_kubeconfig_files};
 use std::path::{Path, PathBuf};
 use support::fake::tls::self_signed;
 use support::plugin::{Plugin, print_token};
@@ -35,7 +35,7 @@ fn pki() -> Pki {
 fn load(dir: &TempDir, yaml: &str) -> Config {
     let path = dir.0.join("config");
     std::fs::write(&path, yaml).expect("write kubeconfig");
-    Config::from_kubeconfig_files(&[path], None).unwrap_or_else(|e| panic!("{e}\n{yaml}"))
+    load_kubeconfig_files(&[path], None).unwrap_or_else(|e| panic!("{e}\n{yaml}"))
 }
 
 /// A plugin that records its arguments and `$AWS_PROFILE`, then prints `token`.

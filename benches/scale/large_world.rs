@@ -6,7 +6,7 @@ use super::super::cgroup::MemoryCgroup;
 use super::super::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE};
 use serde_json::{Value, json};
 use skiff::kube::api::Namespace;
-use skiff::kube::{Client, Config, ListParams};
+use skiff::kube::{Client, ListParams, load_kubeconfig_files};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -98,7 +98,7 @@ pub fn create(cp: &ControlPlane, namespaces: usize) -> f64 {
 /// Seconds a paged LIST of every namespace takes (1,000 a page, as skiff's relist), for a
 /// client with no rate limit.
 pub fn list_time(cp: &ControlPlane) -> f64 {
-    let mut config = Config::from_kubeconfig_files(&[cp.admin_kubeconfig()], None)
+    let mut config = load_kubeconfig_files(&[cp.admin_kubeconfig()], None)
         .expect("the admin kubeconfig");
     config.qps = 10_000.0;
     config.burst = 10_000;

@@ -5,13 +5,11 @@
 
 use http_types::Url;
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::Error;
+pub use super::client_identity::ClientIdentity;
 pub use super::exec::{Credential, ExecPlugin};
-pub use super::incluster::SERVICE_ACCOUNT_DIR;
-use super::kubeconfig::Source;
 pub use super::proxy::ProxyConfig;
 pub use super::tokenfile::TokenFile;
 
@@ -66,19 +64,6 @@ pub struct TlsOptions {
     pub identity: Option<ClientIdentity>,
 }
 
-/// A client certificate; the key is converted to PKCS#8 when the config is loaded.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ClientIdentity {
-    pub cert_pem: Vec<u8>,
-    pub key_pkcs8_pem: Vec<u8>,
-}
-
-impl fmt::Debug for ClientIdentity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ClientIdentity { .. }")
-    }
-}
-
 #[derive(Clone)]
 pub enum Auth {
     None,
@@ -123,13 +108,6 @@ impl Auth {
     }
 }
 
-/// Where to look for a kubeconfig (the `--kubeconfig` and `--context` flags).
-#[derive(Debug, Clone, Default)]
-pub struct LoadOptions {
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-}
-
 impl Config {
     /// A config for `server` with no credentials and default limits (tests, local servers).
     pub fn new(server: Url) -> Config {
@@ -151,20 +129,6 @@ impl Config {
         }
     }
 
-    /// Loads from `--kubeconfig`, else `$KUBECONFIG`, else in-cluster, else `~/.kube/config`.
-    pub fn load(opts: &LoadOptions) -> Result<Config, ConfigError> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        load_with(opts, &env, Path::new(SERVICE_ACCOUNT_DIR))
-    }
-
-    /// Reads and merges kubeconfig files like kubectl (the first file naming an entry wins).
-    pub fn from_kubeconfig_files(
-        paths: &[PathBuf],
-        context: Option<&str>,
-    ) -> Result<Config, ConfigError> {
-        super::kubeconfig::load_files(paths, context, Source::Given)
-    }
-
     /// The lease client's config: a copy with its own rate limits and name; `self` is untouched.
     pub fn for_leader_election(&self, qps: f32, burst: u32) -> Config {
         Config {
@@ -177,145 +141,6 @@ impl Config {
         }
     }
 }
-
-fn load_with(
-    opts: &LoadOptions,
-    env: &dyn Fn(&str) -> Option<String>,
-    service_account_dir: &Path,
-) -> Result<Config, ConfigError> {
-    let context = opts.context.as_deref();
-    if let Some(path) = &opts.kubeconfig {
-        return super::kubeconfig::load_files(std::slice::from_ref(path), context, Source::Flag);
-    }
-    let mut tried = vec!["--kubeconfig (not given)".to_owned()];
-    if let Some(list) = env("KUBECONFIG") {
-        let paths: Vec<PathBuf> = std::env::split_paths(&list)
-            .filter(|p| !p.as_os_str().is_empty())
-            .collect();
-        return super::kubeconfig::load_files(&paths, context, Source::Env);
-    }
-    tried.push("$KUBECONFIG (not set)".into());
-    if let (Some(host), Some(port)) = (
-        env("KUBERNETES_SERVICE_HOST"),
-        env("KUBERNETES_SERVICE_PORT"),
-    ) {
-        return super::incluster::load(service_account_dir, Some(host), Some(port), Instant::now());
-    }
-    tried.push("in-cluster (KUBERNETES_SERVICE_HOST/_PORT not set)".into());
-    if let Some(home) = env("HOME") {
-        let path = Path::new(&home).join(".kube").join("config");
-        if path.exists() {
-            return super::kubeconfig::load_files(&[path], context, Source::Home);
-        }
-        tried.push(format!("{} (does not exist)", path.display()));
-    } else {
-        tried.push("~/.kube/config ($HOME not set)".into());
-    }
-    Err(ConfigError::NothingFound { tried })
-}
-
-/// Why a config could not be loaded; each message names the problem and the fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigError {
-    /// A kubeconfig that a flag or env var pointed to does not exist.
-    MissingFile {
-        path: PathBuf,
-        source: String,
-    },
-    Unreadable {
-        what: String,
-        path: PathBuf,
-        error: String,
-    },
-    Yaml {
-        path: PathBuf,
-        error: String,
-    },
-    UnknownContext {
-        name: String,
-        known: Vec<String>,
-    },
-    NoContext {
-        sources: String,
-    },
-    MissingCluster {
-        context: String,
-        cluster: String,
-    },
-    MissingUser {
-        context: String,
-        user: String,
-    },
-    UnsupportedAuth {
-        user: String,
-        kind: String,
-    },
-    NotInCluster {
-        missing: String,
-    },
-    NothingFound {
-        tried: Vec<String>,
-    },
-    /// Any other bad value; the message says which and what to do.
-    Invalid(String),
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::MissingFile { path, source } => write!(
-                f,
-                "kubeconfig {} (from {source}) does not exist; fix the path given by {source}",
-                path.display()
-            ),
-            ConfigError::Unreadable { what, path, error } => {
-                write!(f, "cannot read {what} {}: {error}", path.display())
-            }
-            ConfigError::Yaml { path, error } => write!(
-                f,
-                "kubeconfig {} is not valid YAML: {error}; fix the file or point --kubeconfig elsewhere",
-                path.display()
-            ),
-            ConfigError::UnknownContext { name, known } => write!(
-                f,
-                "context {name:?} is not in the kubeconfig; it has: {}; pick one with --context",
-                if known.is_empty() {
-                    "no contexts".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ),
-            ConfigError::NoContext { sources } => write!(
-                f,
-                "{sources} sets no current-context; pass --context or run `kubectl config use-context`"
-            ),
-            ConfigError::MissingCluster { context, cluster } => write!(
-                f,
-                "context {context:?} names cluster {cluster:?}, which the kubeconfig does not define; add it or fix the context"
-            ),
-            ConfigError::MissingUser { context, user } => write!(
-                f,
-                "context {context:?} names user {user:?}, which the kubeconfig does not define; add it or fix the context"
-            ),
-            ConfigError::UnsupportedAuth { user, kind } => write!(
-                f,
-                "user {user:?} authenticates with {kind}, which skiff does not support yet; use a token, tokenFile, client certificate or exec credential plugin instead"
-            ),
-            ConfigError::NotInCluster { missing } => write!(
-                f,
-                "not running in a cluster: {missing}; pass --kubeconfig outside a pod"
-            ),
-            ConfigError::NothingFound { tried } => write!(
-                f,
-                "no Kubernetes config found; tried {}; pass --kubeconfig or set $KUBECONFIG",
-                tried.join(", ")
-            ),
-            ConfigError::Invalid(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 #[cfg(test)]
 mod tests {
@@ -347,98 +172,4 @@ mod tests {
         let text = format!("{:?}", base());
         assert!(!text.contains("secret"), "{text}");
     }
-
-    #[test]
-    fn load_order_prefers_flag_then_env_then_in_cluster_then_home() {
-        let nothing = load_with(
-            &LoadOptions::default(),
-            &|_| None,
-            Path::new("/nonexistent"),
-        );
-        let tried = [
-            "--kubeconfig (not given)",
-            "$KUBECONFIG (not set)",
-            "in-cluster (KUBERNETES_SERVICE_HOST/_PORT not set)",
-            "~/.kube/config ($HOME not set)",
-        ];
-        match nothing {
-            Err(ConfigError::NothingFound { tried: all }) => assert_eq!(all, tried),
-            other => panic!("expected NothingFound, got {other:?}"),
-        }
-
-        // ~/.kube/config is read when nothing before it applies.
-        let home = super::super::test_dir::temp_dir("load-order");
-        std::fs::create_dir_all(home.join(".kube")).expect("create ~/.kube");
-        std::fs::write(home.join(".kube/config"), HOME_KUBECONFIG).expect("write ~/.kube/config");
-        let home_text = home.display().to_string();
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            let home = home_text.clone();
-            move |name: &str| match name {
-                "HOME" => Some(home.clone()),
-                _ => vars
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| (*v).to_owned()),
-            }
-        };
-        let from_home = load_with(&LoadOptions::default(), &env(&[]), Path::new("/x"));
-        assert_eq!(
-            from_home.map(|c| c.server.to_string()),
-            Ok("https://home.example:6443/".to_owned())
-        );
-
-        // In-cluster comes before ~/.kube/config (here it fails: no service-account files).
-        const IN_CLUSTER: &[(&str, &str)] = &[
-            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
-            ("KUBERNETES_SERVICE_PORT", "443"),
-        ];
-        let err = load_with(
-            &LoadOptions::default(),
-            &env(IN_CLUSTER),
-            Path::new("/nonexistent"),
-        );
-        assert!(
-            matches!(err, Err(ConfigError::NotInCluster { .. })),
-            "{err:?}"
-        );
-
-        // $KUBECONFIG comes before in-cluster, and --kubeconfig before $KUBECONFIG.
-        const BOTH: &[(&str, &str)] = &[
-            ("KUBECONFIG", "/nonexistent/kc"),
-            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
-            ("KUBERNETES_SERVICE_PORT", "443"),
-        ];
-        let err = load_with(&LoadOptions::default(), &env(BOTH), Path::new("/x"));
-        assert!(
-            matches!(&err, Err(ConfigError::MissingFile { source, .. }) if source == "$KUBECONFIG"),
-            "{err:?}"
-        );
-        let opts = LoadOptions {
-            kubeconfig: Some("/nonexistent/flag".into()),
-            context: None,
-        };
-        let err = load_with(&opts, &env(BOTH), Path::new("/x"));
-        assert!(
-            matches!(&err, Err(ConfigError::MissingFile { source, .. }) if source == "--kubeconfig"),
-            "{err:?}"
-        );
-    }
-
-    const HOME_KUBECONFIG: &str = "apiVersion: v1
-kind: Config
-clusters:
-- name: home
-  cluster:
-    server: https://home.example:6443
-users:
-- name: home
-  user:
-    token: t
-contexts:
-- name: home
-  context:
-    cluster: home
-    user: home
-current-context: home
-";
 }

@@ -3,9 +3,11 @@
 //! Client keys come as PKCS#8, PKCS#1 RSA (kind, minikube) or SEC1 EC PEM; native-tls only takes
 //! PKCS#8, so every key is converted here, when the config is loaded.
 
-use super::config::{Auth, ClientIdentity, Config, ConfigError, TlsOptions, TokenFile};
+use super::client_identity::{ClientIdentity, to_pkcs8};
+use super::config::{Auth, Config, TlsOptions, TokenFile};
+use super::config_error::ConfigError;
 use super::exec::{ClusterInfo, ExecPlugin};
-use super::kubeconfig::{ClusterEntry, Located, UserEntry};
+use super::kubeconfig_file::{ClusterEntry, Located, UserEntry};
 use super::proxy::{ProxyConfig, parse_proxy_url};
 use base64::Engine;
 use std::path::Path;
@@ -122,17 +124,6 @@ pub(super) fn user_identity(
     }
 }
 
-/// Converts a PKCS#8, PKCS#1 RSA or SEC1 EC PEM key to PKCS#8 PEM (what native-tls accepts).
-pub(crate) fn to_pkcs8(key_pem: &[u8], what: &str) -> Result<Vec<u8>, ConfigError> {
-    let invalid = |e: openssl::error::ErrorStack| {
-        ConfigError::Invalid(format!(
-            "{what} is not a PEM private key (PKCS#8, RSA or EC) ({e}); fix the key data"
-        ))
-    };
-    let key = openssl::pkey::PKey::private_key_from_pem(key_pem).map_err(invalid)?;
-    key.private_key_to_pem_pkcs8().map_err(invalid)
-}
-
 /// The PEM bytes from inline base64 `data` (preferred, as kubectl does) or from a `file`.
 fn pem_from(
     what: &str,
@@ -167,6 +158,7 @@ fn pem_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::load_kubeconfig_files;
     use crate::kube::config::Config;
     use crate::kube::test_cert::self_signed;
     use crate::kube::test_dir::temp_dir;
@@ -191,7 +183,7 @@ mod tests {
         );
         let path = dir.join("config");
         std::fs::write(&path, text).unwrap();
-        Config::from_kubeconfig_files(&[path], None)
+        load_kubeconfig_files(&[path], None)
     }
 
     fn assert_converted(config: Config, key: &PKey<Private>) {

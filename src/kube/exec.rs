@@ -7,7 +7,8 @@
 //! a slow plugin run for the main client never holds up a lease renewal.
 
 use super::Error;
-use super::config::{ClientIdentity, ConfigError};
+use super::client_identity::{ClientIdentity, to_pkcs8};
+use super::config_error::ConfigError;
 use crate::deadline::or_timeout;
 use serde::Deserialize;
 use std::fmt;
@@ -360,7 +361,7 @@ fn identity(spec: &PluginSpec, status: &ExecStatus) -> Result<Option<ClientIdent
                     "returned clientCertificateData that is not PEM",
                 ));
             }
-            let key_pkcs8_pem = super::credentials::to_pkcs8(key.as_bytes(), "its clientKeyData")
+            let key_pkcs8_pem = to_pkcs8(key.as_bytes(), "its clientKeyData")
                 .map_err(|e| failure(spec, &format!("returned a bad key: {e}")))?;
             Ok(Some(ClientIdentity {
                 cert_pem: cert.as_bytes().to_vec(),

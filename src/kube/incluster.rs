@@ -1,6 +1,7 @@
 //! In-cluster config: the pod's service-account token, CA and namespace, and the service env.
 
-use super::config::{Auth, Config, ConfigError, TlsOptions, TokenFile};
+use super::config::{Auth, Config, TlsOptions, TokenFile};
+use super::config_error::ConfigError;
 use http_types::Url;
 use std::net::Ipv6Addr;
 use std::path::Path;

@@ -4,73 +4,14 @@
 //! `current-context` comes from the first file that sets it. Relative file paths resolve
 //! against the directory of the file that named them.
 
-use super::config::{Config, ConfigError};
+use super::config::Config;
+use super::config_error::ConfigError;
 use super::credentials::{cluster_proxy, cluster_tls, user_auth, user_identity};
-use super::exec::ExecEntry;
+use super::kubeconfig_file::{
+    ClusterEntry, ContextEntry, KubeconfigFile, Located, Named, UserEntry,
+};
 use http_types::Url;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct KubeconfigFile {
-    clusters: Option<Vec<Named<ClusterEntry>>>,
-    users: Option<Vec<Named<UserEntry>>>,
-    contexts: Option<Vec<Named<ContextEntry>>>,
-    #[serde(rename = "current-context")]
-    current_context: Option<String>,
-}
-
-/// `{name, cluster|user|context}`: the entry field's name varies, so accept all three.
-#[derive(Debug, Deserialize)]
-struct Named<T> {
-    name: String,
-    #[serde(alias = "cluster", alias = "user", alias = "context")]
-    entry: Option<T>,
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(default, rename_all = "kebab-case")]
-pub(super) struct ClusterEntry {
-    pub(super) server: Option<String>,
-    pub(super) certificate_authority: Option<String>,
-    pub(super) certificate_authority_data: Option<String>,
-    pub(super) insecure_skip_tls_verify: Option<bool>,
-    pub(super) tls_server_name: Option<String>,
-    pub(super) proxy_url: Option<String>,
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(default, rename_all = "kebab-case")]
-pub(super) struct UserEntry {
-    pub(super) token: Option<String>,
-    #[serde(rename = "tokenFile")]
-    pub(super) token_file: Option<String>,
-    pub(super) client_certificate: Option<String>,
-    pub(super) client_certificate_data: Option<String>,
-    pub(super) client_key: Option<String>,
-    pub(super) client_key_data: Option<String>,
-    pub(super) exec: Option<ExecEntry>,
-    pub(super) auth_provider: Option<IgnoredAny>,
-    pub(super) username: Option<String>,
-}
-
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(default)]
-pub(super) struct ContextEntry {
-    cluster: Option<String>,
-    user: Option<String>,
-    namespace: Option<String>,
-}
-
-/// An entry and the directory its relative paths resolve against.
-#[derive(Debug, Clone)]
-pub(super) struct Located<T> {
-    pub(super) name: String,
-    pub(super) entry: T,
-    pub(super) dir: PathBuf,
-}
 
 #[derive(Debug, Default)]
 struct Merged {
@@ -231,6 +172,7 @@ fn server_url(cluster_name: &str, cluster: &ClusterEntry) -> Result<Url, ConfigE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::load_kubeconfig_files;
     use crate::kube::config::{Auth, ProxyConfig};
     use crate::kube::test_dir::temp_dir;
 
@@ -285,7 +227,7 @@ contexts:
     #[test]
     fn current_context_comes_from_the_first_file_that_sets_it() {
         let (_dir, paths) = two_files("kc-current");
-        let config = Config::from_kubeconfig_files(&paths, None).unwrap();
+        let config = load_kubeconfig_files(&paths, None).unwrap();
         assert_eq!(config.server.as_str(), "https://dev.example:6443/");
         assert_eq!(config.namespace.as_deref(), Some("apps"));
         assert_eq!(config.tls.server_name.as_deref(), Some("api.dev"));
@@ -296,17 +238,17 @@ contexts:
     #[test]
     fn first_file_defining_a_name_wins_when_merging() {
         let (_dir, paths) = two_files("kc-merge");
-        let config = Config::from_kubeconfig_files(&paths, Some("shared")).unwrap();
+        let config = load_kubeconfig_files(&paths, Some("shared")).unwrap();
         assert_eq!(config.server.as_str(), "https://dev.example:6443/");
         let reversed: Vec<PathBuf> = paths.iter().rev().cloned().collect();
-        let config = Config::from_kubeconfig_files(&reversed, Some("shared")).unwrap();
+        let config = load_kubeconfig_files(&reversed, Some("shared")).unwrap();
         assert_eq!(config.server.as_str(), "https://prod.example/");
     }
 
     #[test]
     fn context_flag_selects_across_files_and_token_file_is_relative_to_its_kubeconfig() {
         let (_dir, paths) = two_files("kc-context");
-        let config = Config::from_kubeconfig_files(&paths, Some("prod")).unwrap();
+        let config = load_kubeconfig_files(&paths, Some("prod")).unwrap();
         assert_eq!(config.namespace.as_deref(), Some("ops"));
         let Auth::TokenFile(file) = &config.auth else {
             panic!("expected a token file, got {:?}", config.auth);
@@ -318,7 +260,7 @@ contexts:
     #[test]
     fn unknown_context_lists_the_contexts_that_exist() {
         let (_dir, paths) = two_files("kc-unknown");
-        let err = Config::from_kubeconfig_files(&paths, Some("staging")).unwrap_err();
+        let err = load_kubeconfig_files(&paths, Some("staging")).unwrap_err();
         let text = err.to_string();
         for name in ["staging", "dev", "shared", "prod"] {
             assert!(text.contains(name), "{text}");
@@ -346,7 +288,7 @@ contexts:
         let path = dir.join("config");
         let exec = "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: bin/get-token\n      args: [eks, get-token]";
         std::fs::write(&path, FIRST.replace("    token: dev-token", exec)).unwrap();
-        let config = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
+        let config = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
         let Auth::Exec(plugin) = &config.auth else {
             panic!("expected an exec plugin, got {:?}", config.auth);
         };
@@ -354,7 +296,7 @@ contexts:
 
         let provider = "    auth-provider:\n      name: oidc";
         std::fs::write(&path, FIRST.replace("    token: dev-token", provider)).unwrap();
-        let err = Config::from_kubeconfig_files(&[path], None).unwrap_err();
+        let err = load_kubeconfig_files(&[path], None).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("auth-provider") && text.contains("exec credential plugin"),
@@ -373,13 +315,13 @@ contexts:
             )
         };
         std::fs::write(&path, with("http://proxy.corp:3128")).unwrap();
-        let config = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
+        let config = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
         assert_eq!(
             config.proxy,
             ProxyConfig::Url("http://proxy.corp:3128".into())
         );
         std::fs::write(&path, with("socks5://proxy.corp:1080")).unwrap();
-        let err = Config::from_kubeconfig_files(&[path], None).unwrap_err();
+        let err = load_kubeconfig_files(&[path], None).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains("dev-cluster") && text.contains("socks5"),
@@ -392,7 +334,7 @@ contexts:
         let dir = temp_dir("kc-yaml");
         let path = dir.join("broken");
         std::fs::write(&path, "clusters: [\n  - name: x\n   oops: {").unwrap();
-        let err = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        let err = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
         assert!(matches!(err, ConfigError::Yaml { .. }), "{err}");
         assert!(err.to_string().contains("broken"), "{err}");
     }
@@ -409,14 +351,14 @@ contexts:
             ),
         )
         .unwrap();
-        let err = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        let err = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
         assert!(err.to_string().contains("gone"), "{err}");
         let text = FIRST.replace(
             "    insecure-skip-tls-verify: true",
             "    certificate-authority: certs/ca.pem",
         );
         std::fs::write(&path, text).unwrap();
-        let err = Config::from_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        let err = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
         assert!(err.to_string().contains("certs/ca.pem"), "{err}");
     }
 }

@@ -79,6 +79,8 @@ impl fmt::Debug for Liveness {
 
 impl Liveness {
     pub fn new() -> Liveness {
+        // Exported from the start, at zero, so alerts can rely on the series existing.
+        suspicions();
         Liveness::default()
     }
 

@@ -1,8 +1,11 @@
 //! The hand-written Kubernetes API client.
 //!
-//! - [`config`]: where the server is and how to authenticate; loaded from a kubeconfig
-//!   (`kubeconfig`, `credentials`, `tokenfile`, `exec` credential plugins) or the pod's service
-//!   account (`incluster`); [`proxy`] picks the HTTP proxy, if any.
+//! - [`config`]: where the server is and how to authenticate. Layered one way, bottom up:
+//!   [`config_error`] and `client_identity`; the credential sources `tokenfile` and `exec`
+//!   (credential plugins); [`config`] itself; `kubeconfig_file` (the file format) and
+//!   `credentials` (its entries as TLS, proxy and auth settings); the loaders `kubeconfig` and
+//!   `incluster` (the pod's service account); and [`load`], which picks one in kubectl's order.
+//!   [`proxy`] picks the HTTP proxy, if any.
 //! - [`connect`]: one [`Connector`] per client dials TCP (+TLS); nothing is shared between
 //!   clients, so the lease client never waits on the main client's connections.
 //! - [`ratelimit`]: the client-side [`TokenBucket`] (client-go semantics).
@@ -22,6 +25,8 @@ pub mod client;
 mod client_metrics;
 pub mod config;
 pub mod connect;
+mod client_identity;
+pub mod config_error;
 mod credentials;
 pub mod error;
 pub mod events;
@@ -31,6 +36,8 @@ mod hedge;
 mod incluster;
 mod inflight;
 mod kubeconfig;
+mod kubeconfig_file;
+pub mod load;
 pub mod liveness;
 pub mod params;
 mod pool;
@@ -52,13 +59,14 @@ pub mod yaml;
 
 pub use client::{Client, PatchKind};
 pub use config::{
-    Auth, ClientIdentity, Config, ConfigError, Credential, ExecPlugin, LoadOptions, ProxyConfig,
-    TlsOptions, TokenFile,
+    Auth, ClientIdentity, Config, Credential, ExecPlugin, ProxyConfig, TlsOptions, TokenFile,
 };
+pub use config_error::ConfigError;
 pub use connect::{Connection, Connector};
 pub use error::Error;
 pub use guard::WriteGuard;
 pub use liveness::Liveness;
+pub use load::{LoadOptions, load_kubeconfig_files};
 pub use params::{ListParams, WatchParams};
 pub use ratelimit::TokenBucket;
 pub use stream::WatchStream;

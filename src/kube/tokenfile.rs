@@ -3,7 +3,7 @@
 //! Bound service-account tokens are rotated by the kubelet; client-go re-reads the file every
 //! minute, and so does skiff. A failed re-read keeps the last good token.
 
-use super::config::ConfigError;
+use super::config_error::ConfigError;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
