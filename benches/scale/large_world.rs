@@ -98,8 +98,8 @@ pub fn create(cp: &ControlPlane, namespaces: usize) -> f64 {
 /// Seconds a paged LIST of every namespace takes (1,000 a page, as skiff's relist), for a
 /// client with no rate limit.
 pub fn list_time(cp: &ControlPlane) -> f64 {
-    let mut config = load_kubeconfig_files(&[cp.admin_kubeconfig()], None)
-        .expect("the admin kubeconfig");
+    let mut config =
+        load_kubeconfig_files(&[cp.admin_kubeconfig()], None).expect("the admin kubeconfig");
     config.qps = 10_000.0;
     config.burst = 10_000;
     let client = Client::new(config).expect("a client");

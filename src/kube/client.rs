@@ -1,40 +1,29 @@
 //! Client: typed API calls over one client's own pool, rate limiter and connector.
 //!
-//! Every request: ask the write guard (mutations), wait for the token bucket, send on a pooled
-//! connection within `min(request_timeout, deadline - now)`, read the whole reply, retry a 429
-//! a bounded number of times. A 401 to an exec plugin's credential runs the plugin again and
-//! retries once, as client-go does. Clones share the pool, bucket and credential: they are the
-//! same logical client. Two `Client::new` calls share nothing.
+//! Each verb builds a request and hands it to the client's [`Transport`], which guards, rate
+//! limits, authenticates, sends and retries it. Clones share the pool, bucket and credential:
+//! they are the same logical client. Two `Client::new` calls share nothing.
 
 use super::Error;
 use super::api::{ObjectList, Resource};
-use super::client_metrics::ClientMetrics;
-use super::config::{Config, Credential};
-use super::connect::Connector;
+use super::config::Config;
 use super::guard::WriteGuard;
 use super::liveness::Liveness;
 use super::params::{ListParams, WatchParams};
-use super::pool::{MAX_IDLE, Pool};
-use super::ratelimit::TokenBucket;
-use super::request::{Reply, RequestSpec, reply_error};
+use super::request::RequestSpec;
 use super::stream::WatchStream;
-use super::watch_body::GuardedBody;
-use crate::deadline::or_timeout;
+use super::transport::Transport;
 use crate::signal::Signal;
 use http_types::Method;
 use serde::Serialize;
 use serde_json::json;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+pub use super::transport::{DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER};
 
 /// Default page size of [`Client::list_all`] (client-go's pager uses 500).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
-/// Longest `Retry-After` honoured between 429 retries.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
-/// Wait between 429 retries when the server sends no `Retry-After` (client-go's default).
-pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
-
 const JSON: &str = "application/json";
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
@@ -49,32 +38,18 @@ pub enum PatchKind {
 
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<Inner>,
-    deadline: Option<Instant>,
-    guard: Option<Arc<dyn WriteGuard>>,
-    cancel: Option<Signal>,
+    transport: Transport,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("name", &self.name())
-            .field("server", &self.inner.config.server.as_str())
-            .field("deadline", &self.deadline)
-            .field("guarded", &self.guard.is_some())
+            .field("server", &self.config().server.as_str())
+            .field("deadline", &self.transport.deadline())
+            .field("guarded", &self.transport.is_guarded())
             .finish()
     }
-}
-
-/// What clones of one client share. The pool and bucket live exactly as long as the client.
-struct Inner {
-    config: Config,
-    pool: Pool,
-    bucket: TokenBucket,
-    metrics: ClientMetrics,
-    /// The plugin run whose client certificate new connections present (0: none yet).
-    identity_generation: AtomicU64,
-    liveness: Liveness,
 }
 
 impl Client {
@@ -86,44 +61,30 @@ impl Client {
     /// [`Client::new`], raising and heeding connection suspicions through `liveness` (shared
     /// with another client of the same replica; raising one never waits on the other client).
     pub fn with_liveness(config: Config, liveness: Liveness) -> Result<Client, Error> {
-        let connector = Connector::new(&config)?;
-        let bucket = TokenBucket::new(config.qps, config.burst);
         Ok(Client {
-            inner: Arc::new(Inner {
-                pool: Pool::new(connector, MAX_IDLE, liveness.clone()),
-                liveness,
-                bucket,
-                metrics: ClientMetrics::new(&config.name),
-                identity_generation: AtomicU64::new(0),
-                config,
-            }),
-            deadline: None,
-            guard: None,
-            cancel: None,
+            transport: Transport::new(config, liveness)?,
         })
     }
 
     pub fn name(&self) -> &str {
-        &self.inner.config.name
+        &self.config().name
     }
 
     pub fn config(&self) -> &Config {
-        &self.inner.config
+        self.transport.config()
     }
 
     /// The same client whose requests (rate-limit wait included) must finish by `deadline`.
     pub fn with_deadline(&self, deadline: Instant) -> Client {
         Client {
-            deadline: Some(deadline),
-            ..self.clone()
+            transport: self.transport.with_deadline(deadline),
         }
     }
 
     /// The same client asking `guard` before every POST, PUT, PATCH and DELETE.
     pub fn with_write_guard(&self, guard: Arc<dyn WriteGuard>) -> Client {
         Client {
-            guard: Some(guard),
-            ..self.clone()
+            transport: self.transport.with_write_guard(guard),
         }
     }
 
@@ -133,30 +94,29 @@ impl Client {
     /// client writes can reach the server after its caller believes it has stopped.
     pub fn with_cancel(&self, cancel: Signal) -> Client {
         Client {
-            cancel: Some(cancel),
-            ..self.clone()
+            transport: self.transport.with_cancel(cancel),
         }
     }
 
     /// Idle pooled connections; for tests and diagnostics.
     pub fn idle_connections(&self) -> usize {
-        self.inner.pool.idle_count()
+        self.transport.pool().idle_count()
     }
 
     /// Suspicion and watch hearing of this client's connections.
     pub fn liveness(&self) -> &Liveness {
-        &self.inner.liveness
+        self.transport.liveness()
     }
 
     /// Makes every connection with a write in flight reset when it closes, so nothing it still
     /// holds reaches the server later; call when the fence closes. Returns how many there were.
     pub fn reset_writes_in_flight(&self) -> usize {
-        self.inner.pool.writes.reset_all()
+        self.transport.pool().writes.reset_all()
     }
 
     pub async fn get<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<K, Error> {
         let spec = RequestSpec::new(Method::Get, K::url_path(namespace, Some(name)), "get");
-        decode(&self.execute(&spec).await?)
+        decode(&self.transport.execute(&spec).await?)
     }
 
     /// One page of a LIST.
@@ -167,7 +127,7 @@ impl Client {
     ) -> Result<ObjectList<K>, Error> {
         let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "list");
         spec.query = params.query();
-        decode(&self.execute(&spec).await?)
+        decode(&self.transport.execute(&spec).await?)
     }
 
     /// Every page of a LIST, with the first page's resourceVersion.
@@ -196,7 +156,7 @@ impl Client {
         let namespace = obj.metadata().namespace.as_deref();
         let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
         spec.body = Some((encode(obj)?, JSON));
-        decode(&self.execute(&spec).await?)
+        decode(&self.transport.execute(&spec).await?)
     }
 
     /// PUT with the resourceVersion in `obj` (a stale one gets 409 Conflict).
@@ -286,7 +246,7 @@ impl Client {
             });
             spec.body = Some((encode(&options)?, JSON));
         }
-        self.execute(&spec).await.map(drop)
+        self.transport.execute(&spec).await.map(drop)
     }
 
     /// Starts a watch on a connection of its own; the timeout covers the response head only.
@@ -296,35 +256,17 @@ impl Client {
         params: &WatchParams,
     ) -> Result<WatchStream<K>, Error> {
         let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "watch");
-        spec.query = params.within(self.inner.config.watch_idle_timeout).query();
-        self.rate_limit().await?;
-        let mut may_refresh = true;
-        loop {
-            let credential = self.credential().await?;
-            let timeout = self.timeout()?;
-            let started = Instant::now();
-            let (pool, config) = (&self.inner.pool, &self.inner.config);
-            let epoch = self.inner.liveness.epoch();
-            let result =
-                super::request::start_watch(pool, config, &spec, &credential, timeout).await;
-            let code = result.as_ref().map_or_else(Error::code, |_| Some(200));
-            self.record(&spec, code, started);
-            if code == Some(401) && may_refresh && self.refresh(&spec, &credential).await {
-                may_refresh = false;
-                continue;
-            }
-            self.suspect_on_timeout(&result, &spec);
-            let (idle, liveness) = (config.watch_idle_timeout, &self.inner.liveness);
-            return result.map(|body| {
-                WatchStream::from_reader(GuardedBody::new(body, idle, liveness, epoch))
-            });
-        }
+        spec.query = params.within(self.config().watch_idle_timeout).query();
+        self.transport
+            .watch(&spec)
+            .await
+            .map(WatchStream::from_reader)
     }
 
     async fn put<K: Resource>(&self, path: String, obj: &K) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Put, path, "update");
         spec.body = Some((encode(obj)?, JSON));
-        decode(&self.execute(&spec).await?)
+        decode(&self.transport.execute(&spec).await?)
     }
 
     async fn patch<K: Resource>(
@@ -343,190 +285,7 @@ impl Client {
     ) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
         spec.body = Some((encode(patch)?, content_type));
-        decode(&self.execute(&spec).await?)
-    }
-
-    /// Guard, rate limit, send, and retry 429s; the body of a 2xx reply.
-    async fn execute(&self, spec: &RequestSpec) -> Result<Vec<u8>, Error> {
-        let mut retries_left = self.inner.config.retries_on_429;
-        let mut may_refresh = true;
-        loop {
-            self.check_guard(spec)?;
-            self.unless_cancelled(spec, self.rate_limit()).await?;
-            let credential = self.unless_cancelled(spec, self.credential()).await?;
-            // The fence may have closed, or the cancel fired, while this request waited.
-            self.check_guard(spec)?;
-            self.unless_cancelled(spec, async { Ok(()) }).await?;
-            match self.send(spec, &credential).await {
-                Ok(reply) if (200..300).contains(&reply.code) => return Ok(reply.body),
-                Ok(reply)
-                    if reply.code == 401
-                        && may_refresh
-                        && self.refresh(spec, &credential).await =>
-                {
-                    may_refresh = false;
-                }
-                Ok(reply) => {
-                    let error = reply_error(&reply);
-                    if reply.code != 429 || retries_left == 0 {
-                        return Err(error);
-                    }
-                    let wait = reply
-                        .retry_after
-                        .unwrap_or(DEFAULT_RETRY_AFTER)
-                        .min(MAX_RETRY_AFTER);
-                    if self.deadline.is_some_and(|d| Instant::now() + wait > d) {
-                        return Err(error);
-                    }
-                    retries_left -= 1;
-                    log::debug!("{} {}: 429, retrying in {wait:?}", spec.method, spec.path);
-                    let pause = async {
-                        smol::Timer::after(wait).await;
-                        Ok(())
-                    };
-                    self.unless_cancelled(spec, pause)
-                        .await
-                        .map_err(|_| error)?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// This client's credential for the next request (a plugin run at most, within the
-    /// deadline). A new plugin certificate retires the idle connections made with the old one.
-    async fn credential(&self) -> Result<Credential, Error> {
-        let fetch = self.inner.config.auth.credential();
-        let credential = match self.deadline {
-            None => fetch.await?,
-            Some(_) => {
-                let left = self.timeout()?;
-                or_timeout(fetch, smol::Timer::after(left), || {
-                    "the credential plugin did not answer before the request deadline".into()
-                })
-                .await?
-            }
-        };
-        if credential.identity.is_some() {
-            let seen = self
-                .inner
-                .identity_generation
-                .swap(credential.generation, Ordering::Relaxed);
-            if seen != credential.generation {
-                self.inner.pool.clear_idle();
-            }
-        }
-        Ok(credential)
-    }
-
-    /// After a 401 to `used`: whether a retry may present a new credential (exec plugins).
-    async fn refresh(&self, spec: &RequestSpec, used: &Credential) -> bool {
-        let retry = self.inner.config.auth.retire(used).await;
-        if retry {
-            log::info!(
-                "{} {}: 401 Unauthorized; running the credential plugin again and retrying once",
-                spec.method,
-                spec.path
-            );
-        }
-        retry
-    }
-
-    /// One attempt within the request timeout; a timed-out attempt drops its connection and
-    /// makes the others suspect.
-    async fn send(&self, spec: &RequestSpec, credential: &Credential) -> Result<Reply, Error> {
-        let timeout = self.timeout()?;
-        let started = Instant::now();
-        let (pool, config) = (&self.inner.pool, &self.inner.config);
-        let attempt = super::hedge::send(pool, config, spec, credential, &self.inner.liveness);
-        let result = or_timeout(attempt, smol::Timer::after(timeout), || {
-            format!(
-                "{} {} got no complete reply within {timeout:?}",
-                spec.method, spec.path
-            )
-        })
-        .await;
-        self.record(spec, result.as_ref().ok().map(|r| r.code), started);
-        self.suspect_on_timeout(&result, spec);
-        result
-    }
-
-    /// A request with no reply in time makes this client's other connections suspect.
-    fn suspect_on_timeout<T>(&self, result: &Result<T, Error>, spec: &RequestSpec) {
-        if let Err(Error::Timeout(why)) = result {
-            let what = format!("{} {}: {why}", spec.method, spec.path);
-            self.inner.liveness.suspect(&what);
-        }
-    }
-
-    /// `wait`, unless the cancel signal fires first (or has fired).
-    async fn unless_cancelled<T>(
-        &self,
-        spec: &RequestSpec,
-        wait: impl Future<Output = Result<T, Error>>,
-    ) -> Result<T, Error> {
-        let Some(cancel) = &self.cancel else {
-            return wait.await;
-        };
-        let cancelled = async {
-            cancel.wait().await;
-            Err(Error::Refused(format!(
-                "{} {} not sent: shutting down",
-                spec.method, spec.path
-            )))
-        };
-        if cancel.is_fired() {
-            return cancelled.await;
-        }
-        smol::future::or(cancelled, wait).await
-    }
-
-    fn check_guard(&self, spec: &RequestSpec) -> Result<(), Error> {
-        match &self.guard {
-            Some(guard) if spec.is_mutating() => guard.check(spec.method.as_ref(), &spec.path),
-            _ => Ok(()),
-        }
-    }
-
-    async fn rate_limit(&self) -> Result<(), Error> {
-        let started = Instant::now();
-        let result = match self.deadline {
-            Some(deadline) => self.inner.bucket.acquire_before(deadline).await,
-            None => {
-                self.inner.bucket.acquire().await;
-                Ok(())
-            }
-        };
-        let waited = started.elapsed().as_secs_f64();
-        self.inner.metrics.rate_limited(waited);
-        result
-    }
-
-    /// `min(request_timeout, deadline - now)`; a passed deadline is a timeout at once.
-    fn timeout(&self) -> Result<Duration, Error> {
-        let timeout = self.inner.config.request_timeout;
-        let Some(deadline) = self.deadline else {
-            return Ok(timeout);
-        };
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Error::Timeout("the request deadline has passed".into()));
-        }
-        Ok(timeout.min(left))
-    }
-
-    fn record(&self, spec: &RequestSpec, code: Option<u16>, started: Instant) {
-        let elapsed = started.elapsed();
-        log::debug!(
-            "{} {} {} {:.1}ms",
-            spec.method,
-            spec.path,
-            code.map_or_else(|| "<error>".to_owned(), |c| c.to_string()),
-            elapsed.as_secs_f64() * 1000.0
-        );
-        let method = spec.method.as_ref();
-        let seconds = elapsed.as_secs_f64();
-        self.inner.metrics.request(spec.verb, method, code, seconds);
+        decode(&self.transport.execute(&spec).await?)
     }
 }
 

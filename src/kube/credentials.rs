@@ -158,8 +158,8 @@ fn pem_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::load_kubeconfig_files;
     use crate::kube::config::Config;
+    use crate::kube::load_kubeconfig_files;
     use crate::kube::test_cert::self_signed;
     use crate::kube::test_dir::temp_dir;
     use openssl::ec::{EcGroup, EcKey};

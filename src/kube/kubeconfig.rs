@@ -172,8 +172,8 @@ fn server_url(cluster_name: &str, cluster: &ClusterEntry) -> Result<Url, ConfigE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::load_kubeconfig_files;
     use crate::kube::config::{Auth, ProxyConfig};
+    use crate::kube::load_kubeconfig_files;
     use crate::kube::test_dir::temp_dir;
 
     const FIRST: &str = r#"
