@@ -47,11 +47,11 @@ help: ## list the targets
 build: ## release build of the skiff binary (target/release/skiff)
 	$(CARGO) build --release
 
-test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips building the control plane and the e2e suite
+test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips the control plane and builds the e2e tests ignored
 	@if [ "$${CI:-}" = true ] && [ -n "$${SKIFF_SKIP_E2E:-}" ]; then \
 		echo "make test: SKIFF_SKIP_E2E is not allowed in CI"; exit 2; \
 	elif [ "$${SKIFF_SKIP_E2E:-}" = 1 ]; then \
-		echo "make test: SKIFF_SKIP_E2E=1, e2e suite skipped"; \
+		echo "make test: SKIFF_SKIP_E2E=1, e2e tests built ignored"; \
 	else \
 		$(MAKE) testbin static; \
 	fi

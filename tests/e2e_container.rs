@@ -12,7 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use support::lease::LeaseReader;
 use support::pod::{PodSpec, start_pod};
 use support::scrape::{Trust, scrape_https};
@@ -54,10 +54,9 @@ fn copy_data(cp: &ControlPlane, namespace: &str) -> Option<Value> {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn the_image_binary_runs_as_the_deployment_pod() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = ControlPlane::shared().install_manifests();
     let data = source_and_mirror(cp);
     let namespaces = [

@@ -5,14 +5,15 @@
 
 mod support;
 
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, OPERATOR_USER, e2e_enabled};
+use support::control_plane::{
+    ControlPlane, OPERATOR_NAMESPACE, OPERATOR_USER, require_e2e_binaries,
+};
 use support::kubectl::https_get;
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn kubeconfigs_authenticate_as_admin_and_as_the_operator() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = ControlPlane::shared();
     let whoami = ["auth", "whoami", "-o", "jsonpath={.status.userInfo}"];
     let admin = cp.kubectl_ok(&whoami);
@@ -33,10 +34,9 @@ fn kubeconfigs_authenticate_as_admin_and_as_the_operator() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn the_api_server_reports_the_pinned_kubernetes_version() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = ControlPlane::shared();
     let reply = cp.raw_get("/version", cp.admin_token());
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -49,10 +49,9 @@ fn the_api_server_reports_the_pinned_kubernetes_version() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn raw_requests_trust_only_the_serving_ca_and_check_the_token() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = ControlPlane::shared();
     assert_eq!(cp.raw_get("/version", cp.admin_token()).status, 200);
     assert_eq!(cp.raw_get("/api/v1/namespaces", "not-a-token").status, 401);
@@ -65,10 +64,9 @@ fn raw_requests_trust_only_the_serving_ca_and_check_the_token() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn own_control_plane_stops_and_removes_its_dir_on_drop() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = ControlPlane::start();
     let (url, ca, token, dir) = (
         cp.url().to_owned(),

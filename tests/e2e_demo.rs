@@ -5,13 +5,12 @@ mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
-use support::control_plane::e2e_enabled;
+use support::control_plane::require_e2e_binaries;
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn the_demo_tour_runs_end_to_end() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let demo = root.join("target/debug/examples/demo");
     assert!(

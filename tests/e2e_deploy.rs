@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use support::control_plane::{ControlPlane, e2e_enabled, manifests_dir};
+use support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
 use support::kubectl::succeeded;
 use support::skiff::{TempDir, eventually};
 
@@ -90,10 +90,9 @@ fn read(path: &Path) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn make_targets_install_deploy_and_remove_everything_they_create() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = ControlPlane::shared();
     let crd = "customresourcedefinition/mirrors.skiff.dev";
 

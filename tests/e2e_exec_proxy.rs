@@ -11,7 +11,9 @@ mod support;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use support::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{
+    ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, require_e2e_binaries,
+};
 use support::plugin::{Plugin, exec_kubeconfig, print_token};
 use support::proxy::ConnectProxy;
 use support::skiff::{Skiff, TempDir, eventually};
@@ -76,20 +78,18 @@ fn leads_and_mirrors(name: &str, cluster_extra: &[&str]) -> usize {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn the_operator_token_from_an_exec_plugin_leads_and_mirrors() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let runs = leads_and_mirrors("exec-direct", &[]);
     // Each client ran the plugin once and kept its credential (it has no expiry).
     assert_eq!(runs, 2);
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn through_a_connect_proxy_both_clients_reach_the_api_server() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let proxy = ConnectProxy::start();
     let line = format!("proxy-url: {}", proxy.url());
     leads_and_mirrors("exec-proxied", &[&line]);

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use support::audit::AuditEvent;
 use support::control_plane::{
-    ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_B_UID, OPERATOR_UID, e2e_enabled,
+    ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_B_UID, OPERATOR_UID, require_e2e_binaries,
 };
 use support::fault_proxy::{FaultProxy, kubeconfig_through};
 use support::lease::{LeasePoller, LeaseRecord, renew_gaps};
@@ -49,37 +49,33 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn dead_connections_one_replica_hears_again_and_keeps_leading() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let _serial = serial();
     dead_connections(Duration::ZERO);
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn dead_connections_on_a_10ms_link() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let _serial = serial();
     dead_connections(FAR);
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn partition_the_old_leader_stops_and_nothing_it_wrote_lands_after_the_standby_leads() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let _serial = serial();
     partition(Duration::ZERO);
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn partition_on_a_10ms_link() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let _serial = serial();
     partition(FAR);
 }

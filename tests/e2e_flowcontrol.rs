@@ -10,7 +10,7 @@ mod support;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use support::control_plane::{ControlPlane, e2e_enabled};
+use support::control_plane::{ControlPlane, require_e2e_binaries};
 use support::lease::LEASE_PATH;
 
 /// The API server picks up a new FlowSchema from its informer within a second or two.
@@ -58,10 +58,9 @@ fn classify(cp: &ControlPlane, path: &str, wanted: impl Fn(&str) -> bool) -> (St
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn lease_requests_of_the_operator_use_the_leader_election_level() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let level = uid(cp, "prioritylevelconfiguration", "leader-election");
     let schema = uid(cp, "flowschema", "skiff-leader-election");
@@ -83,10 +82,9 @@ fn lease_requests_of_the_operator_use_the_leader_election_level() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn other_requests_of_the_operator_stay_in_the_workload_level() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let workload = uid(cp, "prioritylevelconfiguration", "workload-low");
     let path = "/api/v1/namespaces/skiff-system/configmaps";

@@ -10,7 +10,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::control_plane::{ControlPlane, e2e_enabled};
+use support::control_plane::{ControlPlane, require_e2e_binaries};
 use support::lease::{LeasePoller, LeaseRecord, one_leader_violations, renew_gaps};
 use support::skiff::{Skiff, TempDir, eventually};
 
@@ -157,10 +157,9 @@ fn last_replica_releases(poller: &LeasePoller, b: &mut Skiff, leading: &LeaseRec
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn two_replicas_hand_over_the_lease_on_sigterm_with_one_leader_throughout() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let dir = TempDir::new("e2e-leader");
     let poller = LeasePoller::start(cp, POLL);

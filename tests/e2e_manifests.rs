@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::control_plane::{ControlPlane, e2e_enabled, manifests_dir};
+use support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
 use support::kubectl::succeeded;
 
 fn control_plane() -> &'static ControlPlane {
@@ -23,10 +23,9 @@ fn manifest_versions(cp: &ControlPlane) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn manifests_apply_and_reapplying_changes_nothing() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane(); // the first `apply -k` succeeded
     let before = manifest_versions(cp);
     for kind in [
@@ -62,10 +61,9 @@ fn manifests_apply_and_reapplying_changes_nothing() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn mirror_crd_is_established_with_its_short_name() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let conditions = cp.kubectl_ok(&[
         "get",
@@ -84,10 +82,9 @@ fn mirror_crd_is_established_with_its_short_name() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn samples_pass_server_side_dry_run_and_create_nothing() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let samples = manifests_dir().join("samples");
     let file = |name: &str| samples.join(name).display().to_string();
@@ -162,10 +159,9 @@ fn assert_refused<const N: usize>(
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn schema_rejects_invalid_mirrors_naming_the_field() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let ns = cp.create_namespace("e2e-schema", &[]);
     let selector = |expression: serde_json::Value| {
@@ -220,10 +216,9 @@ fn schema_rejects_invalid_mirrors_naming_the_field() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_message() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let ns = cp.create_namespace("e2e-schema-metadata", &[]);
     let source = serde_json::json!({"kind": "ConfigMap", "name": "app-ca"});
@@ -293,10 +288,9 @@ fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_me
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn get_mirrors_shows_source_selected_synced_ready_reason_and_age() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let ns = cp.create_namespace("e2e-columns", &[]);
     let spec = serde_json::json!({"source": {"kind": "ConfigMap", "name": "app-ca"}});

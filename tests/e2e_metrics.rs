@@ -18,7 +18,7 @@ use openssl::hash::MessageDigest;
 use openssl::pkey::{PKey, Private};
 use openssl::x509::extension::{BasicConstraints, SubjectAlternativeName};
 use openssl::x509::{X509, X509NameBuilder};
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use support::scrape::{Trust, scrape_https, sum_samples};
 use support::scraper::service_account_token;
 use support::skiff::{Skiff, TempDir, eventually, free_port};
@@ -89,10 +89,9 @@ fn posts(metrics: &str, client: &str) -> f64 {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn only_a_reader_token_is_let_in_on_a_standby_and_on_the_leader() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let _one_at_a_time = LEASE.lock().unwrap_or_else(|e| e.into_inner());
     let cp = control_plane();
     hold_lease_elsewhere(cp);
@@ -207,10 +206,9 @@ fn certificate(
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_cert_dir_serves_a_certificate_scrapers_can_verify() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let _one_at_a_time = LEASE.lock().unwrap_or_else(|e| e.into_inner());
     let cp = control_plane();
     hold_lease_elsewhere(cp);

@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use support::mirror_e2e::{absent, has_copy, mirror, source_configmap, wait_until, with_skiff};
 
 /// The `kubectl get mirror` row as the user sees it: SOURCE, SELECTED, SYNCED, READY.
@@ -32,10 +32,9 @@ fn columns_are(cp: &ControlPlane, name: &str, wanted: [&str; 4]) -> bool {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn copies_follow_the_selector_and_hand_edits_are_restored() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-fanout", |cp| {
         let label = "fanout";
         let first = cp.create_namespace("fanout", &[("mirror-e2e", label)]);
@@ -101,10 +100,9 @@ fn copies_follow_the_selector_and_hand_edits_are_restored() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn an_unmanaged_object_with_the_target_name_is_untouched_and_reported() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-conflict", |cp| {
         let label = "conflict";
         let taken = cp.create_namespace("conflict", &[("mirror-e2e", label)]);
@@ -162,10 +160,9 @@ fn an_unmanaged_object_with_the_target_name_is_untouched_and_reported() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_secret_copy_keeps_the_secret_type() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-secret", |cp| {
         let label = "secret";
         let namespace = cp.create_namespace("secret", &[("mirror-e2e", label)]);
@@ -189,10 +186,9 @@ fn a_secret_copy_keeps_the_secret_type() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn deleting_a_mirror_deletes_its_copies_before_it_goes() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-cleanup", |cp| {
         let label = "cleanup";
         let namespaces = [
@@ -235,10 +231,9 @@ fn deleting_a_mirror_deletes_its_copies_before_it_goes() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_copy_follows_its_source_gaining_and_losing_binary_data() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-binary", |cp| {
         let label = "binary";
         let ns = cp.create_namespace("binary", &[("mirror-e2e", label)]);

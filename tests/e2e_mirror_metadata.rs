@@ -13,7 +13,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use support::mirror_e2e::{
     Replica, has_copy, mirror_events, mirror_with_source, one_replica_at_a_time, ready_says,
     source_configmap, source_configmap_with, wait_until, with_replica, with_skiff,
@@ -38,10 +38,9 @@ fn patch(cp: &ControlPlane, kind: &str, ns: &str, name: &str, patch: &Value) {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn target_metadata_reaches_every_copy_and_only_what_skiff_set_is_removed() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-target-metadata", |cp| {
         let label = "target-metadata";
         let namespaces = [
@@ -120,10 +119,9 @@ fn target_metadata_reaches_every_copy_and_only_what_skiff_set_is_removed() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn source_metadata_is_carried_only_when_asked_and_never_the_gitops_tracking_keys() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-source-metadata", |cp| {
         let label = "source-metadata";
         let ns = cp.create_namespace("source-md", &[("mirror-e2e", label)]);
@@ -184,10 +182,9 @@ fn source_metadata_is_carried_only_when_asked_and_never_the_gitops_tracking_keys
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn only_the_picked_keys_are_copied_and_a_missing_one_keeps_the_last_good_copies() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-keys", |cp| {
         let label = "keys";
         let ns = cp.create_namespace("keys", &[("mirror-e2e", label)]);
@@ -263,10 +260,9 @@ fn versions(cp: &ControlPlane, namespaces: &[String]) -> Vec<(Value, Value)> {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn steady_and_restarted_with_metadata_and_keys_in_use_skiff_writes_nothing() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let label = "settled";
     let mut namespaces = Vec::new();
     let mut before = Vec::new();

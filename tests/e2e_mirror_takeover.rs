@@ -11,7 +11,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
+use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use support::mirror_e2e::{
     has_copy, has_event, mirror, mirror_with_source, ready_says, source_configmap, wait_until,
     with_skiff,
@@ -39,10 +39,9 @@ fn uid(object: &Value) -> Value {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn only_an_object_handed_over_with_the_adopt_annotation_is_adopted() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-adopt", |cp| {
         let label = "adopt";
         let handed = cp.create_namespace("adopt", &[("mirror-e2e", label)]);
@@ -99,10 +98,9 @@ fn only_an_object_handed_over_with_the_adopt_annotation_is_adopted() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn an_immutable_copy_whose_data_must_change_is_replaced() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-immutable", |cp| {
         let label = "immutable";
         let ns = cp.create_namespace("immutable", &[("mirror-e2e", label)]);
@@ -169,10 +167,9 @@ fn tls_data() -> Value {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_secret_copy_whose_type_changed_is_replaced() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-secret-type", |cp| {
         let label = "secret-type";
         let ns = cp.create_namespace("secret-type", &[("mirror-e2e", label)]);
@@ -201,10 +198,9 @@ fn a_secret_copy_whose_type_changed_is_replaced() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_service_account_token_is_never_copied() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-token", |cp| {
         let label = "token";
         let ns = cp.create_namespace("token", &[("mirror-e2e", label)]);
@@ -230,10 +226,9 @@ fn a_service_account_token_is_never_copied() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_typed_secret_keeps_the_keys_its_type_requires() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     with_skiff("mirror-tls-keys", |cp| {
         let label = "tls-keys";
         let ns = cp.create_namespace("tls-keys", &[("mirror-e2e", label)]);

@@ -8,7 +8,7 @@
 
 mod support;
 
-use support::control_plane::{ControlPlane, OPERATOR_USER, e2e_enabled};
+use support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries};
 
 fn control_plane() -> &'static ControlPlane {
     ControlPlane::shared().install_manifests()
@@ -188,10 +188,9 @@ fn disagreements(cp: &ControlPlane, checks: &[Check], expected: bool) -> Vec<Str
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn operator_may_do_what_the_controller_needs() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let wrong = disagreements(control_plane(), MUST_ALLOW, true);
     assert!(
         wrong.is_empty(),
@@ -201,10 +200,9 @@ fn operator_may_do_what_the_controller_needs() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn operator_is_refused_everything_else() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     // The same question as the admin is yes: a "no" below comes from RBAC, not a broken setup.
     assert_eq!(
@@ -221,10 +219,9 @@ fn operator_is_refused_everything_else() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn lease_may_be_listed_and_watched_only_by_its_name() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let lease = r#"{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "skiff-leader", "namespace": "skiff-system"}, "spec": {}}"#;
@@ -253,10 +250,9 @@ fn lease_may_be_listed_and_watched_only_by_its_name() {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn operator_token_is_the_service_account_and_cannot_grant_itself_more() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     let who = cp.kubectl_as_operator(&[
         "auth",

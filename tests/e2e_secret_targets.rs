@@ -14,7 +14,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled, manifests_dir};
+use support::control_plane::{
+    ControlPlane, OPERATOR_NAMESPACE, manifests_dir, require_e2e_binaries,
+};
 use support::skiff::{Skiff, TempDir, eventually};
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -145,10 +147,9 @@ impl Namespaces {
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn secret_copies_need_the_component_and_stay_within_its_names() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = ControlPlane::shared().install_manifests();
     let ns = Namespaces::create(cp);
     default_install_reads_no_secret(cp, &ns);

@@ -11,7 +11,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::control_plane::{ControlPlane, e2e_enabled};
+use support::control_plane::{ControlPlane, require_e2e_binaries};
 use support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
 use support::load::ListLoad;
 use support::scrape::{scrape, sum_samples};
@@ -186,10 +186,9 @@ fn longest_unrenewed(records: &[LeaseRecord], leader: &str) -> (Duration, usize)
 }
 
 #[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
-    if !e2e_enabled() {
-        return;
-    }
+    require_e2e_binaries();
     let cp = control_plane();
     throttle_the_operator(cp);
     fan_out_namespaces(cp);

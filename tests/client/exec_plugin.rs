@@ -1,0 +1,163 @@
+//! Exec credential plugins against the fake API server: the plugin's token is what the server
+//! sees, a 401 runs the plugin again and retries once (never more), and the lease client's
+//! renewals do not wait while the main client's plugin run takes 3 s.
+
+use crate::support::fake::{FakeServer, Fault, RequestClass};
+use crate::support::plugin::{Plugin, exec_kubeconfig, print_token};
+use crate::support::skiff::{
+    HOME_NS, SHORT_LEASE, SHORT_RENEW_DEADLINE, Skiff, TempDir, eventually, is_lease_hold,
+    longest_gap,
+};
+use serde_json::json;
+use skiff::kube::api::ConfigMap;
+use skiff::kube::{Client, load_kubeconfig_files};
+use std::time::{Duration, Instant};
+
+fn server_with_configmap() -> FakeServer {
+    let server = FakeServer::start();
+    server.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME_NS}}));
+    server.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "app", "namespace": HOME_NS}, "data": {}}));
+    server
+}
+
+fn exec_client(server: &FakeServer, dir: &TempDir, plugin: &Plugin) -> Client {
+    let kubeconfig = exec_kubeconfig(&dir.0, &server.url(), None, plugin, HOME_NS, &[]);
+    let config = load_kubeconfig_files(&[kubeconfig], None).expect("load kubeconfig");
+    Client::new(config).expect("client")
+}
+
+fn get(client: &Client) -> Result<ConfigMap, skiff::kube::Error> {
+    smol::block_on(client.get::<ConfigMap>(Some(HOME_NS), "app"))
+}
+
+#[test]
+fn the_plugins_token_is_sent_and_a_401_runs_it_again_once() {
+    let server = server_with_configmap();
+    let dir = TempDir::new("exec-401");
+    let plugin = Plugin::token(&dir.0, "tok-$n");
+    let client = exec_client(&server, &dir, &plugin);
+    server.require_token("tok-1");
+    get(&client).expect("first run's token accepted");
+    get(&client).expect("cached token accepted");
+    assert_eq!(plugin.runs(), 1, "the token is cached");
+
+    // The server stops accepting tok-1: one 401, one plugin run, one retry with tok-2.
+    server.require_token("tok-2");
+    let before = server.requests().len();
+    get(&client).expect("the retry with a new token succeeds");
+    assert_eq!(plugin.runs(), 2);
+    let codes: Vec<u16> = server.requests()[before..]
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(codes, [401, 200]);
+
+    // A token the server never accepts: one retry, then the 401 is the answer.
+    server.require_token("never");
+    let before = server.requests().len();
+    let err = get(&client).expect_err("the server rejects every token");
+    assert_eq!(err.code(), Some(401), "{err}");
+    assert_eq!(plugin.runs(), 3, "at most one plugin run per request");
+    assert_eq!(server.requests().len() - before, 2, "one retry, no more");
+}
+
+#[test]
+fn watches_retry_a_401_with_a_fresh_credential_too() {
+    let server = server_with_configmap();
+    let dir = TempDir::new("exec-watch");
+    let plugin = Plugin::token(&dir.0, "tok-$n");
+    let client = exec_client(&server, &dir, &plugin);
+    server.require_token("tok-1");
+    get(&client).expect("first token accepted");
+    server.require_token("tok-2");
+    let params = skiff::kube::WatchParams::default();
+    let watch = smol::block_on(client.watch::<ConfigMap>(Some(HOME_NS), &params));
+    assert!(watch.is_ok(), "{:?}", watch.err());
+    assert_eq!(plugin.runs(), 2);
+}
+
+#[test]
+fn a_failing_plugin_fails_the_request_naming_the_command_and_hint() {
+    let server = server_with_configmap();
+    let dir = TempDir::new("exec-fail");
+    let plugin = Plugin::write(&dir.0, "echo 'please log in' >&2\nexit 7");
+    let client = exec_client(&server, &dir, &plugin);
+    let err = get(&client).expect_err("no credential");
+    let text = err.to_string();
+    assert!(text.contains("credential-plugin.sh"), "{text}");
+    assert!(text.contains("exit status: 7"), "{text}");
+    assert!(
+        text.contains("the test writes this plugin itself"),
+        "{text}"
+    );
+    assert!(err.is_retryable(), "a plugin may fail for a passing reason");
+    assert!(
+        server.requests().is_empty(),
+        "nothing is sent without a credential"
+    );
+}
+
+/// The skiff binary leads with a plugin token; then a 401 on a main-client request makes the
+/// main client run the plugin, which now takes 3 s. The lease client has its own cached
+/// credential, so its renewals go on every retry period throughout.
+#[test]
+fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
+    let server = server_with_configmap();
+    let dir = TempDir::new("exec-lease");
+    let slow_run = "if [ -f \"$here/slow\" ]; then rm \"$here/slow\"; touch \"$here/started\"; sleep 3; touch \"$here/ended\"; fi";
+    let body = format!(
+        "echo \"plugin run $n\" >&2\n{slow_run}\n{}",
+        print_token("tok")
+    );
+    let plugin = Plugin::write(&dir.0, &body);
+    let kubeconfig = exec_kubeconfig(&dir.0, &server.url(), None, &plugin, HOME_NS, &[]);
+    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    args.push("--log-level=debug");
+    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
+    let leading_and_watching = eventually(Duration::from_secs(20), || {
+        let records = server.requests();
+        records.iter().any(is_lease_hold)
+            && records
+                .iter()
+                .any(|r| r.watch && r.class == RequestClass::Other && r.status == 200)
+    });
+    assert!(leading_and_watching, "never led; log:\n{}", skiff.logs());
+    let runs_before = plugin.runs();
+
+    std::fs::write(plugin.file("slow"), "").expect("arm the slow run");
+    server.set_fault_times(RequestClass::Other, Fault::Unauthorized, 1);
+    // The main client's watches reconnect; the first request gets the 401.
+    server.close_watches();
+    let seen = |name: &str| {
+        eventually(Duration::from_secs(20), || plugin.file(name).exists()).then(Instant::now)
+    };
+    let started = seen("started").expect("the main client never ran the plugin again");
+    let ended = seen("ended").unwrap_or_else(|| {
+        // A lease client stuck behind the run loses the lease, and skiff exits mid-run.
+        panic!("the slow run never ended; log:\n{}", skiff.logs())
+    });
+    assert!(ended - started >= Duration::from_millis(2500));
+    let holds: Vec<Instant> = server
+        .requests()
+        .iter()
+        .filter(|r| is_lease_hold(r))
+        .map(|r| r.received)
+        .collect();
+    let gap = longest_gap(started, &holds, ended);
+    assert!(
+        gap < SHORT_RENEW_DEADLINE,
+        "the lease went {gap:?} without a renewal while the main client's plugin ran; log:\n{}",
+        skiff.logs()
+    );
+    assert_eq!(runs_before, 2, "one run per client at start");
+    assert!(
+        skiff.logs().contains("plugin run 3"),
+        "the plugin's stderr is logged"
+    );
+    assert_eq!(
+        plugin.runs(),
+        3,
+        "only the main client ran the plugin again"
+    );
+}

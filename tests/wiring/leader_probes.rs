@@ -1,0 +1,101 @@
+//! The built binary's probes and metrics while it leads and while it stands by: `/healthz` ok
+//! while renewing, `leader_election_master_status` 1 only on the leader, and the lease
+//! client's own request counters.
+
+use crate::support::fake::FakeServer;
+use crate::support::lease::LEASE_PATH;
+use crate::support::skiff::{
+    SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, free_port, http_get, write_kubeconfig,
+};
+use std::time::Duration;
+
+const LEADING: &str = "leader_election_master_status{name=\"skiff-leader\"} 1";
+const STANDING_BY: &str = "leader_election_master_status{name=\"skiff-leader\"} 0";
+const LEASE_REQUESTS: &str = "rest_client_requests_total{client=\"leader-election\"";
+
+struct Replica {
+    skiff: Skiff,
+    probes: u16,
+    metrics: u16,
+}
+
+fn start(dir: &TempDir, server: &FakeServer, pod: &str) -> Replica {
+    let kubeconfig = write_kubeconfig(dir, &server.url(), None, None, "skiff-system");
+    let (probes, metrics) = (free_port(), free_port());
+    let probe_flag = format!("--health-probe-bind-address=127.0.0.1:{probes}");
+    let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{metrics}");
+    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    // Plain HTTP: this test reads who leads; secure metrics have tests of their own.
+    args.extend([
+        probe_flag.as_str(),
+        metrics_flag.as_str(),
+        "--metrics-secure=false",
+    ]);
+    let log = dir.0.join(format!("{pod}.log"));
+    let skiff = Skiff::start_with_env(&kubeconfig, log, &args, &[("POD_NAME", pod)]);
+    Replica {
+        skiff,
+        probes,
+        metrics,
+    }
+}
+
+fn metrics(replica: &Replica) -> String {
+    http_get(replica.metrics, "/metrics").map_or_else(String::new, |(_, body)| body)
+}
+
+#[test]
+fn healthz_and_metrics_show_who_leads_while_renewing() {
+    let server = FakeServer::start();
+    fan_out_world(&server, 5);
+    let dir = TempDir::new("probes");
+    let leader = start(&dir, &server, "replica-a");
+    let leading = eventually(Duration::from_secs(10), || {
+        metrics(&leader).contains(LEADING)
+    });
+    assert!(
+        leading,
+        "metrics:\n{}\nlog:\n{}",
+        metrics(&leader),
+        leader.skiff.logs()
+    );
+    let holder = server.get(LEASE_PATH).expect("lease")["spec"]["holderIdentity"].clone();
+    assert!(
+        holder.as_str().is_some_and(|h| h.starts_with("replica-a_")),
+        "{holder}"
+    );
+    let standby = start(&dir, &server, "replica-b");
+    let up = eventually(Duration::from_secs(10), || {
+        metrics(&standby).contains(LEASE_REQUESTS)
+    });
+    assert!(up, "standby metrics:\n{}", metrics(&standby));
+    // A few renewals later: still healthy, still leading, counted by the lease client.
+    std::thread::sleep(Duration::from_millis(1500));
+    for replica in [&leader, &standby] {
+        assert_eq!(http_get(replica.probes, "/healthz").map(|r| r.0), Some(200));
+        assert_eq!(http_get(replica.probes, "/readyz").map(|r| r.0), Some(200));
+    }
+    let text = metrics(&leader);
+    assert!(text.contains(LEADING), "{text}");
+    let lease_puts = text
+        .lines()
+        .find(|l| {
+            l.starts_with(LEASE_REQUESTS)
+                && l.contains("code=\"200\"")
+                && l.contains("method=\"PUT\"")
+        })
+        .unwrap_or_else(|| panic!("no lease PUT counter:\n{text}"));
+    let count: f64 = lease_puts
+        .rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("a counter value");
+    assert!(count >= 3.0, "{lease_puts}");
+    assert!(
+        text.contains("rest_client_requests_total{client=\"main\""),
+        "{text}"
+    );
+    let standby_text = metrics(&standby);
+    assert!(standby_text.contains(STANDING_BY), "{standby_text}");
+    assert!(!standby_text.contains(LEADING), "{standby_text}");
+}

@@ -1,0 +1,134 @@
+//! How the built binary ends, observed from the server: on SIGTERM the controllers' last
+//! write comes before the lease release and the process exits right after its reply; without
+//! release-on-cancel nothing is released; a lost lease stops every write and exits 1.
+
+use crate::support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
+use crate::support::lease::LEASE_PATH;
+use crate::support::skiff::{
+    SHORT_RENEW_DEADLINE, Skiff, TempDir, is_controller_write, is_lease_hold, is_lease_release,
+};
+use std::time::{Duration, Instant};
+
+const NAMESPACES: usize = 1000;
+/// Allowance for a write the fence let through just before its deadline to reach the server.
+const TRANSIT: Duration = Duration::from_millis(50);
+
+/// A leader over a 1,000-namespace fan-out at the default QPS (20): it is still writing
+/// copies (about 50 s of work) when the test acts.
+fn writing_leader(tag: &str, extra: &[&str]) -> (FakeServer, TempDir, Skiff) {
+    crate::support::skiff::leader_under_load(tag, NAMESPACES, extra, 40)
+}
+
+fn last_index(records: &[RequestRecord], test: impl Fn(&RequestRecord) -> bool) -> Option<usize> {
+    records.iter().rposition(test)
+}
+
+#[test]
+fn sigterm_stops_controllers_then_releases_then_exits_at_once() {
+    let (server, _dir, mut skiff) = writing_leader("sigterm", &["--graceful-shutdown-timeout=1s"]);
+    skiff.signal("TERM");
+    let (code, exited) = skiff
+        .wait_exit_at(Duration::from_secs(10))
+        .expect("still running 10 s after SIGTERM");
+    assert_eq!(code, 0, "log:\n{}", skiff.logs());
+    let records = server.requests();
+    let release = last_index(&records, is_lease_release).expect("no release written");
+    let last_write = last_index(&records, is_controller_write).expect("no controller write");
+    assert!(
+        last_write < release,
+        "a controller write ({} {}) arrived after the release",
+        records[last_write].method,
+        records[last_write].path
+    );
+    assert_eq!(records[release].status, 200);
+    let answered = records[release].answered.expect("release answered");
+    let latency = exited.saturating_duration_since(answered);
+    eprintln!(
+        "last controller write {:?} before the release; exit {latency:?} after its reply",
+        records[release]
+            .received
+            .saturating_duration_since(records[last_write].received)
+    );
+    assert!(
+        latency <= Duration::from_millis(100),
+        "exited {latency:?} after the release reply"
+    );
+    let lease = server.get(LEASE_PATH).expect("lease");
+    assert_eq!(lease["spec"]["holderIdentity"], "");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 1);
+}
+
+#[test]
+fn without_release_on_cancel_nothing_is_released_and_it_exits_0() {
+    let (server, _dir, mut skiff) = writing_leader(
+        "no-release",
+        &[
+            "--graceful-shutdown-timeout=1s",
+            "--leader-elect-release-on-cancel=false",
+        ],
+    );
+    skiff.signal("TERM");
+    let code = skiff.wait_exit(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "log:\n{}", skiff.logs());
+    let records = server.requests();
+    assert!(
+        !records.iter().any(is_lease_release),
+        "a release was written"
+    );
+    let lease = server.get(LEASE_PATH).expect("lease");
+    let holder = lease["spec"]["holderIdentity"].as_str().unwrap_or_default();
+    assert!(!holder.is_empty(), "holder cleared: {lease}");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 2);
+}
+
+#[test]
+fn a_lost_lease_stops_every_write_at_the_renew_deadline_and_exits_1() {
+    let (server, _dir, mut skiff) = writing_leader("lost", &[]);
+    server.set_fault(RequestClass::Lease, Fault::ServerError);
+    let faulted = Instant::now();
+    let code = skiff.wait_exit(Duration::from_secs(10));
+    assert_eq!(code, Some(1), "log:\n{}", skiff.logs());
+    assert!(
+        skiff.logs().contains("leader election lost"),
+        "log:\n{}",
+        skiff.logs()
+    );
+    let records = server.requests();
+    let last_renewal = records
+        .iter()
+        .filter(|r| is_lease_hold(r))
+        .map(|r| r.received)
+        .max()
+        .expect("a renewal");
+    assert!(last_renewal <= faulted + Duration::from_millis(50));
+    // The fence measures from when the renewal was sent, before the server received it; a
+    // write let through just before the deadline still needs a moment to arrive.
+    let fence_closed = last_renewal + SHORT_RENEW_DEADLINE + TRANSIT;
+    let late: Vec<String> = records
+        .iter()
+        .filter(|r| is_controller_write(r) && r.received > fence_closed)
+        .map(|r| {
+            let after = r.received - fence_closed;
+            format!("{} {} {after:?} after the deadline", r.method, r.path)
+        })
+        .collect();
+    let writes_after_fault = records
+        .iter()
+        .filter(|r| is_controller_write(r) && r.received > faulted)
+        .count();
+    let last_write = records
+        .iter()
+        .filter(|r| is_controller_write(r))
+        .map(|r| r.received)
+        .max()
+        .expect("a write");
+    eprintln!(
+        "{writes_after_fault} writes after the fault; the last {:?} before the deadline",
+        (fence_closed - TRANSIT).saturating_duration_since(last_write)
+    );
+    assert!(writes_after_fault >= 5, "the controller was not writing");
+    assert!(
+        late.is_empty(),
+        "writes after the renew deadline: {late:#?}"
+    );
+}

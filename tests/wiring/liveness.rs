@@ -1,0 +1,381 @@
+//! The binary as launched, when its connections die or its watches go deaf (fake API server,
+//! fault proxy in between where the network misbehaves).
+//!
+//! Why: skiff's lease client shares nothing with the controllers' client, so a lease that
+//! renews proves nothing about the watches. These tests pin what closes that gap: a silent
+//! watch resumes from its resourceVersion (no relist); a lease request with no reply is hedged
+//! on a new connection and makes every other connection suspect, so the watches resume at
+//! once; a leader whose watches stay deaf steps down for a standby that hears, and writes
+//! nothing after; and `/healthz` says so when there is no standby to step down for.
+
+use std::time::{Duration, Instant};
+
+use crate::support::fake::{FakeServer, RequestRecord};
+use crate::support::fault_proxy::FaultProxy;
+use crate::support::skiff::{
+    Skiff, TempDir, eventually, fan_out_world, free_port, http_get, is_controller_write,
+    is_lease_hold, is_lease_release, longest_gap, write_kubeconfig,
+};
+use serde_json::json;
+
+/// How long a test waits for leading and the first copies.
+const START: Duration = Duration::from_secs(20);
+
+/// A fake cluster of `namespaces` selected namespaces behind a fault proxy, and a leader
+/// started with `flags` through the proxy once it leads and has written every copy.
+struct Faulty {
+    server: FakeServer,
+    proxy: FaultProxy,
+    _dir: TempDir,
+    skiff: Skiff,
+}
+
+impl Faulty {
+    fn start(tag: &str, namespaces: usize, flags: &[&str]) -> Faulty {
+        let server = FakeServer::start();
+        fan_out_world(&server, namespaces);
+        let upstream = server.url().trim_start_matches("http://").to_owned();
+        let proxy = FaultProxy::start(&upstream);
+        let dir = TempDir::new(tag);
+        let url = format!("http://{}", proxy.address());
+        let kubeconfig = write_kubeconfig(&dir, &url, None, None, "skiff-system");
+        let mut args = vec![
+            "--leader-elect",
+            "--kube-api-qps=1000",
+            "--kube-api-burst=1000",
+        ];
+        args.extend_from_slice(flags);
+        let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
+        let faulty = Faulty {
+            server,
+            proxy,
+            _dir: dir,
+            skiff,
+        };
+        let ready = eventually(START, || {
+            let records = faulty.server.requests();
+            records.iter().any(is_lease_hold)
+                && records.iter().filter(|r| is_copy_create(r)).count() >= namespaces
+        });
+        assert!(
+            ready,
+            "not leading with every copy; log:\n{}",
+            faulty.skiff.logs()
+        );
+        faulty
+    }
+
+    /// Creates a selected namespace; returns when its copy was created, if it is within
+    /// `limit`.
+    fn new_namespace_copied_within(&self, name: &str, limit: Duration) -> Option<Duration> {
+        let created = Instant::now();
+        self.server
+            .insert(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"fanout": "yes"}}}));
+        let path = format!("/api/v1/namespaces/{name}/configmaps/app-ca");
+        eventually(limit, || self.server.get(&path).is_some()).then(|| created.elapsed())
+    }
+
+    /// Lists that are not watches, received after `from` (a relist would show here).
+    fn lists_since(&self, from: Instant) -> Vec<RequestRecord> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.received > from && r.method == "GET" && !r.watch)
+            .filter(|r| !r.path.contains("/leases") && !r.path.contains("/configmaps/"))
+            .collect()
+    }
+
+    /// The longest time between successful renewals, from the last one before `fault` to now.
+    fn longest_renew_gap(&self, fault: Instant) -> Duration {
+        let renewed: Vec<Instant> = self
+            .server
+            .requests()
+            .iter()
+            .filter(|r| is_lease_hold(r))
+            .filter_map(|r| r.answered)
+            .collect();
+        let last_before = renewed.iter().filter(|t| **t <= fault).max();
+        longest_gap(*last_before.unwrap_or(&fault), &renewed, Instant::now())
+    }
+}
+
+fn is_copy_create(r: &RequestRecord) -> bool {
+    r.method == "POST" && r.path.ends_with("/configmaps") && r.status == 201
+}
+
+#[test]
+fn silent_watches_resume_from_their_resource_version_without_a_relist() {
+    let faulty = Faulty::start(
+        "silent-watches",
+        3,
+        &[
+            "--leader-elect-lease-duration=2s",
+            "--leader-elect-renew-deadline=1500ms",
+            "--leader-elect-retry-period=500ms",
+            "--watch-idle-timeout=10s",
+            "--deafness-timeout=0",
+        ],
+    );
+    // Each watch asks the server to end it after 8 s (80 % of 10 s); the fake sends a bookmark
+    // every second. Cut when every watch has been open at least 2 s: the client has been quiet
+    // on all of them, the server has not.
+    let settled = eventually(START, || {
+        let latest = faulty
+            .server
+            .requests()
+            .into_iter()
+            .filter(|r| r.watch)
+            .map(|r| r.received)
+            .max();
+        latest.is_some_and(|at| at.elapsed() >= Duration::from_secs(2))
+    });
+    assert!(settled, "the watches never settled");
+    let fault = Instant::now();
+    let killed = faulty.proxy.kill_watches(Duration::from_millis(1500));
+    assert!(killed >= 3, "only {killed} watch connections to kill");
+    let took = faulty.new_namespace_copied_within("late-0", Duration::from_secs(15));
+    let log = faulty.skiff.logs();
+    let took = took.unwrap_or_else(|| panic!("the new namespace never got its copy; log:\n{log}"));
+    eprintln!("watches dead, lease alive: the new namespace got its copy after {took:?}");
+    assert!(
+        log.contains("heard nothing"),
+        "no silence noticed; log:\n{log}"
+    );
+    let relists = faulty.lists_since(fault);
+    assert!(
+        relists.is_empty(),
+        "relisted after the silence: {relists:?}"
+    );
+    let resumed = faulty
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.received > fault && r.watch && !r.path.contains("/leases"))
+        .collect::<Vec<_>>();
+    assert!(
+        resumed.iter().all(|r| r
+            .params()
+            .get("resourceVersion")
+            .is_some_and(|v| !v.is_empty())),
+        "a watch restarted without a resourceVersion: {resumed:?}"
+    );
+    // A live server must end each watch before its idle deadline: 80 % of 10 s.
+    let timeouts: Vec<String> = resumed
+        .iter()
+        .filter_map(|r| r.params().get("timeoutSeconds").cloned())
+        .collect();
+    assert!(
+        !timeouts.is_empty() && timeouts.iter().all(|t| t == "8"),
+        "server-side watch timeouts {timeouts:?} are not within the 10 s idle timeout"
+    );
+    let gap = faulty.longest_renew_gap(fault);
+    assert!(
+        gap <= Duration::from_millis(1500),
+        "the lease suffered: gap {gap:?}"
+    );
+}
+
+/// Default lease timings (renew deadline 10 s, retry 2 s): without the hedge, a renewal on a
+/// dead pooled connection waits out half the time left (about 4 s) before it redials.
+#[test]
+fn when_every_connection_dies_the_lease_hedges_and_the_watches_resume_at_once() {
+    let mut faulty = Faulty::start("dead-connections", 3, &["--watch-idle-timeout=1m"]);
+    std::thread::sleep(Duration::from_secs(3));
+    let fault = Instant::now();
+    assert!(
+        faulty.proxy.kill_open() >= 4,
+        "the watches and the lease connection"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let took = faulty.new_namespace_copied_within("late-0", Duration::from_secs(20));
+    let log = faulty.skiff.logs();
+    let took = took.unwrap_or_else(|| panic!("the new namespace never got its copy; log:\n{log}"));
+    eprintln!("every connection dead: the new namespace got its copy after {took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "{took:?}: only the 1 min watch idle timeout noticed, not the suspicion; log:\n{log}"
+    );
+    assert!(log.contains("are suspect"), "log:\n{log}");
+    std::thread::sleep(Duration::from_secs(5));
+    let gap = faulty.longest_renew_gap(fault);
+    eprintln!("longest renew gap after the fault: {gap:?}");
+    assert!(
+        gap <= Duration::from_millis(3500),
+        "renew gap {gap:?} over retry period + 1.5 s; log:\n{log}"
+    );
+    let relists = faulty.lists_since(fault);
+    assert!(relists.is_empty(), "relisted after the fault: {relists:?}");
+    assert!(
+        faulty.skiff.is_running() && !log.contains("leader election lost"),
+        "log:\n{log}"
+    );
+}
+
+#[test]
+fn a_leader_whose_watches_stay_deaf_steps_down_for_a_standby_that_hears() {
+    deaf_leader(Duration::ZERO);
+}
+
+#[test]
+fn a_deaf_leader_steps_down_on_a_10ms_link() {
+    deaf_leader(Duration::from_millis(10));
+}
+
+/// Two replicas, each reaching the fake API server through a link with `latency` each way.
+fn deaf_leader(latency: Duration) {
+    let server = FakeServer::start();
+    fan_out_world(&server, 3);
+    let upstream = server.url().trim_start_matches("http://").to_owned();
+    let link = FaultProxy::start(&upstream);
+    link.set_latency(latency);
+    let url = format!("http://{}", link.address());
+    let dir = TempDir::new("deaf-leader");
+    let flags = [
+        "--leader-elect",
+        "--leader-elect-lease-duration=2s",
+        "--leader-elect-renew-deadline=1500ms",
+        "--leader-elect-retry-period=500ms",
+        "--watch-idle-timeout=2s",
+        "--deafness-timeout=4s",
+        "--kube-api-qps=1000",
+        "--kube-api-burst=1000",
+    ];
+    let replica = |name: &str, token: &str| {
+        let kubeconfig = dir.0.join(format!("{name}.kubeconfig"));
+        let written = write_kubeconfig(&dir, &url, None, Some(token), "skiff-system");
+        std::fs::rename(written, &kubeconfig).expect("name the kubeconfig");
+        let log = dir.0.join(format!("{name}.log"));
+        Skiff::start_with_env(&kubeconfig, log, &flags, &[("POD_NAME", name)])
+    };
+    let leader = replica("replica-a", "token-a");
+    let holds = |who: &str| {
+        let server = &server;
+        let who = who.to_owned();
+        move || {
+            server
+                .requests()
+                .iter()
+                .any(|r| is_lease_hold(r) && by(r, &who))
+        }
+    };
+    assert!(
+        eventually(START, holds("token-a")),
+        "A never led; log:\n{}",
+        leader.logs()
+    );
+    assert!(
+        eventually(START, || server
+            .requests()
+            .iter()
+            .filter(|r| is_copy_create(r))
+            .count()
+            >= 3),
+        "A never wrote its copies; log:\n{}",
+        leader.logs()
+    );
+    let mut standby = replica("replica-b", "token-b");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!holds("token-b")(), "B led while A heard");
+
+    let silenced = Instant::now();
+    server.silence_watches_of("token-a");
+    let led = eventually(Duration::from_secs(15), holds("token-b"));
+    let records = server.requests();
+    assert!(led, "B never led; A's log:\n{}", leader.logs());
+    let b_leads = records
+        .iter()
+        .filter(|r| is_lease_hold(r) && by(r, "token-b"))
+        .map(|r| r.received)
+        .min()
+        .expect("B's first hold");
+    let after = b_leads - silenced;
+    eprintln!(
+        "A's watches silenced (latency {latency:?}); B led {after:?} later (deafness timeout 4 s + \
+         retry 0.5 s)"
+    );
+    // The deafness timeout + the retry period, + 0.5 s for a busy machine.
+    assert!(
+        after <= Duration::from_millis(5000),
+        "B led only after {after:?}"
+    );
+    let release = records
+        .iter()
+        .find(|r| is_lease_release(r) && by(r, "token-a") && r.received > silenced)
+        .unwrap_or_else(|| panic!("A never released; log:\n{}", leader.logs()));
+    let late: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| by(r, "token-a") && is_controller_write(r) && r.received > release.received)
+        .collect();
+    assert!(late.is_empty(), "A wrote after stepping down: {late:?}");
+
+    let name = "after-step-down";
+    server.insert(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"fanout": "yes"}}}));
+    let path = format!("/api/v1/namespaces/{name}/configmaps/app-ca");
+    assert!(
+        eventually(Duration::from_secs(15), || server.get(&path).is_some()),
+        "the new leader did not copy; B's log:\n{}",
+        standby.logs()
+    );
+    let writer = server
+        .requests()
+        .into_iter()
+        .find(|r| is_copy_create(r) && r.path.contains(name))
+        .expect("the copy's create");
+    assert!(by(&writer, "token-b"), "the copy came from A");
+    let log = leader.logs();
+    assert!(log.contains("stepping down"), "log:\n{log}");
+    let mut leader = leader;
+    assert!(
+        leader.is_running(),
+        "A exited instead of standing by; log:\n{log}"
+    );
+    assert!(standby.is_running());
+}
+
+#[test]
+fn without_leader_election_healthz_fails_while_the_controllers_are_deaf() {
+    let server = FakeServer::start();
+    server.set_bookmark_interval(Duration::from_millis(300));
+    fan_out_world(&server, 1);
+    let dir = TempDir::new("deaf-healthz");
+    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, Some("token-a"), "skiff-system");
+    let port = free_port();
+    let probes = format!("--health-probe-bind-address=127.0.0.1:{port}");
+    let flags = [
+        probes.as_str(),
+        "--watch-idle-timeout=2s",
+        "--deafness-timeout=3s",
+    ];
+    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &flags);
+    let healthy = || http_get(port, "/healthz").is_some_and(|(status, _)| status == 200);
+    assert!(
+        eventually(START, healthy),
+        "never healthy; log:\n{}",
+        skiff.logs()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(healthy(), "unhealthy while hearing bookmarks every 300 ms");
+    server.silence_watches_of("token-a");
+    let mut why = String::new();
+    let failed = eventually(Duration::from_secs(10), || {
+        match http_get(port, "/healthz") {
+            Some((500, body)) => {
+                why = body;
+                true
+            }
+            _ => false,
+        }
+    });
+    assert!(failed, "/healthz stayed 200; log:\n{}", skiff.logs());
+    assert!(
+        why.starts_with("controllers-hearing: the watch of"),
+        "{why}"
+    );
+}
+
+/// Whether `r` was sent with bearer token `token`.
+fn by(r: &RequestRecord, token: &str) -> bool {
+    r.token.as_deref() == Some(token)
+}
