@@ -191,14 +191,16 @@ impl Transport {
         Fut: Future<Output = Result<T, Error>>,
     {
         let credential = self.unless_cancelled(spec, self.credential()).await?;
-        let result = attempt(credential.clone()).await;
+        // Boxed: an attempt's future is large, and two of them inline would make every frame
+        // that polls this one large too (a debug build overflowed a 2 MiB thread stack).
+        let result = Box::pin(attempt(credential.clone())).await;
         let unauthorized = match &result {
             Ok(value) => code(value) == Some(401),
             Err(e) => e.code() == Some(401),
         };
         if unauthorized && self.refresh(spec, &credential).await {
             let credential = self.unless_cancelled(spec, self.credential()).await?;
-            return attempt(credential).await;
+            return Box::pin(attempt(credential)).await;
         }
         result
     }

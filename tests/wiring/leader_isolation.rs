@@ -110,7 +110,8 @@ fn renewals_while_other_requests_suffer(tag: &str, fault: Fault) {
     assert!(faulted >= 10, "the controller sent only {faulted} requests");
     assert!(
         gap <= SHORT_RETRY + Duration::from_millis(500),
-        "gap {gap:?}"
+        "gap {gap:?}; log:\n{}",
+        skiff.logs()
     );
     assert!(skiff.is_running(), "exited; log:\n{}", skiff.logs());
     assert_eq!(holder(&server), leader);
