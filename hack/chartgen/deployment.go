@@ -46,7 +46,7 @@ nodeSelector:
 tolerations:
   {{- toYaml . | nindent @2 }}
 {{- end }}
-{{- include "skiff.volumes" $ | nindent @0 }}`)
+`+includeIfAny("skiff.volumes"))
 
 	container, err := skiffContainer(pod)
 	if err != nil {
@@ -100,7 +100,7 @@ func templateContainer(container *yaml.Node, f *fragments, d *valueDefaults) err
 	if d.SecurityContext, err = takeDefault(container, "securityContext", "$.Values.securityContext", f); err != nil {
 		return err
 	}
-	f.addLines(container, `{{- include "skiff.volumeMounts" $ | nindent @0 }}`)
+	f.addLines(container, includeIfAny("skiff.volumeMounts"))
 	return nil
 }
 
@@ -117,7 +117,7 @@ func templateArgs(args *yaml.Node, f *fragments) error {
 	if !found {
 		return fmt.Errorf("the skiff container has no %s arg", metricsAddressFlag)
 	}
-	args.Content = append(args.Content, f.lines(`{{- include "skiff.args" $ | nindent @0 }}`))
+	args.Content = append(args.Content, f.lines(includeIfAny("skiff.args")))
 	return nil
 }
 

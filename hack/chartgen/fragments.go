@@ -133,3 +133,9 @@ func scalar(value string) *yaml.Node {
 func bytesReader(content []byte) io.Reader {
 	return bytes.NewReader(content)
 }
+
+// includeIfAny is lines text that includes the helper template name, at the line's
+// indentation, and leaves nothing (not even an empty line) when it renders nothing.
+func includeIfAny(name string) string {
+	return fmt.Sprintf(`{{- with include %q $ }}{{ . | nindent @0 }}{{- end }}`, name)
+}

@@ -129,7 +129,7 @@ func templateMetadata(meta *yaml.Node, kind string, perSourceNamespace bool, lab
 	if kind == "CustomResourceDefinition" {
 		helper = "skiff.crdAnnotations" // helm.sh/resource-policy: keep, with crd.keep
 	}
-	f.addLines(meta, fmt.Sprintf(`{{- include %q $ | nindent @0 }}`, helper))
+	f.addLines(meta, includeIfAny(helper))
 	return nil
 }
 

@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod control_plane;
 pub mod fake;
+pub mod helm;
 pub mod keepalive;
 pub mod kubectl;
 pub mod lease;
