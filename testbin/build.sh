@@ -29,7 +29,8 @@ build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
 
-helm_version=$(awk '$1 == "require" && $2 == "helm.sh/helm/v4" { print $3; exit }' helm/go.mod)
+helm_version=$(awk '$1 == "helm.sh/helm/v4" { print $2; exit }
+  $1 == "require" && $2 == "helm.sh/helm/v4" { print $3; exit }' helm/go.mod)
 [ -n "$helm_version" ] || { echo "testbin: helm/go.mod does not require helm.sh/helm/v4" >&2; exit 1; }
 helm_pkg=helm.sh/helm/v4/internal/version
 build helm helm.sh/helm/v4/cmd/helm helm \
