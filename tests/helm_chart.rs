@@ -443,6 +443,19 @@ fn the_schema_refuses_bad_values_and_names_them() {
         "secretTargetNames={app-tls}",
     ]);
     assert!(stderr.contains("every Secret in the cluster"), "{stderr}");
+    let stderr = helm.fails(&[
+        "template",
+        "skiff",
+        &chart,
+        "--set",
+        "prometheus.enable=true",
+        "--set",
+        "metrics.secure=false",
+    ]);
+    assert!(
+        stderr.contains("prometheus.enable needs metrics.enable and metrics.secure"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -65,11 +65,15 @@ annotations:
 
 {{/*
 The flags the values set, after the manifest's own args. A flag whose value is unset is left
-out, so skiff's own default applies (and the default values render the manifests' args).
+out, so skiff's own default applies (and the default values render the manifests' args). The
+Deployment always includes this, so combinations of values that cannot work fail here.
 */}}
 {{- define "skiff.args" -}}
 {{- if and (has "*" .Values.sourceNamespaces) .Values.secretTargetNames }}
 {{- fail "sourceNamespaces [\"*\"] with secretTargetNames would let skiff read every Secret in the cluster; list the source namespaces instead" }}
+{{- end }}
+{{- if and .Values.prometheus.enable (not (and .Values.metrics.enable .Values.metrics.secure)) }}
+{{- fail "prometheus.enable needs metrics.enable and metrics.secure: the ServiceMonitor scrapes /metrics over HTTPS with Prometheus's token" }}
 {{- end }}
 {{- $flags := list
   (list "leader-election-id" (ternary "" .Values.leaderElection.id (eq .Values.leaderElection.id "skiff-leader")))
