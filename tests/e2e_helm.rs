@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::control_plane::{ControlPlane, e2e_enabled, manifests_dir};
+use support::control_plane::{ControlPlane, e2e_enabled, manifests_dir, say};
 use support::helm::{Helm, chart_dir, container_args, object_key, parse_objects};
 use support::lease::LeaseReader;
 use support::pod::PodSpec;
@@ -127,11 +127,11 @@ fn helm_install_upgrade_and_uninstall_a_working_skiff() {
         cp.object("configmap", &payments, "app-ca")
             .is_some_and(|copy| copy["data"] == source["data"])
     });
-    eprintln!(
+    say(&format!(
         "helm: install took {} ms; install to leading with the sample mirrored: {} ms",
         installed.as_millis(),
         started.elapsed().as_millis()
-    );
+    ));
 
     // Upgrade: secretTargetNames sets the flag and the RBAC together; Secret Mirrors start working.
     apply_file(cp, &samples.join("secret-mirror.yaml"));

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use support::control_plane::{bin_dir, e2e_enabled};
+use support::control_plane::{bin_dir, e2e_enabled, say};
 use support::helm::{Helm, chart_dir, container_args, find, object_key, parse_objects};
 use support::skiff::TempDir;
 
@@ -134,10 +134,10 @@ fn default_values_render_what_kustomize_builds() {
         .collect();
     assert!(installer.len() >= 14, "{installer:?}");
     assert_same_objects(&chart, &installer, "default values vs make build-installer");
-    eprintln!(
+    say(&format!(
         "helm chart: {} objects with default values, the same as kustomize's build",
         chart.len()
-    );
+    ));
 }
 
 #[test]
@@ -465,7 +465,7 @@ fn helm_lint_is_clean() {
     }
     let chart = chart_dir().display().to_string();
     let output = Helm::new().ok(&["lint", "--strict", &chart]);
-    eprintln!("helm lint --strict charts/skiff:\n{output}");
+    say(&format!("helm lint --strict charts/skiff:\n{output}"));
     assert!(output.contains("0 chart(s) failed"), "{output}");
     assert!(
         !output.contains("[WARNING]") && !output.contains("[ERROR]"),
