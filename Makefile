@@ -45,11 +45,12 @@ MAX_IMAGE_BYTES ?= 7500000
 DIST ?= dist
 # Helm built by testbin/ when present, else the one on PATH.
 HELM ?= $(if $(wildcard bin/helm),bin/helm,helm)
-# Ceiling on the static binary's size in bytes (`make size`, run by CI after `make test` built
-# it): issue 9's 8 MB. The binary is 6,993,712 bytes (it was 11,173,024 with openssl-src's
-# vendored OpenSSL and opt-level 3); the goal is 6 MB (BENCHMARKS.md, "Binary size and build
-# cost", says what it is made of and what each step saved).
-MAX_BINARY_BYTES ?= 8000000
+# Ceiling on each platform's static binary in bytes (`make size`, run by CI after the tests
+# built them): 7.5 MB, the ceiling of each image too (issue 9's was 8 MB). The amd64 binary is
+# 6,993,712 bytes (it was 11,173,024 with openssl-src's vendored OpenSSL and opt-level 3), the
+# arm64 one 6,194,832; the goal is 6 MB (BENCHMARKS.md, "Binary size and build cost", says what
+# it is made of and what each step saved).
+MAX_BINARY_BYTES ?= 7500000
 ARGS ?=
 
 .PHONY: help build test testbin peer lint fmt run bench compare static size docker-build \
