@@ -14,6 +14,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use support::control_plane::{bin_dir, e2e_enabled, say};
 use support::helm::{Helm, chart_dir, container_args, find, object_key, parse_objects};
+use support::kubectl::output_ok;
 use support::skiff::TempDir;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -34,12 +35,7 @@ fn kustomize(dir: &str) -> Vec<Value> {
         .args(["kustomize", &path])
         .output()
         .expect("run kubectl kustomize");
-    assert!(
-        output.status.success(),
-        "kubectl kustomize {dir}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    parse_objects(&String::from_utf8_lossy(&output.stdout))
+    parse_objects(&output_ok(&format!("kubectl kustomize {dir}"), output))
 }
 
 /// `make build-installer` with its default image into a temp file (dist/install.yaml's content).
@@ -52,11 +48,7 @@ fn installer() -> Vec<Value> {
         .arg(format!("INSTALLER={}", path.display()))
         .output()
         .expect("run make");
-    assert!(
-        output.status.success(),
-        "make build-installer: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    output_ok("make build-installer", output);
     let text = std::fs::read_to_string(&path).expect("read the installer");
     parse_objects(&text)
 }

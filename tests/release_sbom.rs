@@ -14,6 +14,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use support::control_plane::{e2e_enabled, say};
+use support::kubectl::output_ok;
 use support::pod::static_binary;
 
 /// `name@version` → checksum of every registry package in Cargo.lock.
@@ -43,17 +44,8 @@ fn sbom() -> Value {
         .arg(static_binary())
         .output()
         .expect("run hack/sbom.sh");
-    assert!(
-        output.status.success(),
-        "hack/sbom.sh: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\n{}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
+    let json = output_ok("hack/sbom.sh", output);
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("not JSON ({e}):\n{json}"))
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

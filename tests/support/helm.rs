@@ -10,6 +10,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 use super::control_plane::bin_dir;
+use super::kubectl::output_ok;
 use super::skiff::TempDir;
 
 /// The chart's directory in the repository.
@@ -68,16 +69,7 @@ impl Helm {
 
     /// Runs helm; panics with its stderr unless it succeeds; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(
-            output.status.success(),
-            "helm {} failed ({}):\nstderr: {}\nstdout: {stdout}",
-            args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        stdout
+        output_ok(&format!("helm {}", args.join(" ")), self.run(args))
     }
 
     /// Runs helm expecting it to fail; returns its stderr.
