@@ -90,7 +90,7 @@ link() { relationships+=("$(printf '    {"spdxElementId": "SPDXRef-skiff", "rela
   done <<<"$crates"
   printf ',\n'
   package glibc glibc "$glibc" LGPL-2.1-or-later "Organization: GNU Project" "pkg:generic/glibc@$glibc" "" \
-    "Linked statically (libc.a of $cc): the binary is a static PIE"
+    "libc.a of $cc, linked statically"
   link glibc
   printf ',\n'
   package libgcc libgcc "$gcc" "GPL-3.0-or-later WITH GCC-exception-3.1" "Organization: GNU Project" \

@@ -64,13 +64,14 @@ fn sbom_lists_the_binary_its_crates_and_the_c_libraries_linked_in() {
     let sbom = sbom();
     assert_eq!(sbom["spdxVersion"], "SPDX-2.3");
     let packages = sbom["packages"].as_array().expect("packages");
-    let by_name = |name: &str| {
+    let by_id = |id: &str| {
+        let id = format!("SPDXRef-{id}");
         packages
             .iter()
-            .find(|p| p["name"] == name)
-            .unwrap_or_else(|| panic!("no package {name} in the SBOM"))
+            .find(|p| p["SPDXID"] == id.as_str())
+            .unwrap_or_else(|| panic!("no package {id} in the SBOM"))
     };
-    let skiff = by_name("skiff");
+    let skiff = by_id("skiff");
     assert_eq!(skiff["versionInfo"], env!("CARGO_PKG_VERSION"));
     let binary = std::fs::read(static_binary()).expect("read the static binary");
     assert_eq!(skiff["checksums"][0]["checksumValue"], sha256_hex(&binary));
@@ -80,7 +81,7 @@ fn sbom_lists_the_binary_its_crates_and_the_c_libraries_linked_in() {
         ("libgcc", "GPL-3.0-or-later WITH GCC-exception-3.1"),
         ("openssl", "Apache-2.0"),
     ] {
-        assert_eq!(by_name(name)["licenseDeclared"], license, "{name}");
+        assert_eq!(by_id(name)["licenseDeclared"], license, "{name}");
     }
     // The OpenSSL release is the one the openssl-src crate in Cargo.lock bundles.
     let lock = lock_packages();
@@ -92,7 +93,7 @@ fn sbom_lists_the_binary_its_crates_and_the_c_libraries_linked_in() {
         .rsplit('+')
         .next()
         .expect("openssl-src's version names OpenSSL's");
-    assert_eq!(by_name("openssl")["versionInfo"], release);
+    assert_eq!(by_id("openssl")["versionInfo"], release);
 
     let crates: Vec<&Value> = packages
         .iter()
