@@ -47,11 +47,12 @@ for platform in "${platforms[@]}"; do
     --build-arg BINARY="$binary" --build-arg VERSION="$VERSION" --build-arg REVISION="$REVISION" \
     --build-arg SOURCE="$SOURCE" --build-arg SBOM="$sbom" --build-arg SBOM_DIGEST="$sbom_digest" \
     -t "$image" . >/dev/null
-  read -r size built_arch < <(podman image inspect "$image" --format '{{.Size}} {{.Architecture}}')
+  read -r id size built_arch < <(podman image inspect "$image" --format '{{.Id}} {{.Size}} {{.Architecture}}')
   [ "$built_arch" = "$arch" ] || die "$image is for $built_arch, not $arch"
   [ "$size" -le "$MAX_IMAGE_BYTES" ] ||
     die "$image is $size bytes, over the $MAX_IMAGE_BYTES-byte ceiling (MAX_IMAGE_BYTES)"
-  podman manifest add "$IMG" "containers-storage:$image" >/dev/null
+  # By ID: the containers-storage transport would qualify a short name with docker.io.
+  podman manifest add "$IMG" "containers-storage:$id" >/dev/null
   echo "hack/buildx.sh: $image $size bytes, SBOM $DIST/sbom/$sbom ($sbom_digest)"
 done
 
