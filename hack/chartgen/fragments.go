@@ -137,5 +137,5 @@ func bytesReader(content []byte) io.Reader {
 // includeIfAny is lines text that includes the helper template name, at the line's
 // indentation, and leaves nothing (not even an empty line) when it renders nothing.
 func includeIfAny(name string) string {
-	return fmt.Sprintf(`{{- with include %q $ }}{{ . | nindent @0 }}{{- end }}`, name)
+	return fmt.Sprintf(`{{- with include %q $ | trim }}{{ . | nindent @0 }}{{- end }}`, name)
 }
