@@ -27,12 +27,15 @@ IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed 's|//[^
 # relative relocations are packed (DT_RELR, glibc 2.36 and binutils 2.38 or later): 0.5 MB less
 # than one 24-byte RELA entry per pointer, with the same address randomisation.
 # STATIC_TARGET=aarch64-unknown-linux-gnu (make static-arm64) cross-compiles, linking with
-# Debian's cross gcc and its glibc (hack/cross-tools.sh installs them).
+# Debian's cross gcc and its glibc (hack/cross-tools.sh installs them); Rust's aarch64 target
+# links a static executable there, not a static PIE.
 STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
 STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
 STATIC_RUSTFLAGS := -C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs
 STATIC_ARCH := $(firstword $(subst -, ,$(STATIC_TARGET)))
 STATIC_CROSS := $(if $(filter $(shell uname -m),$(STATIC_ARCH)),,CARGO_TARGET_$(shell echo '$(STATIC_TARGET)' | tr a-z- A-Z_)_LINKER=$(STATIC_ARCH)-linux-gnu-gcc)
+# The software bill of materials of the static binary (hack/sbom.sh), shipped beside its image.
+STATIC_SBOM = skiff-$(VERSION)-$(STATIC_TARGET).spdx.json
 # The platforms of the image index (make docker-buildx) and of the binaries make size checks,
 # kubebuilder's name: linux/amd64 is built as x86_64-unknown-linux-gnu, linux/arm64 as
 # aarch64-unknown-linux-gnu.
@@ -126,11 +129,11 @@ docker-build: static ## container image IMG (default skiff:VERSION) from Contain
 	@command -v $(CONTAINER_TOOL) >/dev/null || { \
 		echo "make docker-build: $(CONTAINER_TOOL) not found; install podman (e.g. apt-get install podman)"; exit 1; }
 	@mkdir -p $(DIST)/sbom
-	hack/sbom.sh $(STATIC_TARGET) $(STATIC_BINARY) > $(DIST)/sbom/skiff-$(VERSION)-$(STATIC_TARGET).spdx.json
+	hack/sbom.sh $(STATIC_TARGET) $(STATIC_BINARY) > $(DIST)/sbom/$(STATIC_SBOM)
 	$(CONTAINER_TOOL) build -f Containerfile --build-arg BINARY=$(STATIC_BINARY) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
-		--build-arg SOURCE='$(IMAGE_SOURCE)' --build-arg SBOM=skiff-$(VERSION)-$(STATIC_TARGET).spdx.json \
-		--build-arg SBOM_DIGEST=sha256:$$(sha256sum $(DIST)/sbom/skiff-$(VERSION)-$(STATIC_TARGET).spdx.json | cut -d' ' -f1) \
+		--build-arg SOURCE='$(IMAGE_SOURCE)' --build-arg SBOM=$(STATIC_SBOM) \
+		--build-arg SBOM_DIGEST=sha256:$$(sha256sum $(DIST)/sbom/$(STATIC_SBOM) | cut -d' ' -f1) \
 		-t $(IMG) .
 	@$(CONTAINER_TOOL) image inspect $(IMG) \
 		--format 'make docker-build: $(IMG) {{.Size}} bytes, user {{.Config.User}}, entrypoint {{.Config.Entrypoint}}, labels {{.Config.Labels}}'
