@@ -139,7 +139,8 @@ fn helm_install_upgrade_and_uninstall_a_working_skiff() {
     wait_for(&pod, "SecretTargetsDisabled before the upgrade", || {
         ready_reason(cp, "app-tls") == "SecretTargetsDisabled"
     });
-    let set = "secretTargetNames={app-tls}";
+    // (commonLabels too: the CRD is a template, so an upgrade reaches it.)
+    let set = "secretTargetNames={app-tls},commonLabels.rollout=second";
     helm.ok(&[
         "upgrade",
         RELEASE,
@@ -150,6 +151,12 @@ fn helm_install_upgrade_and_uninstall_a_working_skiff() {
         "--set",
         set,
     ]);
+    let crd_labels =
+        cp.get_json(&["crd", "mirrors.skiff.dev"]).expect("the CRD")["metadata"]["labels"].clone();
+    assert_eq!(
+        crd_labels["rollout"], "second",
+        "helm upgrade left the CRD: {crd_labels}"
+    );
     let args = container_args(&deployment(cp));
     assert!(
         args.contains(&"--secret-target-names=app-tls".to_owned()),
