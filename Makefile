@@ -28,12 +28,17 @@ IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed 's|//[^
 # than one 24-byte RELA entry per pointer, with the same address randomisation.
 # STATIC_TARGET=aarch64-unknown-linux-gnu (make static-arm64) cross-compiles, linking with
 # Debian's cross gcc and its glibc (hack/cross-tools.sh installs them); Rust's aarch64 target
-# links a static executable there, not a static PIE.
-STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
-STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
-STATIC_RUSTFLAGS := -C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs
+# links a static executable there, not a static PIE. A cross build has a target directory of
+# its own, target/cross: cargo holds the host's build directory for as long as a build runs,
+# so one in target/ would block every other build of the machine's own (CI builds arm64 while
+# the tests run).
+HOST_ARCH := $(shell uname -m)
+STATIC_TARGET := $(HOST_ARCH)-unknown-linux-gnu
 STATIC_ARCH := $(firstword $(subst -, ,$(STATIC_TARGET)))
-STATIC_CROSS := $(if $(filter $(shell uname -m),$(STATIC_ARCH)),,CARGO_TARGET_$(shell echo '$(STATIC_TARGET)' | tr a-z- A-Z_)_LINKER=$(STATIC_ARCH)-linux-gnu-gcc)
+STATIC_DIR := $(if $(filter $(HOST_ARCH),$(STATIC_ARCH)),target,target/cross)
+STATIC_BINARY := $(STATIC_DIR)/$(STATIC_TARGET)/release/skiff
+STATIC_RUSTFLAGS := -C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs
+STATIC_CROSS := $(if $(filter target,$(STATIC_DIR)),,CARGO_TARGET_DIR=$(STATIC_DIR) CARGO_TARGET_$(shell echo '$(STATIC_TARGET)' | tr a-z- A-Z_)_LINKER=$(STATIC_ARCH)-linux-gnu-gcc)
 # The software bill of materials of the static binary (hack/sbom.sh), shipped beside its image.
 STATIC_SBOM = skiff-$(VERSION)-$(STATIC_TARGET).spdx.json
 # The platforms of the image index (make docker-buildx) and of the binaries make size checks,
@@ -102,12 +107,12 @@ compare: testbin peer ## skiff beside controller-runtime on a real control plane
 static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff), OpenSSL built from source; STATIC_TARGET=... cross-compiles
 	@if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx '$(STATIC_TARGET)'; then \
 		echo "make static: the Rust target $(STATIC_TARGET) is not installed; run hack/cross-tools.sh $(STATIC_TARGET)"; exit 1; fi
-	@openssl=$$(CARGO=$(CARGO) hack/openssl.sh $(STATIC_TARGET)) && \
+	@openssl=$$($(STATIC_CROSS) CARGO=$(CARGO) hack/openssl.sh $(STATIC_TARGET)) && \
 	echo "$(STATIC_CROSS) OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS=\"$(STATIC_RUSTFLAGS)\" $(CARGO) build --release --target $(STATIC_TARGET)" && \
 	$(STATIC_CROSS) OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS="$(STATIC_RUSTFLAGS)" \
 		$(CARGO) build --release --target $(STATIC_TARGET)
 
-static-arm64: ## the static binary for arm64, cross-compiled (target/aarch64-unknown-linux-gnu/release/skiff)
+static-arm64: ## the static binary for arm64 (target/cross/aarch64-unknown-linux-gnu/release/skiff on an amd64 machine)
 	@$(MAKE) --no-print-directory static STATIC_TARGET=aarch64-unknown-linux-gnu
 
 test-arm64: static-arm64 ## the emulated arm64 smoke e2e: the arm64 binary under qemu-aarch64 leads, mirrors and hands over
@@ -115,7 +120,7 @@ test-arm64: static-arm64 ## the emulated arm64 smoke e2e: the arm64 binary under
 
 size: ## fail when the static binary of a platform of PLATFORMS (default amd64 and arm64) is larger than MAX_BINARY_BYTES
 	@for target in $(PLATFORM_TARGETS); do \
-		binary=target/$$target/release/skiff; \
+		binary=$$(if [ "$${target%%-*}" = $(HOST_ARCH) ]; then echo target; else echo target/cross; fi)/$$target/release/skiff; \
 		case $$target in *-unknown-linux-gnu) ;; *) echo "make size: unsupported platform $$target in PLATFORMS"; exit 1;; esac; \
 		test -f $$binary || { echo "make size: $$binary missing; run make static STATIC_TARGET=$$target first (or make size PLATFORMS=linux/amd64)"; exit 1; }; \
 		size=$$(stat -c %s $$binary); \

@@ -36,8 +36,11 @@ for platform in "${platforms[@]}"; do
     *) die "unsupported platform $platform; skiff builds linux/amd64 and linux/arm64" ;;
   esac
   arch=${platform#linux/}
+  arch_of_target=${target%%-*}
   "${MAKE:-make}" --no-print-directory static STATIC_TARGET="$target"
+  # Where make static puts it: cross builds have target/cross (see the Makefile).
   binary=target/$target/release/skiff
+  [ "$arch_of_target" = "$(uname -m)" ] || binary=target/cross/${binary#target/}
   sbom=skiff-$VERSION-$target.spdx.json
   hack/sbom.sh "$target" "$binary" >"$DIST/sbom/$sbom"
   sbom_digest=sha256:$(sha256sum "$DIST/sbom/$sbom" | cut -d' ' -f1)

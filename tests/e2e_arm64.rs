@@ -31,10 +31,15 @@ const EM_AARCH64: u16 = 183;
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 const LABEL: (&str, &str) = ("e2e-arm64", "yes");
 
-/// The arm64 binary `make static-arm64` builds; panics naming the fix when it is missing or is
-/// not an AArch64 executable.
+/// The arm64 binary `make static-arm64` builds (a cross build goes to target/cross, as the
+/// Makefile says); panics naming the fix when it is missing or is not an AArch64 executable.
 fn arm64_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/{TARGET}/release/skiff"));
+    let dir = if std::env::consts::ARCH == "aarch64" {
+        "target"
+    } else {
+        "target/cross"
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("{dir}/{TARGET}/release/skiff"));
     let header = std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e}; run `make static-arm64` (or `make test-arm64`)",
