@@ -33,9 +33,11 @@ created=$(date -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)" +%Y-%
 glibc=$("$cc" -dM -E -include features.h -x c /dev/null |
   awk '$2 == "__GLIBC__" { major = $3 } $2 == "__GLIBC_MINOR__" { minor = $3 } END { print major "." minor }')
 gcc=$("$cc" -dumpfullversion)
-openssl_dir=$(hack/openssl.sh "$target")
-openssl=$(basename "$openssl_dir")
-openssl=${openssl%%-*}
+# The OpenSSL release hack/openssl.sh builds: the one the openssl-src crate in Cargo.lock bundles
+# (its version is <crate version>+<OpenSSL version>).
+openssl=$(awk '$0 == "name = \"openssl-src\"" { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)
+openssl=${openssl#*+}
+[ -n "$openssl" ] || die "openssl-src is not in Cargo.lock; keep the vendored feature in Cargo.toml"
 
 # name|version|license of each crate linked into the binary, skiff itself left out.
 crates=$(cargo tree --locked -e normal,no-proc-macro --target "$target" --prefix none --format '{p}|{l}' |
