@@ -21,6 +21,7 @@ die() {
 target=$1
 binary=$2
 [ -f "$binary" ] || die "$binary not found; build it with make static STATIC_TARGET=$target"
+binary=$(cd "$(dirname "$binary")" && pwd -P)/$(basename "$binary")
 cd "$(dirname "$0")/.."
 arch=${target%%-*}
 cc=cc
