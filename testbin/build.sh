@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, etcd and kubectl into ../bin from the Go modules pinned in go.mod, and
-# Helm from its own module in helm/ (its Kubernetes libraries are newer than those go.mod's
-# replace directives pin). Only missing binaries are built. The first build compiles most of
+# Helm (with yaml2json, which the chart tests read its output with) from its own module in helm/
+# (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing binaries are built. The first build compiles most of
 # Kubernetes: 10-20 minutes on 2 cores (Helm adds a few); later builds reuse Go's build cache.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -35,3 +35,5 @@ helm_version=$(awk '$1 == "helm.sh/helm/v4" { print $2; exit }
 helm_pkg=helm.sh/helm/v4/internal/version
 build helm helm.sh/helm/v4/cmd/helm helm \
   "-s -w -X $helm_pkg.version=$helm_version -X $helm_pkg.gitTreeState=clean"
+# Reads Helm's and kustomize's YAML output for the chart tests (helm/yaml2json/main.go).
+build yaml2json ./yaml2json helm "-s -w"

@@ -44,10 +44,24 @@ fn service_account_token(cp: &ControlPlane, deployment: &Value) -> String {
     cp.kubectl_ok(&args).trim().to_owned()
 }
 
+/// The skiff container of the Deployment Helm installed: its args and the user it runs as.
+fn pod_spec(deployment: &Value) -> PodSpec {
+    let pod = &deployment["spec"]["template"]["spec"];
+    let id = |field: &str| {
+        let id = pod["securityContext"][field].as_u64();
+        id.unwrap_or_else(|| panic!("securityContext.{field} is not set: {deployment}"))
+    };
+    PodSpec {
+        args: container_args(deployment),
+        user: id("runAsUser"),
+        group: id("runAsGroup"),
+    }
+}
+
 /// skiff as the Deployment's pod `name`: its args and ServiceAccount, in its namespace.
 fn start_pod(cp: &ControlPlane, name: &str) -> (Skiff, TempDir, String) {
     let deployment = deployment(cp);
-    let spec = PodSpec::from_deployment_object(&deployment, "the Deployment helm installed");
+    let spec = pod_spec(&deployment);
     let args = spec.args_on_ports(free_port(), free_port());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let token = service_account_token(cp, &deployment);

@@ -1,9 +1,13 @@
-// The Helm command of skiff's chart tests (testbin/build.sh builds it into bin/helm).
+// The Helm command of skiff's chart tests and yaml2json, which reads its output (testbin/build.sh
+// builds both into bin/).
 module skiff.dev/testbin/helm
 
 go 1.26.0
 
-require helm.sh/helm/v4 v4.3.2
+require (
+	helm.sh/helm/v4 v4.3.2
+	k8s.io/apimachinery v0.37.2
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
@@ -111,7 +115,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.37.2 // indirect
 	k8s.io/apiextensions-apiserver v0.37.2 // indirect
-	k8s.io/apimachinery v0.37.2 // indirect
 	k8s.io/apiserver v0.37.2 // indirect
 	k8s.io/cli-runtime v0.37.2 // indirect
 	k8s.io/client-go v0.37.2 // indirect

@@ -4,6 +4,7 @@
 //! Why: the chart is what Helm users install, so it is rendered, linted, installed, upgraded
 //! and uninstalled by the real Helm (v4), not by a template engine of the tests' own.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -94,11 +95,27 @@ impl Helm {
     }
 }
 
-/// The objects of a multi-document YAML stream, as JSON values (empty documents dropped).
+/// The objects of a multi-document YAML stream, as JSON values (empty documents dropped), read by
+/// `bin/yaml2json` (testbin/helm: the YAML reader Kubernetes uses).
 pub fn parse_objects(yaml: &str) -> Vec<Value> {
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple(yaml).unwrap_or_else(|e| panic!("not YAML: {e}\n{yaml}"));
-    documents.into_iter().filter(|d| !d.is_null()).collect()
+    let mut child = Command::new(bin_dir().join("yaml2json"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run bin/yaml2json ({e}); run `make testbin` to build it"));
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    stdin
+        .write_all(yaml.as_bytes())
+        .expect("write to yaml2json");
+    drop(stdin);
+    let output = child.wait_with_output().expect("wait for yaml2json");
+    let json = output_ok("yaml2json", output);
+    let documents: Value = serde_json::from_str(&json).expect("yaml2json writes JSON");
+    match documents {
+        Value::Array(documents) => documents,
+        other => panic!("yaml2json wrote {other}, not an array"),
+    }
 }
 
 /// `Kind/namespace/name` of an object (namespace empty when cluster-scoped).

@@ -49,22 +49,17 @@ impl PodSpec {
             .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
         let deployment: Value = serde_saphyr::from_str(&text)
             .unwrap_or_else(|e| panic!("{} is not YAML: {e}", path.display()));
-        PodSpec::from_deployment_object(&deployment, &path.display().to_string())
-    }
-
-    /// The spec of a Deployment object (e.g. as Helm installed it); `source` names it in panics.
-    pub fn from_deployment_object(deployment: &Value, source: &str) -> PodSpec {
         let pod = &deployment["spec"]["template"]["spec"];
         let args = pod["containers"][0]["args"]
             .as_array()
-            .unwrap_or_else(|| panic!("{source}: the container has no args"))
+            .unwrap_or_else(|| panic!("{}: the container has no args", path.display()))
             .iter()
             .map(|arg| arg.as_str().expect("args are strings").to_owned())
             .collect();
         let id = |field: &str| {
             pod["securityContext"][field]
                 .as_u64()
-                .unwrap_or_else(|| panic!("{source}: securityContext.{field} is not set"))
+                .unwrap_or_else(|| panic!("{}: securityContext.{field} is not set", path.display()))
         };
         PodSpec {
             args,
