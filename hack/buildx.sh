@@ -54,7 +54,7 @@ for platform in "${platforms[@]}"; do
   [ "$built_arch" = "$arch" ] || die "$image is for $built_arch, not $arch"
   [ "$size" -le "$MAX_IMAGE_BYTES" ] ||
     die "$image is $size bytes, over the $MAX_IMAGE_BYTES-byte ceiling (MAX_IMAGE_BYTES)"
-  # By ID: the containers-storage transport would qualify a short name with docker.io.
+  # By ID: the containers-storage transport would qualify a short name with a default registry.
   podman manifest add "$IMG" "containers-storage:$id" >/dev/null
   echo "hack/buildx.sh: $image $size bytes, SBOM $DIST/sbom/$sbom ($sbom_digest)"
 done
