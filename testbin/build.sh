@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, etcd and kubectl into ../bin from the Go modules pinned in go.mod, and
 # Helm (with yaml2json, which the chart tests read its output with) from its own module in helm/
-# (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing binaries are built. The first build compiles most of
-# Kubernetes: 10-20 minutes on 2 cores (Helm adds a few); later builds reuse Go's build cache.
+# (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing
+# binaries are built. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
+# (Helm adds a few); later builds reuse Go's build cache.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${BIN_DIR:-../bin}
