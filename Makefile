@@ -5,8 +5,9 @@ CARGO ?= cargo
 # kubectl built by testbin/ when present, else the one on PATH.
 KUBECTL ?= $(if $(wildcard bin/kubectl),bin/kubectl,kubectl)
 CONTAINER_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
-# The image to build, push and deploy (kubebuilder's name); IMAGE is the older spelling.
-IMAGE ?= skiff:latest
+# The image to build, push and deploy (kubebuilder's name); IMAGE is the older spelling. Its tag
+# is skiff's version, as the chart's appVersion and dist/install.yaml have it.
+IMAGE ?= skiff:$(VERSION)
 IMG ?= $(IMAGE)
 # Flags of the deletes in undeploy and uninstall; add --wait=false not to wait for the namespace
 # to finish terminating.
@@ -25,24 +26,50 @@ IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed 's|//[^
 # removes it); BENCHMARKS.md "Binary size and build cost" says what each step saved. The PIE's
 # relative relocations are packed (DT_RELR, glibc 2.36 and binutils 2.38 or later): 0.5 MB less
 # than one 24-byte RELA entry per pointer, with the same address randomisation. Identical
-# functions and constants are folded into one by the linker (LLD's --icf=all, rustc's default
-# linker on x86_64 Linux): 41 KB.
-STATIC_TARGET := $(shell uname -m)-unknown-linux-gnu
-STATIC_BINARY := target/$(STATIC_TARGET)/release/skiff
+# functions and constants are folded into one by the linker (LLD's --icf=all).
+# STATIC_TARGET=aarch64-unknown-linux-gnu (make static-arm64) cross-compiles, linking with
+# Debian's cross gcc and its glibc (hack/cross-tools.sh installs them); Rust's aarch64 target
+# links a static executable there, not a static PIE. A cross build has a target directory of
+# its own, target/cross: cargo holds the host's build directory for as long as a build runs,
+# so one in target/ would block every other build of the machine's own (CI builds arm64 while
+# the tests run).
+HOST_ARCH := $(shell uname -m)
+STATIC_TARGET := $(HOST_ARCH)-unknown-linux-gnu
+STATIC_ARCH := $(firstword $(subst -, ,$(STATIC_TARGET)))
+STATIC_DIR := $(if $(filter $(HOST_ARCH),$(STATIC_ARCH)),target,target/cross)
+STATIC_BINARY := $(STATIC_DIR)/$(STATIC_TARGET)/release/skiff
 STATIC_RUSTFLAGS := -C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs -C link-arg=-Wl,--icf=all
-# Ceiling on the static binary's size in bytes (`make size`, run by CI after `make test` built
-# it): 6 MB. The binary is 5,766,200 bytes (it was 6,993,712 before the kubeconfig's own YAML
-# reader and the OpenSSL without unwind tables, 11,173,024 with openssl-src's vendored OpenSSL
-# and opt-level 3); BENCHMARKS.md, "Binary size and build cost", says what it is made of and
-# what each step saved.
+STATIC_CROSS := $(if $(filter target,$(STATIC_DIR)),,CARGO_TARGET_DIR=$(STATIC_DIR) CARGO_TARGET_$(shell echo '$(STATIC_TARGET)' | tr a-z- A-Z_)_LINKER=$(STATIC_ARCH)-linux-gnu-gcc)
+# The cross gcc links with the LLD that rustc ships (its gcc-ld wrapper), as rustc links
+# x86_64 Linux binaries by default, so the linker options of STATIC_RUSTFLAGS hold for both
+# (Debian's aarch64 GNU ld 2.40 ignores -z pack-relative-relocs with a warning).
+RUST_GCC_LD = $(shell rustc --print sysroot)/lib/rustlib/$(shell rustc -vV | sed -n 's/^host: //p')/bin/gcc-ld
+STATIC_CROSS_RUSTFLAGS = $(if $(STATIC_CROSS),-C link-arg=-fuse-ld=lld -C link-arg=-B$(RUST_GCC_LD))
+# The software bill of materials of the static binary (hack/sbom.sh), shipped beside its image.
+STATIC_SBOM = skiff-$(VERSION)-$(STATIC_TARGET).spdx.json
+# The platforms of the image index (make docker-buildx) and of the binaries make size checks,
+# kubebuilder's name: linux/amd64 is built as x86_64-unknown-linux-gnu, linux/arm64 as
+# aarch64-unknown-linux-gnu.
+PLATFORMS ?= linux/amd64,linux/arm64
+comma := ,
+PLATFORM_TARGETS = $(patsubst linux/amd64,x86_64-unknown-linux-gnu,$(patsubst linux/arm64,aarch64-unknown-linux-gnu,$(subst $(comma), ,$(PLATFORMS))))
+# Ceiling on each platform's image (make docker-buildx): one file, the static binary.
+MAX_IMAGE_BYTES ?= 7500000
+# Build output besides target/: dist/install.yaml, the chart archive, SBOMs and the OCI layout.
+DIST ?= dist
+# Helm built by testbin/ when present, else the one on PATH.
+HELM ?= $(if $(wildcard bin/helm),bin/helm,helm)
+# Ceiling on each platform's static binary in bytes (`make size`, run by CI after the tests
+# built them); what the binaries weigh and why is in BENCHMARKS.md, "Binary size".
 MAX_BINARY_BYTES ?= 6000000
 ARGS ?=
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large compare static size docker-build \
-	docker-push image install uninstall deploy undeploy build-installer demo clean
+	docker-push image install uninstall deploy undeploy build-installer demo clean \
+	static-arm64 test-arm64 docker-buildx chart helm-package
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
 build: ## release build of the skiff binary (target/release/skiff)
 	$(CARGO) build --release
@@ -58,7 +85,7 @@ test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips the control pla
 	$(CARGO) build --example demo
 	$(CARGO) test --all-targets
 
-testbin: ## build kube-apiserver, etcd and kubectl into bin/ (only the missing ones)
+testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
 	testbin/build.sh
 
 lint: ## rustfmt check and clippy with warnings as errors
@@ -83,26 +110,44 @@ peer: ## build the controller-runtime peer of make compare into bin/skiff-peer (
 compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (about 14 min on 2 cores; COMPARE_SQUEEZE=3m for the longer squeeze, about 24)
 	$(CARGO) bench --bench compare
 
-static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff), OpenSSL built from source
-	@openssl=$$(CARGO=$(CARGO) hack/openssl.sh) && \
-	echo "OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS=\"$(STATIC_RUSTFLAGS)\" $(CARGO) build --release --target $(STATIC_TARGET)" && \
-	OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS="$(STATIC_RUSTFLAGS)" \
+static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff), OpenSSL built from source; STATIC_TARGET=... cross-compiles
+	@if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx '$(STATIC_TARGET)'; then \
+		echo "make static: the Rust target $(STATIC_TARGET) is not installed; run hack/cross-tools.sh $(STATIC_TARGET)"; exit 1; fi
+	@$(if $(STATIC_CROSS),test -x $(RUST_GCC_LD)/ld.lld || { \
+		echo "make static: $(RUST_GCC_LD)/ld.lld (rustc's LLD for gcc) not found; install Rust with rustup"; exit 1; })
+	@openssl=$$($(STATIC_CROSS) CARGO=$(CARGO) hack/openssl.sh $(STATIC_TARGET)) && \
+	echo "$(STATIC_CROSS) OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS=\"$(STATIC_RUSTFLAGS) $(STATIC_CROSS_RUSTFLAGS)\" $(CARGO) build --release --target $(STATIC_TARGET)" && \
+	$(STATIC_CROSS) OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS="$(STATIC_RUSTFLAGS) $(STATIC_CROSS_RUSTFLAGS)" \
 		$(CARGO) build --release --target $(STATIC_TARGET)
 
-size: ## fail when the static binary (built by `make static`) is larger than MAX_BINARY_BYTES
-	@test -f $(STATIC_BINARY) || { echo "make size: $(STATIC_BINARY) missing; run make static first"; exit 1; }
-	@size=$$(stat -c %s $(STATIC_BINARY)); \
-	if [ "$$size" -gt $(MAX_BINARY_BYTES) ]; then \
-		echo "make size: $(STATIC_BINARY) is $$size bytes, over the $(MAX_BINARY_BYTES)-byte ceiling; see BENCHMARKS.md (Binary size) for what it is made of"; exit 1; \
-	fi; \
-	echo "make size: $(STATIC_BINARY) is $$size bytes (ceiling $(MAX_BINARY_BYTES))"
+static-arm64: ## the static binary for arm64 (target/cross/aarch64-unknown-linux-gnu/release/skiff on an amd64 machine)
+	@$(MAKE) --no-print-directory static STATIC_TARGET=aarch64-unknown-linux-gnu
 
-docker-build: static ## container image IMG (default skiff:latest) from Containerfile, with OCI labels (podman, else docker)
+test-arm64: static-arm64 ## the emulated arm64 smoke e2e: the arm64 binary under qemu-aarch64 leads, mirrors and hands over
+	$(CARGO) test --test e2e_arm64 -- --include-ignored
+
+size: ## fail when the static binary of a platform of PLATFORMS (default amd64 and arm64) is larger than MAX_BINARY_BYTES
+	@for target in $(PLATFORM_TARGETS); do \
+		binary=$$(if [ "$${target%%-*}" = $(HOST_ARCH) ]; then echo target; else echo target/cross; fi)/$$target/release/skiff; \
+		case $$target in *-unknown-linux-gnu) ;; *) echo "make size: unsupported platform $$target in PLATFORMS"; exit 1;; esac; \
+		test -f $$binary || { echo "make size: $$binary missing; run make static STATIC_TARGET=$$target first (or make size PLATFORMS=linux/amd64)"; exit 1; }; \
+		size=$$(stat -c %s $$binary); \
+		if [ "$$size" -gt $(MAX_BINARY_BYTES) ]; then \
+			echo "make size: $$binary is $$size bytes, over the $(MAX_BINARY_BYTES)-byte ceiling; see BENCHMARKS.md (Binary size) for what it is made of"; exit 1; \
+		fi; \
+		echo "make size: $$binary is $$size bytes (ceiling $(MAX_BINARY_BYTES))"; \
+	done
+
+docker-build: static ## container image IMG (default skiff:VERSION) from Containerfile, with OCI labels and its SBOM in DIST/sbom (podman, else docker)
 	@command -v $(CONTAINER_TOOL) >/dev/null || { \
 		echo "make docker-build: $(CONTAINER_TOOL) not found; install podman (e.g. apt-get install podman)"; exit 1; }
+	@mkdir -p $(DIST)/sbom
+	hack/sbom.sh $(STATIC_TARGET) $(STATIC_BINARY) > $(DIST)/sbom/$(STATIC_SBOM)
 	$(CONTAINER_TOOL) build -f Containerfile --build-arg BINARY=$(STATIC_BINARY) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
-		--build-arg SOURCE='$(IMAGE_SOURCE)' -t $(IMG) .
+		--build-arg SOURCE='$(IMAGE_SOURCE)' --build-arg SBOM=$(STATIC_SBOM) \
+		--build-arg SBOM_DIGEST=sha256:$$(sha256sum $(DIST)/sbom/$(STATIC_SBOM) | cut -d' ' -f1) \
+		-t $(IMG) .
 	@$(CONTAINER_TOOL) image inspect $(IMG) \
 		--format 'make docker-build: $(IMG) {{.Size}} bytes, user {{.Config.User}}, entrypoint {{.Config.Entrypoint}}, labels {{.Config.Labels}}'
 
@@ -110,6 +155,19 @@ docker-push: ## push IMG to its registry
 	$(CONTAINER_TOOL) push $(IMG)
 
 image: docker-build ## the same as docker-build (older name)
+
+docker-buildx: ## one image per platform of PLATFORMS (static binary, SBOM in DIST/sbom) and an OCI index IMG of them, also in DIST/image (podman)
+	@IMG='$(IMG)' PLATFORMS='$(PLATFORMS)' VERSION='$(VERSION)' REVISION='$(REVISION)' \
+		SOURCE='$(IMAGE_SOURCE)' DIST='$(DIST)' MAX_IMAGE_BYTES='$(MAX_IMAGE_BYTES)' MAKE='$(MAKE)' \
+		hack/buildx.sh
+
+chart: ## regenerate the Helm chart charts/skiff from manifests/ and Cargo.toml's version (hack/chartgen)
+	cd hack/chartgen && go run . -manifests ../../manifests -chart ../../charts/skiff -version $(VERSION)
+
+helm-package: ## the chart archive DIST/skiff-VERSION.tgz (helm from make testbin, else on PATH)
+	@grep -qx 'version: $(VERSION)' charts/skiff/Chart.yaml || { \
+		echo "make helm-package: charts/skiff/Chart.yaml is not at version $(VERSION) (Cargo.toml); run make chart"; exit 1; }
+	$(HELM) package charts/skiff --destination $(DIST)
 
 install: ## apply the Mirror CRD to the cluster of the current kubeconfig
 	$(KUBECTL) apply -f manifests/crd.yaml

@@ -3,7 +3,11 @@
 # openssl-src crate bundles (the version Cargo.lock pins for the `vendored` feature), configured
 # with only what skiff uses, and prints the install directory (OPENSSL_DIR) on stdout.
 #
-#   dir=$(hack/openssl.sh)     # <cargo target dir>/openssl/<version>-<hash of the options>
+#   dir=$(hack/openssl.sh [TARGET])   # <cargo target dir>/openssl/<TARGET>/<version>-<hash>
+#
+# TARGET is the Rust target triple of the binary, by default the machine's own
+# (<arch>-unknown-linux-gnu). For another architecture OpenSSL is cross-compiled with Debian's
+# <arch>-linux-gnu-gcc (hack/cross-tools.sh installs it).
 #
 # skiff needs TLS 1.2 and 1.3 as a client (kube-apiserver) and as a server (HTTPS /metrics,
 # native-tls' acceptor: TLS 1.2 with ECDHE or DHE), X.509 parsing and chain verification, PEM
@@ -55,8 +59,24 @@ die() {
   exit 1
 }
 
-for tool in "${CARGO:-cargo}" perl make cc; do
-  command -v "$tool" >/dev/null || die "$tool not found; install it (perl, make and a C compiler build OpenSSL)"
+target=${1:-$(uname -m)-unknown-linux-gnu}
+arch=${target%%-*}
+# OpenSSL's name for the platform; with no cross prefix it compiles with the machine's cc.
+case $target in
+  x86_64-unknown-linux-gnu) platform=linux-x86_64 ;;
+  aarch64-unknown-linux-gnu) platform=linux-aarch64 ;;
+  *) die "unsupported target $target (x86_64-unknown-linux-gnu or aarch64-unknown-linux-gnu)" ;;
+esac
+cross=()
+compiler=cc
+if [ "$arch" != "$(uname -m)" ]; then
+  cross=(--cross-compile-prefix="$arch-linux-gnu-")
+  compiler=$arch-linux-gnu-gcc
+fi
+
+for tool in "${CARGO:-cargo}" perl make "$compiler"; do
+  command -v "$tool" >/dev/null ||
+    die "$tool not found; install it (perl, make and a C compiler build OpenSSL; hack/cross-tools.sh $target installs a cross compiler)"
 done
 
 # The openssl-src crate's source and the cargo target directory, from cargo itself.
@@ -83,11 +103,11 @@ version=$(sed -n 's/^MAJOR=//p; s/^MINOR=//p; s/^PATCH=//p' "$source_dir/VERSION
 hash=$(
   {
     basename "$crate_dir"
-    printf '%s\n' "${OPTIONS[@]}" "${CFLAGS_EXTRA[@]}"
+    printf '%s\n' "$platform" "${OPTIONS[@]}" "${CFLAGS_EXTRA[@]}"
     cat "$script"
   } | sha256sum | cut -c1-12
 )
-prefix=$target_dir/openssl/$version-$hash
+prefix=$target_dir/openssl/$target/$version-$hash
 
 if [ -f "$prefix/.complete" ]; then
   echo "hack/openssl.sh: reusing $prefix" >&2
@@ -95,11 +115,11 @@ if [ -f "$prefix/.complete" ]; then
   exit 0
 fi
 
-build=$target_dir/openssl/build-$hash
+build=$target_dir/openssl/$target/build-$hash
 rm -rf "$build" "$prefix"
 mkdir -p "$build"
 trap 'rm -rf "$build"' EXIT
-echo "hack/openssl.sh: building OpenSSL $version into $prefix (options: ${OPTIONS[*]})" >&2
+echo "hack/openssl.sh: building OpenSSL $version for $target into $prefix (options: ${OPTIONS[*]})" >&2
 start=$(date +%s)
 cp -R "$source_dir/." "$build/"
 chmod -R u+w "$build"
@@ -117,11 +137,10 @@ sed -i 's/^if (\$avx512vaes>0) { #<<<$/if (0) { #<<< left out by hack\/openssl.s
 grep -q '^if (0) { #<<< left out by hack/openssl.sh$' "$gcm" || die "could not edit $gcm"
 (
   cd "$build"
-  # No target named: Configure picks the machine's (the binary is built for the machine too).
   # --openssldir as openssl-src sets it: where the default CA bundle and certs directory are
   # looked up (SSL_CERT_FILE and SSL_CERT_DIR override it), not a path inside this build.
-  perl ./Configure --prefix="$prefix" --openssldir=/usr/local/ssl --libdir=lib "${OPTIONS[@]}" \
-    "${CFLAGS_EXTRA[@]}"
+  perl ./Configure "$platform" "${cross[@]}" --prefix="$prefix" --openssldir=/usr/local/ssl \
+    --libdir=lib "${OPTIONS[@]}" "${CFLAGS_EXTRA[@]}"
   make -j "${OPENSSL_JOBS:-$(nproc)}" build_libs
   make install_dev
 ) >"$build.log" 2>&1 || {
@@ -130,5 +149,5 @@ grep -q '^if (0) { #<<< left out by hack/openssl.sh$' "$gcm" || die "could not e
 }
 rm -f "$build.log"
 touch "$prefix/.complete"
-echo "hack/openssl.sh: OpenSSL $version built in $(($(date +%s) - start)) s" >&2
+echo "hack/openssl.sh: OpenSSL $version for $target built in $(($(date +%s) - start)) s" >&2
 echo "$prefix"

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, etcd and kubectl into ../bin from the Go modules pinned in go.mod.
-# Only missing binaries are built. The first build compiles most of Kubernetes: 10-20 minutes
-# on 2 cores; later builds reuse Go's build cache.
+# Builds kube-apiserver, etcd and kubectl into ../bin from the Go modules pinned in go.mod, and
+# Helm (with yaml2json, which the chart tests read its output with) from its own module in helm/
+# (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing
+# binaries are built. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
+# (Helm adds a few); later builds reuse Go's build cache.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${BIN_DIR:-../bin}
 mkdir -p "$out"
+out=$(cd "$out" && pwd -P)
 
 k8s_version=$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' go.mod)
 minor=${k8s_version#v1.}; minor=${minor%%.*}
@@ -14,11 +17,11 @@ ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMin
  -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z \
  -X k8s.io/client-go/pkg/version.gitVersion=$k8s_version"
 
-build() { # name package
+build() { # name package [module dir] [ldflags]
   if [ -x "$out/$1" ]; then echo "testbin: $1 present"; return; fi
   echo "testbin: building $1 ($2) ..."
   local start=$SECONDS
-  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$1.tmp" "$2"
+  (cd "${3:-.}" && CGO_ENABLED=0 go build -trimpath -ldflags "${4:-$ldflags}" -o "$out/$1.tmp" "$2")
   mv "$out/$1.tmp" "$out/$1"
   echo "testbin: built $1 in $((SECONDS - start)) s"
 }
@@ -26,3 +29,12 @@ build() { # name package
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
+
+helm_version=$(awk '$1 == "helm.sh/helm/v4" { print $2; exit }
+  $1 == "require" && $2 == "helm.sh/helm/v4" { print $3; exit }' helm/go.mod)
+[ -n "$helm_version" ] || { echo "testbin: helm/go.mod does not require helm.sh/helm/v4" >&2; exit 1; }
+helm_pkg=helm.sh/helm/v4/internal/version
+build helm helm.sh/helm/v4/cmd/helm helm \
+  "-s -w -X $helm_pkg.version=$helm_version -X $helm_pkg.gitTreeState=clean"
+# Reads Helm's and kustomize's YAML output for the chart tests (helm/yaml2json/main.go).
+build yaml2json ./yaml2json helm "-s -w"

@@ -480,7 +480,7 @@ fn random_token() -> String {
 }
 
 /// Writes a line to stderr past the test harness's output capture, so it shows on success too.
-fn say(line: &str) {
+pub fn say(line: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "{line}");
 }

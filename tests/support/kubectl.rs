@@ -84,11 +84,16 @@ impl Kubectl {
 
 /// stdout of a successful kubectl run; a panic showing the command and stderr otherwise.
 pub fn succeeded(args: &[&str], output: Output) -> String {
+    output_ok(&format!("kubectl {}", args.join(" ")), output)
+}
+
+/// stdout of a successful run of the command `what`; a panic showing it, its exit status,
+/// stderr and stdout otherwise.
+pub fn output_ok(what: &str, output: Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
-        "kubectl {} failed ({}):\nstderr: {}\nstdout: {stdout}",
-        args.join(" "),
+        "{what} failed ({}):\nstderr: {}\nstdout: {stdout}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod control_plane;
 pub mod fake;
 pub mod fault_proxy;
+pub mod helm;
 pub mod keepalive;
 pub mod kubectl;
 pub mod lease;

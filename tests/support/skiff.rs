@@ -81,9 +81,22 @@ impl Skiff {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Skiff {
+        Skiff::start_program(&[binary().into()], kubeconfig, log, args, env)
+    }
+
+    /// [`Skiff::start_with_env`] of `program`: a skiff binary, or a launcher with its own
+    /// arguments ending in one (an emulator: `qemu-aarch64 BINARY`).
+    pub fn start_program(
+        program: &[std::ffi::OsString],
+        kubeconfig: &PathBuf,
+        log: PathBuf,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Skiff {
         let stderr = std::fs::File::create(&log).expect("create log file");
-        let mut cmd = Command::new(binary());
-        cmd.arg("--kubeconfig").arg(kubeconfig);
+        let (launcher, rest) = program.split_first().expect("a program to start");
+        let mut cmd = Command::new(launcher);
+        cmd.args(rest).arg("--kubeconfig").arg(kubeconfig);
         if !args
             .iter()
             .any(|a| a.starts_with("--health-probe-bind-address"))

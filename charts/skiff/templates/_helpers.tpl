@@ -1,0 +1,120 @@
+{{/*
+The helpers of the templates hack/chartgen generates from manifests/. This file is written by
+hand; the generated templates call these by name.
+*/}}
+
+{{/*
+The name of skiff's objects: the release name when it contains "skiff" (install the release
+as `skiff` for the names the manifests use), else <release>-skiff; fullnameOverride wins.
+Truncated so that the longest derived name, <fullname>-metrics (a Service), stays a DNS label.
+*/}}
+{{- define "skiff.fullname" -}}
+{{- $name := .Values.fullnameOverride -}}
+{{- if not $name -}}
+{{- $name = ternary .Release.Name (printf "%s-%s" .Release.Name .Chart.Name) (contains .Chart.Name .Release.Name) -}}
+{{- end -}}
+{{- $name | trunc 55 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Helm's labels and commonLabels, on every object besides the manifests' own. */}}
+{{- define "skiff.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* metadata.annotations from commonAnnotations; nothing when there are none. */}}
+{{- define "skiff.annotations" -}}
+{{- with .Values.commonAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The CRD's annotations: with crd.keep, Helm leaves the CRD (and every Mirror) in place on
+uninstall, since the Deployment is gone by then and nothing would remove the Mirrors'
+skiff.dev/cleanup finalizers.
+*/}}
+{{- define "skiff.crdAnnotations" -}}
+{{- if or .Values.crd.keep .Values.commonAnnotations }}
+annotations:
+  {{- if .Values.crd.keep }}
+  helm.sh/resource-policy: keep
+  {{- end }}
+  {{- with .Values.commonAnnotations }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* repository:tag, with @digest pinned after it when set; the tag defaults to appVersion. */}}
+{{- define "skiff.image" -}}
+{{- .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- with .Values.image.digest }}@{{ . }}{{ end }}
+{{- end -}}
+
+{{/* Where metrics.certSecret is mounted, for --metrics-cert-dir. */}}
+{{- define "skiff.metricsCertDir" -}}
+/etc/skiff/metrics-certs
+{{- end -}}
+
+{{/*
+The flags the values set, after the manifest's own args. A flag whose value is unset is left
+out, so skiff's own default applies (and the default values render the manifests' args). The
+Deployment always includes this, so combinations of values that cannot work fail here.
+*/}}
+{{- define "skiff.args" -}}
+{{- if and (has "*" .Values.sourceNamespaces) .Values.secretTargetNames }}
+{{- fail "sourceNamespaces [\"*\"] with secretTargetNames would let skiff read every Secret in the cluster; list the source namespaces instead" }}
+{{- end }}
+{{- if and .Values.prometheus.enable (not (and .Values.metrics.enable .Values.metrics.secure)) }}
+{{- fail "prometheus.enable needs metrics.enable and metrics.secure: the ServiceMonitor scrapes /metrics over HTTPS with Prometheus's token" }}
+{{- end }}
+{{- $flags := list
+  (list "leader-election-id" (ternary "" .Values.leaderElection.id (eq .Values.leaderElection.id "skiff-leader")))
+  (list "leader-elect-lease-duration" .Values.leaderElection.leaseDuration)
+  (list "leader-elect-renew-deadline" .Values.leaderElection.renewDeadline)
+  (list "leader-elect-retry-period" .Values.leaderElection.retryPeriod)
+  (list "leader-elect-qps" .Values.leaderElection.qps)
+  (list "leader-elect-burst" .Values.leaderElection.burst)
+  (list "kube-api-qps" .Values.kubeAPI.qps)
+  (list "kube-api-burst" .Values.kubeAPI.burst)
+  (list "source-namespaces" (join "," .Values.sourceNamespaces))
+  (list "secret-target-names" (join "," .Values.secretTargetNames))
+  (list "metrics-secure" (ternary "false" "" (and .Values.metrics.enable (not .Values.metrics.secure))))
+  (list "metrics-cert-dir" (ternary (include "skiff.metricsCertDir" .) "" (and .Values.metrics.enable (ne .Values.metrics.certSecret ""))))
+}}
+{{- range $flags }}
+{{- $value := index . 1 }}
+{{- if or (kindIs "float64" $value) (kindIs "int64" $value) (and (kindIs "string" $value) (ne $value "")) }}
+- {{ printf "--%s=%v" (index . 0) $value | quote }}
+{{- end }}
+{{- end }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The metrics certificate's volume, with metrics.certSecret. */}}
+{{- define "skiff.volumes" -}}
+{{- if and .Values.metrics.enable .Values.metrics.certSecret }}
+volumes:
+  - name: metrics-certs
+    secret:
+      secretName: {{ .Values.metrics.certSecret }}
+{{- end }}
+{{- end -}}
+
+{{- define "skiff.volumeMounts" -}}
+{{- if and .Values.metrics.enable .Values.metrics.certSecret }}
+volumeMounts:
+  - name: metrics-certs
+    mountPath: {{ include "skiff.metricsCertDir" . }}
+    readOnly: true
+{{- end }}
+{{- end -}}

@@ -1,0 +1,479 @@
+//! The Helm chart, rendered by the real Helm (no cluster needed): with default values it renders
+//! what `kustomize build` does, values change what they say and nothing else, the schema refuses
+//! bad values by name, `helm lint` is clean, and chart, image and installer share one version.
+//!
+//! Why: `charts/skiff` is generated from `manifests/` (`make chart`, hack/chartgen), so the two
+//! install paths must agree object for object; a manifest edited without regenerating the chart
+//! fails here, with the command that fixes it.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use crate::support::control_plane::{bin_dir, require_e2e_binaries, say};
+use crate::support::helm::{Helm, chart_dir, container_args, find, object_key, parse_objects};
+use crate::support::kubectl::output_ok;
+use crate::support::skiff::TempDir;
+use serde_json::{Value, json};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const REGENERATE: &str = "run `make chart` to regenerate charts/skiff from manifests/";
+/// Labels and annotations Helm's chart adds that kustomize's build has no reason to carry.
+const HELM_LABELS: [&str; 4] = [
+    "helm.sh/chart",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+];
+const KEEP_ANNOTATION: &str = "helm.sh/resource-policy";
+
+/// `kubectl kustomize DIR` (relative to the repository), parsed.
+fn kustomize(dir: &str) -> Vec<Value> {
+    let path = format!("{}/{dir}", env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new(bin_dir().join("kubectl"))
+        .args(["kustomize", &path])
+        .output()
+        .expect("run kubectl kustomize");
+    parse_objects(&output_ok(&format!("kubectl kustomize {dir}"), output))
+}
+
+/// `make build-installer` with its default image into a temp file (dist/install.yaml's content).
+fn installer() -> Vec<Value> {
+    let dir = TempDir::new("chart-installer");
+    let path = dir.0.join("install.yaml");
+    let output = Command::new("make")
+        .args(["--no-print-directory", "-C", env!("CARGO_MANIFEST_DIR")])
+        .arg("build-installer")
+        .arg(format!("INSTALLER={}", path.display()))
+        .output()
+        .expect("run make");
+    output_ok("make build-installer", output);
+    let text = std::fs::read_to_string(&path).expect("read the installer");
+    parse_objects(&text)
+}
+
+/// The chart's objects without what only Helm adds (its labels, the CRD's keep annotation).
+fn without_helm_metadata(objects: Vec<Value>) -> Vec<Value> {
+    objects
+        .into_iter()
+        .map(|mut object| {
+            let meta = object["metadata"].as_object_mut().expect("metadata");
+            for (field, keys) in [
+                ("labels", &HELM_LABELS[..]),
+                ("annotations", &[KEEP_ANNOTATION][..]),
+            ] {
+                if let Some(map) = meta.get_mut(field).and_then(Value::as_object_mut) {
+                    keys.iter().for_each(|key| drop(map.remove(*key)));
+                    if map.is_empty() {
+                        meta.remove(field);
+                    }
+                }
+            }
+            object
+        })
+        .collect()
+}
+
+fn by_key(objects: &[Value]) -> BTreeMap<String, &Value> {
+    objects.iter().map(|o| (object_key(o), o)).collect()
+}
+
+/// Panics describing every difference between the chart's objects and kustomize's.
+fn assert_same_objects(chart: &[Value], kustomize: &[Value], what: &str) {
+    let (chart, kustomize) = (by_key(chart), by_key(kustomize));
+    let mut differences = Vec::new();
+    for key in chart.keys().chain(kustomize.keys()) {
+        match (chart.get(key), kustomize.get(key)) {
+            (Some(c), Some(k)) if c == k => {}
+            (Some(c), Some(k)) => differences.push(format!(
+                "{key} differs:\n  chart:     {c}\n  kustomize: {k}"
+            )),
+            (Some(_), None) => differences.push(format!("{key}: only in the chart")),
+            (None, _) => differences.push(format!("{key}: only in kustomize's build")),
+        }
+    }
+    differences.dedup();
+    assert!(
+        differences.is_empty(),
+        "{what}: the chart and kustomize render different objects; {REGENERATE}\n{}",
+        differences.join("\n")
+    );
+}
+
+fn skiff_system<S: AsRef<str>>(helm: &Helm, extra: &[S]) -> Vec<Value> {
+    let extra: Vec<&str> = extra.iter().map(AsRef::as_ref).collect();
+    helm.template("skiff", "skiff-system", &extra)
+}
+
+/// `--set VALUE` for each of `values`.
+fn sets(values: &[&str]) -> Vec<String> {
+    values
+        .iter()
+        .flat_map(|value| ["--set".to_owned(), (*value).to_owned()])
+        .collect()
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn default_values_render_what_kustomize_builds() {
+    require_e2e_binaries();
+    let chart = without_helm_metadata(skiff_system::<&str>(&Helm::new(), &[]));
+    let installer: Vec<Value> = installer()
+        .into_iter()
+        .filter(|o| o["kind"] != "Namespace") // helm install --create-namespace makes it
+        .collect();
+    assert!(installer.len() >= 14, "{installer:?}");
+    assert_same_objects(&chart, &installer, "default values vs make build-installer");
+    say(&format!(
+        "helm chart: {} objects with default values, the same as kustomize's build",
+        chart.len()
+    ));
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn secret_target_names_render_what_the_kustomize_component_adds() {
+    require_e2e_binaries();
+    let extra = sets(&["secretTargetNames={app-tls}", "image.tag=latest"]);
+    let chart = without_helm_metadata(skiff_system(&Helm::new(), &extra));
+    let component: Vec<Value> = kustomize("deploy/secret-targets")
+        .into_iter()
+        .filter(|o| o["kind"] != "Namespace")
+        .collect();
+    assert_same_objects(
+        &chart,
+        &component,
+        "secretTargetNames={app-tls} vs deploy/secret-targets",
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn prometheus_enable_renders_the_service_monitor() {
+    require_e2e_binaries();
+    let chart = without_helm_metadata(skiff_system(
+        &Helm::new(),
+        &sets(&["prometheus.enable=true"]),
+    ));
+    let monitors: Vec<Value> = chart
+        .into_iter()
+        .filter(|o| o["kind"] == "ServiceMonitor")
+        .collect();
+    assert_same_objects(
+        &monitors,
+        &kustomize("manifests/prometheus"),
+        "prometheus.enable",
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn release_name_and_namespace_name_every_object() {
+    require_e2e_binaries();
+    let objects =
+        Helm::new().template("ops", "platform", &["--set", "leaderElection.id=ops-lease"]);
+    let text = serde_json::to_string(&objects).expect("JSON");
+    assert!(
+        !text.contains("skiff-system"),
+        "the manifests' namespace is left: {text}"
+    );
+    for object in &objects {
+        let namespace = &object["metadata"]["namespace"];
+        assert!(
+            namespace.is_null() || namespace == "platform",
+            "{}",
+            object_key(object)
+        );
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        assert!(
+            name.starts_with("ops-skiff") || object["kind"] == "CustomResourceDefinition",
+            "{} is not named after the release",
+            object_key(object)
+        );
+        for subject in object["subjects"].as_array().into_iter().flatten() {
+            assert_eq!(subject["name"], "ops-skiff", "{}", object_key(object));
+            assert_eq!(subject["namespace"], "platform", "{}", object_key(object));
+        }
+    }
+    let deployment = find(&objects, "Deployment", "ops-skiff");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["serviceAccountName"],
+        "ops-skiff"
+    );
+    assert!(container_args(deployment).contains(&"--leader-election-id=ops-lease".to_owned()));
+    let role = find(&objects, "Role", "ops-skiff-leader-election");
+    assert_eq!(role["rules"][1]["resourceNames"], json!(["ops-lease"]));
+    let flow = find(&objects, "FlowSchema", "ops-skiff-leader-election");
+    let subject = &flow["spec"]["rules"][0]["subjects"][0]["serviceAccount"];
+    assert_eq!(
+        subject,
+        &json!({"name": "ops-skiff", "namespace": "platform"})
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn values_set_the_flags_rbac_and_pod_settings_they_name() {
+    require_e2e_binaries();
+    let digest = format!("sha256:{}", "a".repeat(64));
+    let image_digest = format!("image.digest={digest}");
+    let values = [
+        "image.repository=registry.example/team/skiff",
+        &image_digest,
+        "image.pullPolicy=Always",
+        "replicaCount=3",
+        "leaderElection.leaseDuration=30s",
+        "leaderElection.renewDeadline=20s",
+        "leaderElection.retryPeriod=4s",
+        "leaderElection.qps=7",
+        "leaderElection.burst=12",
+        "kubeAPI.qps=12.5",
+        "kubeAPI.burst=80",
+        "sourceNamespaces={skiff-system,shared}",
+        "secretTargetNames={app-tls,pull}",
+        "metrics.secure=false",
+        "metrics.certSecret=skiff-metrics-tls",
+        "nodeSelector.pool=system",
+        "priorityClassName=system-cluster-critical",
+        "imagePullSecrets[0].name=regcred",
+        "tolerations[0].operator=Exists",
+        "commonLabels.team=platform",
+        "commonAnnotations.owner=ops",
+        "podLabels.tier=control",
+        "podAnnotations.scrape=yes",
+        "podDisruptionBudget.minAvailable=2",
+        "extraArgs={--log-level=debug}",
+    ];
+    let objects = skiff_system(&Helm::new(), &sets(&values));
+    let deployment = find(&objects, "Deployment", "skiff");
+    let pod = &deployment["spec"]["template"];
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(
+        container["image"],
+        format!("registry.example/team/skiff:{VERSION}@{digest}")
+    );
+    assert_eq!(container["imagePullPolicy"], "Always");
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let args = container_args(deployment);
+    let added: Vec<&str> = args.iter().skip(5).map(String::as_str).collect();
+    assert_eq!(
+        added,
+        [
+            "--leader-elect-lease-duration=30s",
+            "--leader-elect-renew-deadline=20s",
+            "--leader-elect-retry-period=4s",
+            "--leader-elect-qps=7",
+            "--leader-elect-burst=12",
+            "--kube-api-qps=12.5",
+            "--kube-api-burst=80",
+            "--source-namespaces=skiff-system,shared",
+            "--secret-target-names=app-tls,pull",
+            "--metrics-secure=false",
+            "--metrics-cert-dir=/etc/skiff/metrics-certs",
+            "--log-level=debug",
+        ]
+    );
+    assert_eq!(
+        container["volumeMounts"][0]["mountPath"],
+        "/etc/skiff/metrics-certs"
+    );
+    assert_eq!(
+        pod["spec"]["volumes"][0]["secret"]["secretName"],
+        "skiff-metrics-tls"
+    );
+    assert_eq!(pod["spec"]["nodeSelector"], json!({"pool": "system"}));
+    assert_eq!(pod["spec"]["priorityClassName"], "system-cluster-critical");
+    assert_eq!(
+        pod["spec"]["imagePullSecrets"],
+        json!([{"name": "regcred"}])
+    );
+    assert_eq!(pod["spec"]["tolerations"], json!([{"operator": "Exists"}]));
+    assert_eq!(pod["metadata"]["labels"]["tier"], "control");
+    assert_eq!(pod["metadata"]["annotations"], json!({"scrape": "yes"}));
+    let targets = find(&objects, "ClusterRole", "skiff-secret-targets");
+    assert_eq!(
+        targets["rules"][0]["resourceNames"],
+        json!(["app-tls", "pull"])
+    );
+    let sources: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Role" && o["metadata"]["name"] == "skiff-secret-sources")
+        .collect();
+    let namespaces: Vec<&Value> = sources
+        .iter()
+        .map(|o| &o["metadata"]["namespace"])
+        .collect();
+    assert_eq!(namespaces, [&json!("skiff-system"), &json!("shared")]);
+    assert!(
+        !objects
+            .iter()
+            .any(|o| o["metadata"]["name"] == "skiff-metrics-auth"),
+        "plain-HTTP metrics need no TokenReview or SubjectAccessReview rights"
+    );
+    assert_eq!(
+        find(&objects, "PodDisruptionBudget", "skiff")["spec"]["minAvailable"],
+        2
+    );
+    for object in &objects {
+        let meta = &object["metadata"];
+        assert_eq!(meta["labels"]["team"], "platform", "{}", object_key(object));
+        assert_eq!(
+            meta["annotations"]["owner"],
+            "ops",
+            "{}",
+            object_key(object)
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn switches_leave_their_objects_out() {
+    require_e2e_binaries();
+    let helm = Helm::new();
+    let all = skiff_system::<&str>(&helm, &[]);
+    let off = skiff_system(
+        &helm,
+        &sets(&[
+            "networkPolicy.enable=false",
+            "flowSchema.enable=false",
+            "podDisruptionBudget.enable=false",
+            "crd.enable=false",
+            "metrics.enable=false",
+        ]),
+    );
+    let switched = |o: &Value| {
+        let name = o["metadata"]["name"].as_str().unwrap_or_default();
+        [
+            "NetworkPolicy",
+            "FlowSchema",
+            "PodDisruptionBudget",
+            "CustomResourceDefinition",
+            "Service",
+        ]
+        .contains(&o["kind"].as_str().unwrap_or_default())
+            || name.starts_with("skiff-metrics")
+    };
+    let kept: Vec<String> = all
+        .iter()
+        .filter(|o| !switched(o))
+        .map(object_key)
+        .collect();
+    let left: Vec<String> = off.iter().map(object_key).collect();
+    assert_eq!(left, kept, "only the switched-off objects go");
+    assert_eq!(all.len() - off.len(), 8, "objects switched off");
+    let args = container_args(find(&off, "Deployment", "skiff"));
+    assert!(
+        args.contains(&"--metrics-bind-address=0".to_owned()),
+        "{args:?}"
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn crd_is_kept_on_uninstall_unless_crd_keep_is_false() {
+    require_e2e_binaries();
+    let helm = Helm::new();
+    let annotation = |objects: &[Value]| {
+        find(objects, "CustomResourceDefinition", "mirrors.skiff.dev")["metadata"]["annotations"]
+            [KEEP_ANNOTATION]
+            .clone()
+    };
+    assert_eq!(annotation(&skiff_system::<&str>(&helm, &[])), "keep");
+    assert_eq!(
+        annotation(&skiff_system(&helm, &sets(&["crd.keep=false"]))),
+        Value::Null
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_schema_refuses_bad_values_and_names_them() {
+    require_e2e_binaries();
+    let helm = Helm::new();
+    let chart = chart_dir().display().to_string();
+    for (value, named) in [
+        ("replicaCount=two", "replicaCount"),
+        ("replicas=3", "replicas"),
+        ("image.pullPolicy=Sometimes", "pullPolicy"),
+        ("leaderElection.leaseDuration=fifteen", "leaseDuration"),
+        ("leaderElection.qps=0", "qps"),
+        ("metrics.enable=maybe", "enable"),
+        ("secretTargetNames={App_TLS}", "secretTargetNames"),
+        ("networkPolicy.enabled=false", "enabled"),
+    ] {
+        let stderr = helm.fails(&["template", "skiff", &chart, "--set", value]);
+        assert!(
+            stderr.contains("schema") && stderr.contains(named),
+            "--set {value}: the error does not name {named}:\n{stderr}"
+        );
+    }
+    // A parent chart may pass `global`; the schema lets it through.
+    helm.ok(&[
+        "template",
+        "skiff",
+        &chart,
+        "--set",
+        "global.registry=example",
+    ]);
+    let stderr = helm.fails(&[
+        "template",
+        "skiff",
+        &chart,
+        "--set",
+        "sourceNamespaces={*}",
+        "--set",
+        "secretTargetNames={app-tls}",
+    ]);
+    assert!(stderr.contains("every Secret in the cluster"), "{stderr}");
+    let stderr = helm.fails(&[
+        "template",
+        "skiff",
+        &chart,
+        "--set",
+        "prometheus.enable=true",
+        "--set",
+        "metrics.secure=false",
+    ]);
+    assert!(
+        stderr.contains("prometheus.enable needs metrics.enable and metrics.secure"),
+        "{stderr}"
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn helm_lint_is_clean() {
+    require_e2e_binaries();
+    let chart = chart_dir().display().to_string();
+    let output = Helm::new().ok(&["lint", "--strict", &chart]);
+    say(&format!("helm lint --strict charts/skiff:\n{output}"));
+    assert!(output.contains("0 chart(s) failed"), "{output}");
+    assert!(
+        !output.contains("[WARNING]") && !output.contains("[ERROR]"),
+        "{output}"
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn chart_image_and_installer_share_cargo_s_version() {
+    require_e2e_binaries();
+    let chart = std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("read Chart.yaml");
+    let chart = parse_objects(&chart).remove(0);
+    assert_eq!(
+        (&chart["version"], &chart["appVersion"]),
+        (&json!(VERSION), &json!(VERSION)),
+        "{REGENERATE}"
+    );
+    let image = |objects: &[Value]| {
+        find(objects, "Deployment", "skiff")["spec"]["template"]["spec"]["containers"][0]["image"]
+            .clone()
+    };
+    let expected = json!(format!("skiff:{VERSION}"));
+    assert_eq!(image(&skiff_system::<&str>(&Helm::new(), &[])), expected);
+    assert_eq!(
+        image(&installer()),
+        expected,
+        "make build-installer's default IMG"
+    );
+}
