@@ -16,7 +16,10 @@
 # and what each step saved, are in BENCHMARKS.md ("Binary size and build cost").
 #
 # The result is reused while it exists (a clean clone compiles OpenSSL once); `make clean`
-# removes it with the rest of the target directory. OPENSSL_JOBS sets make's -j (default: the
+# removes it with the rest of the target directory. A finished build is also kept in a cache
+# outside the clone (SKIFF_OPENSSL_CACHE, by default ~/.cache/skiff/openssl; `off` turns it
+# off), under the same key, so a fresh clone on a machine that built this very OpenSSL before
+# copies it instead of compiling it again, as ccache would. OPENSSL_JOBS sets make's -j (default: the
 # number of CPUs).
 set -euo pipefail
 
@@ -114,6 +117,16 @@ if [ -f "$prefix/.complete" ]; then
   echo "$prefix"
   exit 0
 fi
+cache_root=${SKIFF_OPENSSL_CACHE:-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/skiff/openssl}
+cached=$cache_root/$target/$version-$hash
+if [ "$cache_root" != off ] && [ -f "$cached/.complete" ]; then
+  mkdir -p "$(dirname "$prefix")"
+  rm -rf "$prefix"
+  cp -R "$cached" "$prefix"
+  echo "hack/openssl.sh: copied $prefix from the cache $cached" >&2
+  echo "$prefix"
+  exit 0
+fi
 
 build=$target_dir/openssl/$target/build-$hash
 rm -rf "$build" "$prefix"
@@ -150,4 +163,9 @@ grep -q '^if (0) { #<<< left out by hack/openssl.sh$' "$gcm" || die "could not e
 rm -f "$build.log"
 touch "$prefix/.complete"
 echo "hack/openssl.sh: OpenSSL $version for $target built in $(($(date +%s) - start)) s" >&2
+if [ "$cache_root" != off ] && mkdir -p "$(dirname "$cached")" 2>/dev/null; then
+  rm -rf "$cached.partial"
+  cp -R "$prefix" "$cached.partial" && rm -rf "$cached" && mv "$cached.partial" "$cached" ||
+    echo "hack/openssl.sh: could not keep the build in the cache $cache_root (the build itself is fine)" >&2
+fi
 echo "$prefix"
