@@ -1,40 +1,19 @@
 //! Which Mirrors each watch event concerns: the keys a Namespace, source, copy or Mirror event
 //! puts on the work queue.
 //!
-//! Single events are mapped through the caches' indexes, so their cost is the Mirrors they
-//! concern. The end of a relist or an object leaving a label selection tells less than a
-//! single event does (the object that went is in no list, or arrives stripped of the labels
-//! naming its Mirror), so those enqueue more widely: a reconcile with nothing to do writes
-//! nothing. Namespace events are mapped by [`Selections`](super::selection::Selections).
+//! Single events are mapped through the caches' indexes ([`super::index`]), so their cost is
+//! the Mirrors they concern. The end of a relist or an object leaving a label selection tells
+//! less than a single event does (the object that went is in no list, or arrives stripped of
+//! the labels naming its Mirror), so those enqueue more widely: a reconcile with nothing to do
+//! writes nothing. Namespace events are mapped by [`Selections`](super::selection::Selections).
 
-use super::copy::{CopyInfo, Owner, owner_of};
+use super::copy::{CopyInfo, owner_of};
+use super::index::{mirrors_reading, mirrors_writing};
 use super::secret_copies::SecretCopyStores;
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, Resource};
 use crate::runtime::{ObjectKey, Store, WatcherEvent, object_keys};
 use std::collections::BTreeSet;
-
-/// The index values of a Mirror in the Mirror cache: its source and its copies' name.
-pub fn mirror_index(m: &Mirror) -> Vec<String> {
-    let kind = m.spec.source.kind;
-    vec![
-        source_index(kind, m.metadata.namespace(), &m.spec.source.name),
-        target_index(kind, m.spec.target_name()),
-    ]
-}
-
-fn source_index(kind: SourceKind, namespace: &str, name: &str) -> String {
-    format!("source/{}/{namespace}/{name}", kind.as_str())
-}
-
-fn target_index(kind: SourceKind, name: &str) -> String {
-    format!("target/{}/{name}", kind.as_str())
-}
-
-/// The index value of a copy in the copy caches: the Mirror that owns it.
-pub fn owner_index(owner: &Owner) -> String {
-    format!("{}/{}", owner.namespace, owner.name)
-}
 
 /// The Mirrors a Mirror event concerns. At the end of a relist, every Mirror a cached copy
 /// names: a Mirror that vanished while the watch was down is in no list, and only its
@@ -81,7 +60,7 @@ pub fn copy_owners<K: Resource>(
                 keys.extend(mirrors.keys())
             }
             WatcherEvent::Deleted(o) => {
-                keys.extend(mirrors.indexed_keys(&target_index(kind, o.metadata().name())));
+                keys.extend(mirrors_writing(&mirrors, kind, o.metadata().name()));
             }
             WatcherEvent::Relisting | WatcherEvent::Listed(_) | WatcherEvent::Applied(_) => {}
         }
@@ -112,7 +91,7 @@ pub fn mirrors_of_source<K: Resource>(
         WatcherEvent::Relisted => mirrors.keys(),
         WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
             let (ns, name) = (o.metadata().namespace(), o.metadata().name());
-            mirrors.indexed_keys(&source_index(kind, ns, name))
+            mirrors_reading(&mirrors, kind, ns, name)
         }
         WatcherEvent::Relisting | WatcherEvent::Listed(_) => Vec::new(),
     }
@@ -121,6 +100,7 @@ pub fn mirrors_of_source<K: Resource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mirror::index::mirror_store;
 
     #[test]
     fn copy_events_enqueue_their_owning_mirror_once() {
@@ -144,7 +124,7 @@ mod tests {
 
     #[test]
     fn source_events_enqueue_the_mirrors_reading_that_source() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
+        let mirrors = mirror_store();
         let mut secret_mirror = mirror("src", "s");
         secret_mirror.spec.source.kind = SourceKind::Secret;
         mirrors.relist(vec![
@@ -165,7 +145,7 @@ mod tests {
 
     #[test]
     fn a_copy_relist_enqueues_a_mirror_whose_last_copy_vanished() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
+        let mirrors = mirror_store();
         mirrors.relist(vec![mirror("src", "m")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         assert_eq!(map(&WatcherEvent::Relisting), vec![]);
@@ -177,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_copy_leaving_the_selection_unlabelled_enqueues_every_mirror() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
+        let mirrors = mirror_store();
         mirrors.relist(vec![mirror("src", "m"), mirror("src", "n")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         let stripped = ConfigMap {
@@ -202,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_deleted_copy_enqueues_the_mirrors_that_want_its_name() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
+        let mirrors = mirror_store();
         let mut renamed = mirror("src", "renamed");
         renamed.spec.target_name = Some("other".into());
         let mut secret = mirror("src", "secret");

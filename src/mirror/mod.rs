@@ -1,7 +1,8 @@
 //! The Mirror controller: copies one ConfigMap or Secret into every selected namespace.
 //!
 //! - [`controller`]: the runnable the manager starts: watches → caches → workers.
-//! - [`caches`]: what is watched and kept.
+//! - [`caches`]: what is watched and kept; [`index`]: how the caches are asked which Mirrors
+//!   read a source or want a name, and which copies a Mirror owns.
 //! - [`enqueue`]: which Mirrors each watch event concerns.
 //! - [`reconcile`]: one Mirror, once: plan, write what differs, report status; `apply`
 //!   carries out the writes.
@@ -38,6 +39,7 @@ pub mod enqueue;
 pub mod existing;
 #[cfg(test)]
 mod fixtures;
+pub mod index;
 pub mod managed;
 pub mod memory;
 pub mod own_writes;
