@@ -40,7 +40,7 @@ impl Reconciler {
                 // deletion will wake this Mirror; only an object the cache cannot see is
                 // remembered (and re-checked later).
                 if found.info.owner.is_none() {
-                    self.memory
+                    self.known_conflicts
                         .remember_blocked(&target.owner, ns, Instant::now());
                 }
                 return Done::Conflict(ns.to_owned());

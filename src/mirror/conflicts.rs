@@ -2,7 +2,7 @@
 //!
 //! The copy cache holds only objects with skiff's label, so it cannot see these: a create
 //! refused with AlreadyExists finds them. To keep a steady state and a restart free of
-//! writes, a namespace found blocked is trusted for [`UNMANAGED_RECHECK`](super::memory::UNMANAGED_RECHECK) and then looked at
+//! writes, a namespace found blocked is trusted for [`UNMANAGED_RECHECK`](super::known_conflicts::UNMANAGED_RECHECK) and then looked at
 //! again with a read, and a Mirror whose status already reports conflicts is probed with reads
 //! the first time this process syncs it, instead of meeting refused creates. Each conflict is
 //! announced with one Warning Event while it lasts, and not again after a restart.
@@ -32,7 +32,7 @@ impl Reconciler {
         let now = Instant::now();
         let (kind, name) = (mirror.spec.source.kind, mirror.spec.target_name());
         let mut suspects: BTreeSet<String> = self
-            .memory
+            .known_conflicts
             .take_expired(owner, selected, now)
             .into_iter()
             .collect();
@@ -52,10 +52,10 @@ impl Reconciler {
                 && found.info.owner.is_none()
                 && found.claim(owner) == Claim::NotMine
             {
-                self.memory.remember_blocked(owner, &ns, now);
+                self.known_conflicts.remember_blocked(owner, &ns, now);
             }
         }
-        self.memory.blocked(owner, now)
+        self.known_conflicts.blocked(owner, now)
     }
 
     /// Posts one Warning Event naming the conflicts not announced yet. On first sight, what
@@ -68,7 +68,7 @@ impl Reconciler {
         first_sight: bool,
     ) {
         let known = first_sight && status::already_reports(mirror, conflicts);
-        let new = self.memory.announce(owner, conflicts, known);
+        let new = self.known_conflicts.announce(owner, conflicts, known);
         if new.is_empty() {
             return;
         }

@@ -22,7 +22,7 @@
 //! - [`status`]: the counts and `Ready` condition a Mirror reports.
 //! - [`selection`]: each Mirror's selected namespaces, kept up to date event by event.
 //! - [`conflicts`]: objects with a copy's name that skiff must not touch, found and announced;
-//!   [`memory`] keeps what is known of them per Mirror.
+//!   [`known_conflicts`] keeps what is known of them per Mirror.
 //! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
 //! - [`progress`]: a long fan-out's progress, reported in the status.
 //! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
@@ -40,8 +40,8 @@ pub mod existing;
 #[cfg(test)]
 mod fixtures;
 pub mod index;
+pub mod known_conflicts;
 pub mod managed;
-pub mod memory;
 pub mod own_writes;
 pub mod payload;
 pub mod plan;

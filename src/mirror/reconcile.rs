@@ -8,7 +8,7 @@ use super::apply::Target;
 use super::caches::{Caches, SourceScope};
 use super::copy::{CopyInfo, Owner};
 use super::desired::DesiredCopy;
-use super::memory::{Memory, UNMANAGED_RECHECK};
+use super::known_conflicts::{KnownConflicts, UNMANAGED_RECHECK};
 use super::own_writes::{CopyKey, CopyWrites, MirrorWrites};
 use super::payload::Digest;
 use super::plan::{Desired, Plan, plan};
@@ -38,7 +38,7 @@ pub struct Reconciler {
     /// finalizer is not written twice).
     pub(super) mirrors_written: MirrorWrites,
     /// Per Mirror: blocked namespaces and the conflicts announced.
-    pub(super) memory: Memory,
+    pub(super) known_conflicts: KnownConflicts,
     pub(super) recorder: Recorder,
     /// Set when the controller stops: writes not yet made are left to the next run.
     pub(super) stopping: Signal,
@@ -60,7 +60,7 @@ impl Reconciler {
             secret_targets,
             written: CopyWrites::default(),
             mirrors_written: MirrorWrites::default(),
-            memory: Memory::default(),
+            known_conflicts: KnownConflicts::default(),
             recorder,
             stopping,
         }
@@ -155,7 +155,7 @@ impl Reconciler {
     /// Drops what is kept about a Mirror that is gone.
     fn forget(&self, owner: &Owner) {
         self.mirrors_written.forget(owner);
-        self.memory.forget(owner);
+        self.known_conflicts.forget(owner);
     }
 
     async fn sync(
@@ -164,7 +164,7 @@ impl Reconciler {
         target: &Arc<Target>,
     ) -> Result<Action, Error> {
         let (owner, hash) = (&target.owner, target.desired.hash);
-        let first_sight = self.memory.first_sight(owner);
+        let first_sight = self.known_conflicts.first_sight(owner);
         let selected = self.selected(mirror);
         let unmanaged = self
             .find_unmanaged(mirror, owner, &selected, first_sight)
@@ -211,7 +211,10 @@ impl Reconciler {
         if let Some(e) = outcome.errors.into_iter().next() {
             return Err(e);
         }
-        let blocked = !self.memory.blocked(owner, Instant::now()).is_empty();
+        let blocked = !self
+            .known_conflicts
+            .blocked(owner, Instant::now())
+            .is_empty();
         Ok(if blocked {
             Action::RequeueAfter(UNMANAGED_RECHECK)
         } else {
