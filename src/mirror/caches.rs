@@ -13,10 +13,10 @@
 use super::copy::{CopyInfo, Owner, managed_selector};
 use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
 use super::index::{copies_of, copy_store, mirror_store};
+use super::namespace::NamespaceInfo;
 use super::secret_copies::SecretCopyStores;
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;
-use super::selector::NamespaceInfo;
 use super::source::SourceContent;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;

@@ -7,7 +7,8 @@
 //! - [`reconcile`]: one Mirror, once: plan, write what differs, report status; `apply`
 //!   carries out the writes.
 //! - [`types`]: the `Mirror` custom resource.
-//! - [`selector`]: which namespaces a Mirror selects.
+//! - [`namespace_selector`]: which namespaces a Mirror's selector selects; [`namespace`]: what
+//!   the namespace cache keeps of a namespace to decide it.
 //! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it.
 //! - [`payload`]: the content a copy carries, and its hash.
 //! - [`source`]: what the source cache keeps of a source.
@@ -42,6 +43,8 @@ mod fixtures;
 pub mod index;
 pub mod known_conflicts;
 pub mod managed;
+pub mod namespace;
+pub mod namespace_selector;
 pub mod own_writes;
 pub mod payload;
 pub mod plan;
@@ -52,7 +55,6 @@ mod replace;
 pub mod secret_copies;
 pub mod secret_targets;
 pub mod selection;
-pub mod selector;
 pub mod source;
 pub mod status;
 pub mod types;

@@ -17,7 +17,8 @@
 
 mod by_label;
 
-use super::selector::{NamespaceInfo, chooses, eligible, selects};
+use super::namespace::NamespaceInfo;
+use super::namespace_selector::{chooses, eligible, selects};
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
 use crate::runtime::{ObjectKey, Store, WatcherEvent};
