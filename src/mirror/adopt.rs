@@ -11,12 +11,10 @@
 //! of the conflicts, within 5 minutes.
 
 use super::apply::{Done, Target, Wrote};
-use super::existing::{Claim, Existing};
+use super::existing::Claim;
 use super::reconcile::Reconciler;
 use super::status::name_some;
-use super::types::{Mirror, SourceKind};
-use crate::kube::Error;
-use crate::kube::api::{ConfigMap, Secret};
+use super::types::Mirror;
 use crate::kube::events::reference_to;
 use std::time::Instant;
 
@@ -24,7 +22,11 @@ impl Reconciler {
     /// The create in `ns` found an object with the copy's name: update it if it is this
     /// Mirror's, adopt it if it was handed over, otherwise leave it alone and report it.
     pub(super) async fn meet_existing(&self, target: &Target, ns: &str) -> Done {
-        let found = match self.fetch_existing(target.kind(), ns, &target.name).await {
+        let found = match self
+            .requests
+            .existing(target.kind(), ns, &target.name)
+            .await
+        {
             Ok(found) => found,
             Err(e) => return Done::Failed(e),
         };
@@ -50,27 +52,6 @@ impl Reconciler {
         match self.update_copy(target, ns, rv, record).await {
             Done::Written(wrote) => Done::Written(Wrote { adopted, ..wrote }),
             other => other,
-        }
-    }
-
-    /// Reads the object of `kind` named `name` in `ns` from the server (not the cache).
-    pub(super) async fn fetch_existing(
-        &self,
-        kind: SourceKind,
-        ns: &str,
-        name: &str,
-    ) -> Result<Existing, Error> {
-        match kind {
-            SourceKind::ConfigMap => self
-                .client
-                .get::<ConfigMap>(Some(ns), name)
-                .await
-                .map(|c| Existing::of_configmap(&c)),
-            SourceKind::Secret => self
-                .client
-                .get::<Secret>(Some(ns), name)
-                .await
-                .map(|s| Existing::of_secret(&s)),
         }
     }
 

@@ -5,18 +5,16 @@
 //! next reconcile doesn't repeat it before the watch catches up. A create that meets an object
 //! goes to `adopt.rs`; an update the server refuses, to `replace.rs`.
 
-use super::copy::{CopyInfo, Owner};
+use super::copy::Owner;
 use super::desired::DesiredCopy;
 use super::managed::Record;
 use super::own_writes::CopyKey;
 use super::plan::Plan;
 use super::progress::{Fanout, Progress};
 use super::reconcile::Reconciler;
-use super::render::{CopyObject, maps_patch, new_copy, update_patch};
+use super::render::{maps_patch, new_copy, update_patch};
 use super::types::{Mirror, SourceKind};
-use crate::kube::api::{ConfigMap, Secret};
 use crate::kube::{Error, PatchKind};
-use serde_json::Value;
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
@@ -197,7 +195,7 @@ impl Reconciler {
     /// Creates the copy in `ns`; one that meets an existing object looks at it first.
     pub(super) async fn create_copy(&self, target: &Target, ns: &str) -> Done {
         let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
-        match self.post(copy).await {
+        match self.requests.create(copy).await {
             Ok(info) => {
                 self.written.record(target.key(ns), None, Some(info));
                 Wrote::plain(ns)
@@ -220,7 +218,11 @@ impl Reconciler {
         let (mut kind, mut replaced) = (PatchKind::Strategic, rv.to_owned());
         // One call site for both patches, so the request's code is compiled in once.
         loop {
-            let answer = match self.patch_copy(target, ns, &patch, kind).await {
+            let answer = match self
+                .requests
+                .patch(target.kind(), ns, &target.name, &patch, kind)
+                .await
+            {
                 Ok(answer) => answer,
                 Err(e) if e.code() == Some(422) && kind == PatchKind::Strategic => {
                     return self.replace_copy(target, ns, e).await;
@@ -240,42 +242,8 @@ impl Reconciler {
         }
     }
 
-    /// A strategic merge patch of the copy in `ns`, or a plain merge patch.
-    async fn patch_copy(
-        &self,
-        target: &Target,
-        ns: &str,
-        patch: &Value,
-        kind: PatchKind,
-    ) -> Result<CopyObject, Error> {
-        let (client, name) = (&self.client, target.name.as_str());
-        Ok(match target.kind() {
-            SourceKind::ConfigMap => {
-                CopyObject::ConfigMap(client.patch_as(Some(ns), name, patch, kind).await?)
-            }
-            SourceKind::Secret => {
-                CopyObject::Secret(client.patch_as(Some(ns), name, patch, kind).await?)
-            }
-        })
-    }
-
-    pub(super) async fn post(&self, copy: CopyObject) -> Result<CopyInfo, Error> {
-        let created = match copy {
-            CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
-            CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
-        };
-        Ok(created.info())
-    }
-
     async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {
-        let result = match kind {
-            SourceKind::ConfigMap => {
-                self.client
-                    .delete::<ConfigMap>(Some(ns), name, Some(rv))
-                    .await
-            }
-            SourceKind::Secret => self.client.delete::<Secret>(Some(ns), name, Some(rv)).await,
-        };
+        let result = self.requests.delete(kind, ns, name, rv).await;
         match result {
             Ok(()) => {
                 self.written

@@ -48,7 +48,7 @@ impl Reconciler {
         }
         for ns in suspects {
             // An object handed to this Mirror is not a block: the create meets it and adopts it.
-            if let Ok(found) = self.fetch_existing(kind, &ns, name).await
+            if let Ok(found) = self.requests.existing(kind, &ns, name).await
                 && found.info.owner.is_none()
                 && found.claim(owner) == Claim::NotMine
             {

@@ -10,6 +10,7 @@
 //! - [`namespace_selector`]: which namespaces a Mirror's selector selects; [`namespace`]: what
 //!   the namespace cache keeps of a namespace to decide it.
 //! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it.
+//! - [`copy_requests`]: the API requests on a copy, whatever its kind.
 //! - [`payload`]: the content a copy carries, and its hash.
 //! - [`source`]: what the source cache keeps of a source.
 //! - [`desired`]: what a Mirror wants its copies to hold (picked keys, labels and
@@ -35,6 +36,7 @@ pub mod carry;
 mod conflicts;
 pub mod controller;
 pub mod copy;
+pub mod copy_requests;
 pub mod desired;
 pub mod enqueue;
 pub mod existing;

@@ -7,6 +7,7 @@
 use super::apply::Target;
 use super::caches::{Caches, SourceScope};
 use super::copy::{CopyInfo, Owner};
+use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
 use super::known_conflicts::{KnownConflicts, UNMANAGED_RECHECK};
 use super::own_writes::{CopyKey, CopyWrites, MirrorWrites};
@@ -29,6 +30,8 @@ pub const FINALIZER: &str = "skiff.dev/cleanup";
 
 pub struct Reconciler {
     pub(super) client: Client,
+    /// The requests on copies, whatever their kind.
+    pub(super) requests: CopyRequests,
     pub(super) caches: Caches,
     scope: SourceScope,
     secret_targets: SecretTargets,
@@ -54,6 +57,7 @@ impl Reconciler {
         stopping: Signal,
     ) -> Reconciler {
         Reconciler {
+            requests: CopyRequests::new(client.clone()),
             client,
             caches,
             scope,

@@ -12,15 +12,18 @@ use super::existing::Claim;
 use super::reconcile::Reconciler;
 use super::render::new_copy;
 use super::status::name_some;
-use super::types::{Mirror, SourceKind};
+use super::types::Mirror;
 use crate::kube::Error;
-use crate::kube::api::{ConfigMap, Secret};
 use std::collections::BTreeMap;
 
 impl Reconciler {
     /// The server refused (`refused`) to update the copy in `ns`: replace it if that is why.
     pub(super) async fn replace_copy(&self, target: &Target, ns: &str, refused: Error) -> Done {
-        let found = match self.fetch_existing(target.kind(), ns, &target.name).await {
+        let found = match self
+            .requests
+            .existing(target.kind(), ns, &target.name)
+            .await
+        {
             Ok(found) => found,
             Err(e) => return Done::Failed(e),
         };
@@ -30,12 +33,16 @@ impl Reconciler {
             return Done::Failed(refused);
         };
         let rv = &found.info.resource_version;
-        if let Err(e) = self.delete_exact(target, ns, &found.uid, rv).await {
+        if let Err(e) = self
+            .requests
+            .delete_exact(target.kind(), ns, &target.name, &found.uid, rv)
+            .await
+        {
             return Done::Failed(e);
         }
         self.written.record(target.key(ns), Some(rv), None);
         let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
-        match self.post(copy).await {
+        match self.requests.create(copy).await {
             Ok(info) => {
                 self.written.record(target.key(ns), None, Some(info));
                 Done::Written(Wrote {
@@ -45,28 +52,6 @@ impl Reconciler {
                 })
             }
             Err(e) => Done::Failed(e),
-        }
-    }
-
-    async fn delete_exact(
-        &self,
-        target: &Target,
-        ns: &str,
-        uid: &str,
-        rv: &str,
-    ) -> Result<(), Error> {
-        let name = &target.name;
-        match target.kind() {
-            SourceKind::ConfigMap => {
-                self.client
-                    .delete_exact::<ConfigMap>(Some(ns), name, uid, rv)
-                    .await
-            }
-            SourceKind::Secret => {
-                self.client
-                    .delete_exact::<Secret>(Some(ns), name, uid, rv)
-                    .await
-            }
         }
     }
 
