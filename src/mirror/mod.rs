@@ -6,6 +6,7 @@
 //! - [`enqueue`]: which Mirrors each watch event concerns.
 //! - [`reconcile`]: one Mirror, once: plan, write what differs, report status; `apply`
 //!   carries out the writes.
+//! - [`mirror_writer`]: the writes to a Mirror itself: its status and finalizer.
 //! - [`types`]: the `Mirror` custom resource.
 //! - [`namespace_selector`]: which namespaces a Mirror's selector selects; [`namespace`]: what
 //!   the namespace cache keeps of a namespace to decide it.
@@ -45,6 +46,7 @@ mod fixtures;
 pub mod index;
 pub mod known_conflicts;
 pub mod managed;
+pub mod mirror_writer;
 pub mod namespace;
 pub mod namespace_selector;
 pub mod own_writes;

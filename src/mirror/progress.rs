@@ -75,7 +75,7 @@ impl Reconciler {
     /// Writes a `Progressing` status. Best effort: a failed report (for example a 409 because
     /// someone else changed the Mirror) is left to the final status write.
     pub(super) async fn report_progress(&self, mirror: &Mirror, fanout: &Fanout<'_>, synced: u32) {
-        let mirror = self.latest(fanout.owner, mirror.clone());
+        let mirror = self.mirrors.latest(fanout.owner, mirror.clone());
         let observed = Observed {
             source_hash: Some(fanout.hash.to_owned()),
             selected: u32::try_from(fanout.selected).unwrap_or(u32::MAX),
@@ -84,6 +84,7 @@ impl Reconciler {
             ..Observed::default()
         };
         if let Err(e) = self
+            .mirrors
             .write_status(&mirror, &observed, Reason::Progressing, "")
             .await
         {

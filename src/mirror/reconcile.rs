@@ -10,26 +10,22 @@ use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
 use super::known_conflicts::{KnownConflicts, UNMANAGED_RECHECK};
-use super::own_writes::{CopyKey, CopyWrites, MirrorWrites};
+use super::mirror_writer::{MirrorWriter, has_finalizer};
+use super::own_writes::{CopyKey, CopyWrites};
 use super::payload::Digest;
 use super::plan::{Desired, Plan, plan};
 use super::secret_targets::SecretTargets;
-use super::status::{self, Observed, Reason};
+use super::status::{Observed, Reason};
 use super::types::Mirror;
 use crate::kube::events::Recorder;
 use crate::kube::{Client, Error};
 use crate::runtime::{Action, ObjectKey};
 use crate::signal::Signal;
-use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The finalizer that makes a Mirror's deletion wait until its copies are gone.
-pub const FINALIZER: &str = "skiff.dev/cleanup";
-
 pub struct Reconciler {
-    pub(super) client: Client,
     /// The requests on copies, whatever their kind.
     pub(super) requests: CopyRequests,
     pub(super) caches: Caches,
@@ -37,9 +33,8 @@ pub struct Reconciler {
     secret_targets: SecretTargets,
     /// Copies as this replica last wrote them, until the copy caches catch up.
     pub(super) written: CopyWrites,
-    /// Mirrors as this replica last wrote them, until the cache catches up (so a status or
-    /// finalizer is not written twice).
-    pub(super) mirrors_written: MirrorWrites,
+    /// The Mirror's own status and finalizer.
+    pub(super) mirrors: MirrorWriter,
     /// Per Mirror: blocked namespaces and the conflicts announced.
     pub(super) known_conflicts: KnownConflicts,
     pub(super) recorder: Recorder,
@@ -58,12 +53,11 @@ impl Reconciler {
     ) -> Reconciler {
         Reconciler {
             requests: CopyRequests::new(client.clone()),
-            client,
             caches,
             scope,
             secret_targets,
             written: CopyWrites::default(),
-            mirrors_written: MirrorWrites::default(),
+            mirrors: MirrorWriter::new(client),
             known_conflicts: KnownConflicts::default(),
             recorder,
             stopping,
@@ -81,7 +75,7 @@ impl Reconciler {
             return Ok(Action::Done);
         };
         let owner = Owner::of(&mirror);
-        let mirror = self.latest(&owner, mirror);
+        let mirror = self.mirrors.latest(&owner, mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
             return self.finalize(&mirror, &owner).await;
         }
@@ -93,23 +87,25 @@ impl Reconciler {
                 self.scope.describe(),
                 mirror.metadata.namespace()
             );
-            self.write_status(
-                &mirror,
-                &Observed::default(),
-                Reason::SourceNamespaceNotAllowed,
-                &message,
-            )
-            .await?;
+            self.mirrors
+                .write_status(
+                    &mirror,
+                    &Observed::default(),
+                    Reason::SourceNamespaceNotAllowed,
+                    &message,
+                )
+                .await?;
             return Ok(Action::Done);
         }
         // Likewise a Secret Mirror whose target name RBAC does not cover (see secret_targets).
         if let Some(refusal) = self.secret_targets.refusal(&mirror) {
             let observed = Observed::default();
-            self.write_status(&mirror, &observed, refusal.reason, &refusal.message)
+            self.mirrors
+                .write_status(&mirror, &observed, refusal.reason, &refusal.message)
                 .await?;
             return Ok(Action::Done);
         }
-        let mirror = self.ensure_finalizer(mirror).await?;
+        let mirror = self.mirrors.add_finalizer(mirror).await?;
         let source = &mirror.spec.source;
         let Some(content) =
             self.caches
@@ -125,7 +121,8 @@ impl Reconciler {
                 selected: self.selected(&mirror).len() as u32,
                 ..Observed::default()
             };
-            self.write_status(&mirror, &observed, Reason::SourceNotFound, &message)
+            self.mirrors
+                .write_status(&mirror, &observed, Reason::SourceNotFound, &message)
                 .await?;
             return Ok(Action::Done);
         };
@@ -136,7 +133,8 @@ impl Reconciler {
                     selected: self.selected(&mirror).len() as u32,
                     ..Observed::default()
                 };
-                self.write_status(&mirror, &observed, refusal.reason, &refusal.message)
+                self.mirrors
+                    .write_status(&mirror, &observed, refusal.reason, &refusal.message)
                     .await?;
                 return Ok(Action::Done);
             }
@@ -149,16 +147,9 @@ impl Reconciler {
         self.sync(&mirror, &target).await
     }
 
-    /// The Mirror as this replica last wrote it, or as cached when the cache has caught up.
-    pub(super) fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
-        self.mirrors_written
-            .resolve(owner, Some(cached.clone()))
-            .unwrap_or(cached)
-    }
-
     /// Drops what is kept about a Mirror that is gone.
     fn forget(&self, owner: &Owner) {
-        self.mirrors_written.forget(owner);
+        self.mirrors.forget(owner);
         self.known_conflicts.forget(owner);
     }
 
@@ -191,7 +182,7 @@ impl Reconciler {
         self.announce_adopted(mirror, &outcome.adopted).await;
         self.announce_replaced(mirror, &outcome.replaced).await;
         // Progress reports during the fan-out may have written the status since.
-        let mirror = &self.latest(owner, mirror.clone());
+        let mirror = &self.mirrors.latest(owner, mirror.clone());
         let observed = Observed {
             source_hash: Some(hash.hex()),
             selected: selected.len() as u32,
@@ -210,7 +201,8 @@ impl Reconciler {
             .first()
             .map(Error::to_string)
             .unwrap_or_default();
-        self.write_status(mirror, &observed, reason, &message)
+        self.mirrors
+            .write_status(mirror, &observed, reason, &message)
             .await?;
         if let Some(e) = outcome.errors.into_iter().next() {
             return Err(e);
@@ -276,86 +268,17 @@ impl Reconciler {
         self.caches.selections.of(mirror)
     }
 
-    pub(super) async fn write_status(
-        &self,
-        mirror: &Mirror,
-        observed: &Observed,
-        reason: Reason,
-        message: &str,
-    ) -> Result<(), Error> {
-        let status = status::build(
-            mirror,
-            observed,
-            reason,
-            message,
-            &crate::time::now_seconds(),
-        );
-        if mirror.status.as_ref() == Some(&status) {
-            return Ok(());
-        }
-        let mut updated = mirror.clone();
-        updated.status = Some(status);
-        let written = self.client.replace_status(&updated).await?;
-        self.remember_mirror(mirror, written);
-        Ok(())
-    }
-
-    async fn ensure_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {
-        if mirror.metadata.finalizers.iter().any(|f| f == FINALIZER) {
-            return Ok(mirror);
-        }
-        let mut finalizers = mirror.metadata.finalizers.clone();
-        finalizers.push(FINALIZER.to_owned());
-        self.patch_finalizers(&mirror, finalizers).await
-    }
-
     async fn finalize(self: &Arc<Self>, mirror: &Mirror, owner: &Owner) -> Result<Action, Error> {
-        if !mirror.metadata.finalizers.iter().any(|f| f == FINALIZER) {
+        if !has_finalizer(mirror) {
             return Ok(Action::Done);
         }
         self.delete_all_copies(owner).await?;
-        let rest = mirror
-            .metadata
-            .finalizers
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        self.patch_finalizers(mirror, rest).await?;
+        self.mirrors.remove_finalizer(mirror).await?;
         log::info!(
             "Mirror {}/{}: copies deleted, finalizer removed",
             owner.namespace,
             owner.name
         );
         Ok(Action::Done)
-    }
-
-    /// Sets the finalizers, conditional on the version the cache saw (a concurrent change
-    /// gets a 409 and the reconcile is retried).
-    async fn patch_finalizers(
-        &self,
-        mirror: &Mirror,
-        finalizers: Vec<String>,
-    ) -> Result<Mirror, Error> {
-        let patch = json!({"metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": mirror.metadata.resource_version(),
-        }});
-        let patched: Mirror = self
-            .client
-            .patch_merge(
-                Some(mirror.metadata.namespace()),
-                mirror.metadata.name(),
-                &patch,
-            )
-            .await?;
-        self.remember_mirror(mirror, patched.clone());
-        Ok(patched)
-    }
-
-    fn remember_mirror(&self, replaced: &Mirror, written: Mirror) {
-        let version = replaced.metadata.resource_version();
-        self.mirrors_written
-            .record(Owner::of(&written), Some(version), Some(written));
     }
 }
