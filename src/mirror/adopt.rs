@@ -13,9 +13,6 @@
 use super::apply::{Done, Target, Wrote};
 use super::existing::Claim;
 use super::reconcile::Reconciler;
-use super::status::name_some;
-use super::types::Mirror;
-use crate::kube::events::reference_to;
 use std::time::Instant;
 
 impl Reconciler {
@@ -53,31 +50,5 @@ impl Reconciler {
             Done::Written(wrote) => Done::Written(Wrote { adopted, ..wrote }),
             other => other,
         }
-    }
-
-    /// One Normal Event naming the namespaces where this reconcile adopted an object.
-    pub(super) async fn announce_adopted(&self, mirror: &Mirror, namespaces: &[String]) {
-        if namespaces.is_empty() {
-            return;
-        }
-        let message = format!(
-            "{} {} in {} was handed to this Mirror (skiff.dev/adopt) and is now its copy",
-            mirror.spec.source.kind.as_str(),
-            mirror.spec.target_name(),
-            name_some(namespaces)
-        );
-        self.tell(mirror, "Adopted", &message).await;
-    }
-
-    /// Logs `message` and records it as a Normal Event on `mirror`.
-    pub(super) async fn tell(&self, mirror: &Mirror, reason: &str, message: &str) {
-        log::info!(
-            "Mirror {}/{}: {message}",
-            mirror.metadata.namespace(),
-            mirror.metadata.name()
-        );
-        self.recorder
-            .normal(reference_to(mirror), reason, message)
-            .await;
     }
 }

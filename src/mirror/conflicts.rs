@@ -12,7 +12,6 @@ use super::existing::Claim;
 use super::reconcile::Reconciler;
 use super::status;
 use super::types::Mirror;
-use crate::kube::events::reference_to;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -69,17 +68,6 @@ impl Reconciler {
     ) {
         let known = first_sight && status::already_reports(mirror, conflicts);
         let new = self.known_conflicts.announce(owner, conflicts, known);
-        if new.is_empty() {
-            return;
-        }
-        let message = format!(
-            "{} {} exists in {} and is not managed by this Mirror; it is left untouched",
-            mirror.spec.source.kind.as_str(),
-            mirror.spec.target_name(),
-            new.join(", ")
-        );
-        self.recorder
-            .warning(reference_to(mirror), "Conflict", &message)
-            .await;
+        self.announce.conflicts(mirror, &new).await;
     }
 }

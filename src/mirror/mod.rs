@@ -22,7 +22,8 @@
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
 //! - [`existing`]: an object holding a copy's name, read from the server; `adopt` and
 //!   `replace` act on it (explicit adoption; replacement when an update cannot work).
-//! - [`status`]: the counts and `Ready` condition a Mirror reports.
+//! - [`status`]: the counts and `Ready` condition a Mirror reports; [`announce`]: the Events a
+//!   reconcile posts on it.
 //! - [`selection`]: each Mirror's selected namespaces, kept up to date event by event.
 //! - [`conflicts`]: objects with a copy's name that skiff must not touch, found and announced;
 //!   [`known_conflicts`] keeps what is known of them per Mirror.
@@ -31,6 +32,7 @@
 //! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
 //! - [`secret_copies`]: Secret copies, watched one allowed name at a time.
 mod adopt;
+pub mod announce;
 mod apply;
 pub mod caches;
 pub mod carry;

@@ -4,6 +4,7 @@
 //! and a restart with nothing changed write nothing. Objects skiff does not manage for this
 //! Mirror are never written: they are counted, named in the status and reported as an Event.
 
+use super::announce::Announcer;
 use super::apply::Target;
 use super::caches::{Caches, SourceScope};
 use super::copy::{CopyInfo, Owner};
@@ -37,7 +38,7 @@ pub struct Reconciler {
     pub(super) mirrors: MirrorWriter,
     /// Per Mirror: blocked namespaces and the conflicts announced.
     pub(super) known_conflicts: KnownConflicts,
-    pub(super) recorder: Recorder,
+    pub(super) announce: Announcer,
     /// Set when the controller stops: writes not yet made are left to the next run.
     pub(super) stopping: Signal,
 }
@@ -59,7 +60,7 @@ impl Reconciler {
             written: CopyWrites::default(),
             mirrors: MirrorWriter::new(client),
             known_conflicts: KnownConflicts::default(),
-            recorder,
+            announce: Announcer::new(recorder),
             stopping,
         }
     }
@@ -179,8 +180,8 @@ impl Reconciler {
         conflicts.sort();
         self.report_conflicts(mirror, owner, &conflicts, first_sight)
             .await;
-        self.announce_adopted(mirror, &outcome.adopted).await;
-        self.announce_replaced(mirror, &outcome.replaced).await;
+        self.announce.adopted(mirror, &outcome.adopted).await;
+        self.announce.replaced(mirror, &outcome.replaced).await;
         // Progress reports during the fan-out may have written the status since.
         let mirror = &self.mirrors.latest(owner, mirror.clone());
         let observed = Observed {

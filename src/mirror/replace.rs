@@ -11,10 +11,7 @@ use super::apply::{Done, Target, Wrote};
 use super::existing::Claim;
 use super::reconcile::Reconciler;
 use super::render::new_copy;
-use super::status::name_some;
-use super::types::Mirror;
 use crate::kube::Error;
-use std::collections::BTreeMap;
 
 impl Reconciler {
     /// The server refused (`refused`) to update the copy in `ns`: replace it if that is why.
@@ -52,23 +49,6 @@ impl Reconciler {
                 })
             }
             Err(e) => Done::Failed(e),
-        }
-    }
-
-    /// One Normal Event per reason this reconcile replaced copies for, naming where.
-    pub(super) async fn announce_replaced(&self, mirror: &Mirror, replaced: &[(String, String)]) {
-        let mut by_reason: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for (namespace, reason) in replaced {
-            by_reason.entry(reason).or_default().push(namespace.clone());
-        }
-        for (reason, namespaces) in by_reason {
-            let message = format!(
-                "{} {} was deleted and created again in {}: {reason}",
-                mirror.spec.source.kind.as_str(),
-                mirror.spec.target_name(),
-                name_some(&namespaces)
-            );
-            self.tell(mirror, "Replaced", &message).await;
         }
     }
 }
