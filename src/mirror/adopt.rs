@@ -34,16 +34,13 @@ impl Reconciler {
             }
             Claim::Mine => false,
             Claim::Adoptable => true,
-            Claim::NotMine => {
-                // Another Mirror's copy is labelled, so the copy cache will hold it and its
-                // deletion will wake this Mirror; only an object the cache cannot see is
-                // remembered (and re-checked later).
-                if found.info.owner.is_none() {
-                    self.known_conflicts
-                        .remember_blocked(&target.owner, ns, Instant::now());
-                }
-                return Done::Conflict(ns.to_owned());
+            // Another Mirror's copy is labelled, so the copy cache will hold it and its deletion
+            // will wake this Mirror; only an object the cache cannot see blocks the namespace
+            // (and is re-checked later).
+            Claim::NotMine if found.info.owner.is_none() => {
+                return Done::Blocked(ns.to_owned(), Instant::now());
             }
+            Claim::NotMine => return Done::Conflict(ns.to_owned()),
         };
         let (rv, record) = (&found.info.resource_version, found.info.record.as_ref());
         match self.update_copy(target, ns, rv, record).await {

@@ -36,6 +36,8 @@ pub struct Outcome {
     pub replaced: Vec<(String, String)>,
     /// Namespaces where a create met an object that is not this Mirror's.
     pub new_conflicts: Vec<String>,
+    /// Those of them where the object is not skiff's at all, and when it was met.
+    pub blocked: Vec<(String, Instant)>,
     pub errors: Vec<Error>,
     /// The controller began stopping; some writes were not made.
     pub stopped: bool,
@@ -84,10 +86,14 @@ impl Wrote {
     }
 }
 
+/// How one write ended.
 pub(super) enum Done {
     Written(Wrote),
     Deleted,
+    /// Another Mirror's copy holds the name in this namespace.
     Conflict(String),
+    /// An object skiff does not manage holds the name in this namespace, found then.
+    Blocked(String, Instant),
     Failed(Error),
     /// Not done: the controller is stopping.
     Stopped,
@@ -290,6 +296,10 @@ impl Outcome {
             }
             Done::Deleted => {}
             Done::Conflict(ns) => self.new_conflicts.push(ns),
+            Done::Blocked(ns, at) => {
+                self.new_conflicts.push(ns.clone());
+                self.blocked.push((ns, at));
+            }
             Done::Failed(e) => self.errors.push(e),
             Done::Stopped => self.stopped = true,
         }

@@ -7,10 +7,10 @@
 use super::announce::Announcer;
 use super::apply::Target;
 use super::caches::{Caches, SourceScope};
+use super::conflicts::Conflicts;
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
-use super::known_conflicts::{KnownConflicts, UNMANAGED_RECHECK};
 use super::mirror_writer::{MirrorWriter, has_finalizer};
 use super::own_writes::{CopyKey, CopyWrites};
 use super::payload::Digest;
@@ -24,7 +24,6 @@ use crate::runtime::{Action, ObjectKey};
 use crate::signal::Signal;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Instant;
 
 pub struct Reconciler {
     /// The requests on copies, whatever their kind.
@@ -36,8 +35,8 @@ pub struct Reconciler {
     pub(super) written: CopyWrites,
     /// The Mirror's own status and finalizer.
     pub(super) mirrors: MirrorWriter,
-    /// Per Mirror: blocked namespaces and the conflicts announced.
-    pub(super) known_conflicts: KnownConflicts,
+    /// Objects skiff must not touch: found, remembered, announced once.
+    conflicts: Conflicts,
     pub(super) announce: Announcer,
     /// Set when the controller stops: writes not yet made are left to the next run.
     pub(super) stopping: Signal,
@@ -52,14 +51,15 @@ impl Reconciler {
         recorder: Recorder,
         stopping: Signal,
     ) -> Reconciler {
+        let requests = CopyRequests::new(client.clone());
         Reconciler {
-            requests: CopyRequests::new(client.clone()),
+            conflicts: Conflicts::new(requests.clone()),
+            requests,
             caches,
             scope,
             secret_targets,
             written: CopyWrites::default(),
             mirrors: MirrorWriter::new(client),
-            known_conflicts: KnownConflicts::default(),
             announce: Announcer::new(recorder),
             stopping,
         }
@@ -151,7 +151,7 @@ impl Reconciler {
     /// Drops what is kept about a Mirror that is gone.
     fn forget(&self, owner: &Owner) {
         self.mirrors.forget(owner);
-        self.known_conflicts.forget(owner);
+        self.conflicts.forget(owner);
     }
 
     async fn sync(
@@ -160,13 +160,17 @@ impl Reconciler {
         target: &Arc<Target>,
     ) -> Result<Action, Error> {
         let (owner, hash) = (&target.owner, target.desired.hash);
-        let first_sight = self.known_conflicts.first_sight(owner);
+        let first_sight = self.conflicts.first_sight(owner);
         let selected = self.selected(mirror);
+        let (kind, name) = (mirror.spec.source.kind, mirror.spec.target_name());
+        let cached = |ns: &str| self.caches.copy(kind, ns, name).is_some();
         let unmanaged = self
-            .find_unmanaged(mirror, owner, &selected, first_sight)
+            .conflicts
+            .find_unmanaged(mirror, owner, &selected, first_sight, cached)
             .await;
         let plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
         let outcome = self.apply(mirror, target, &plan, selected.len()).await;
+        self.conflicts.remember_blocked(owner, &outcome.blocked);
         if outcome.stopped {
             log::info!(
                 "Mirror {}/{}: stopping with writes left for the next run",
@@ -178,8 +182,10 @@ impl Reconciler {
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
-        self.report_conflicts(mirror, owner, &conflicts, first_sight)
-            .await;
+        let new = self
+            .conflicts
+            .unannounced(mirror, owner, &conflicts, first_sight);
+        self.announce.conflicts(mirror, &new).await;
         self.announce.adopted(mirror, &outcome.adopted).await;
         self.announce.replaced(mirror, &outcome.replaced).await;
         // Progress reports during the fan-out may have written the status since.
@@ -208,15 +214,10 @@ impl Reconciler {
         if let Some(e) = outcome.errors.into_iter().next() {
             return Err(e);
         }
-        let blocked = !self
-            .known_conflicts
-            .blocked(owner, Instant::now())
-            .is_empty();
-        Ok(if blocked {
-            Action::RequeueAfter(UNMANAGED_RECHECK)
-        } else {
-            Action::Done
-        })
+        Ok(self
+            .conflicts
+            .recheck(owner)
+            .map_or(Action::Done, Action::RequeueAfter))
     }
 
     fn plan(
