@@ -3,18 +3,22 @@
 //! Writes go out concurrently (bounded) so a fan-out is paced by the client's token bucket,
 //! not by round trips. Each success is recorded in [`CopyWrites`](super::own_writes::CopyWrites) so the
 //! next reconcile doesn't repeat it before the watch catches up. A create that meets an object
-//! goes to `adopt.rs`; an update the server refuses, to `replace.rs`.
+//! goes to [`adopt`]; an update the server refuses, to [`replace`].
+
+mod adopt;
+mod progress;
+mod replace;
 
 use super::copy::Owner;
 use super::desired::DesiredCopy;
 use super::managed::Record;
 use super::own_writes::CopyKey;
 use super::plan::Plan;
-use super::progress::{Fanout, Progress};
 use super::reconcile::Reconciler;
 use super::render::{maps_patch, new_copy, update_patch};
 use super::types::{Mirror, SourceKind};
 use crate::kube::{Error, PatchKind};
+use progress::{Fanout, Progress};
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;

@@ -31,7 +31,6 @@
 //! - [`progress`]: a long fan-out's progress, reported in the status.
 //! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
 //! - [`secret_copies`]: Secret copies, watched one allowed name at a time.
-mod adopt;
 pub mod announce;
 mod apply;
 pub mod caches;
@@ -54,10 +53,8 @@ pub mod namespace_selector;
 pub mod own_writes;
 pub mod payload;
 pub mod plan;
-mod progress;
 pub mod reconcile;
 pub mod render;
-mod replace;
 pub mod secret_copies;
 pub mod secret_targets;
 pub mod selection;

@@ -121,7 +121,7 @@ pub fn update_patch(
         Payload::Secret { data, .. } => {
             patch["data"] = replace_whole(data);
             // The type cannot change: a different one makes the server refuse the patch, and
-            // skiff replaces the copy instead (see `replace.rs`).
+            // skiff replaces the copy instead (see `apply/replace.rs`).
             let type_ = desired.payload().secret_type().unwrap_or_default();
             patch["type"] = type_.into();
         }

@@ -7,11 +7,11 @@
 //! is reported as it is. The delete is conditional on the uid and resourceVersion just read, so
 //! an object someone replaced or changed in between is never deleted.
 
-use super::apply::{Done, Target, Wrote};
-use super::existing::Claim;
-use super::reconcile::Reconciler;
-use super::render::new_copy;
+use super::{Done, Target, Wrote};
 use crate::kube::Error;
+use crate::mirror::existing::Claim;
+use crate::mirror::reconcile::Reconciler;
+use crate::mirror::render::new_copy;
 
 impl Reconciler {
     /// The server refused (`refused`) to update the copy in `ns`: replace it if that is why.

@@ -10,9 +10,9 @@
 //! adopted at once, and one annotated after it was reported as a conflict at the next re-check
 //! of the conflicts, within 5 minutes.
 
-use super::apply::{Done, Target, Wrote};
-use super::existing::Claim;
-use super::reconcile::Reconciler;
+use super::{Done, Target, Wrote};
+use crate::mirror::existing::Claim;
+use crate::mirror::reconcile::Reconciler;
 use std::time::Instant;
 
 impl Reconciler {

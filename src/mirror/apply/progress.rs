@@ -6,10 +6,10 @@
 //! --for=condition=Ready` waits for the truth. Reports are bounded: at most one per
 //! [`PROGRESS_EVERY`], and only when the count moved.
 
-use super::copy::Owner;
-use super::reconcile::Reconciler;
-use super::status::{Observed, Reason};
-use super::types::Mirror;
+use crate::mirror::copy::Owner;
+use crate::mirror::reconcile::Reconciler;
+use crate::mirror::status::{Observed, Reason};
+use crate::mirror::types::Mirror;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
