@@ -1,29 +1,37 @@
 //! Carrying out a plan: the creates, updates and deletes, several at a time.
 //!
-//! Writes go out concurrently (bounded) so a fan-out is paced by the client's token bucket,
-//! not by round trips. Each success is recorded in [`CopyWrites`](super::own_writes::CopyWrites) so the
-//! next reconcile doesn't repeat it before the watch catches up. A create that meets an object
-//! goes to [`adopt`]; an update the server refuses, to [`replace`].
+//! The reconciler plans; the [`Applier`] writes. Its state is small: the requests on copies with
+//! the record of its own writes ([`CopyWriter`]), and the stop signal. Writes go out
+//! concurrently (bounded) so a fan-out is paced by the client's token bucket, not by round
+//! trips. A create that meets an object goes to [`adopt`]; an update, to [`update`], and one
+//! the server refuses, to [`replace`].
 
 mod adopt;
+mod copy_write;
 mod progress;
 mod replace;
+mod update;
 
-use super::copy::Owner;
-use super::desired::DesiredCopy;
-use super::managed::Record;
-use super::own_writes::CopyKey;
-use super::plan::Plan;
-use super::reconcile::Reconciler;
-use super::render::{maps_patch, new_copy, update_patch};
-use super::types::{Mirror, SourceKind};
-use crate::kube::{Error, PatchKind};
-use progress::{Fanout, Progress};
+pub use copy_write::Target;
+pub use progress::ProgressReport;
+
+use crate::kube::Error;
+use crate::mirror::copy::CopyInfo;
+use crate::mirror::copy_requests::CopyRequests;
+use crate::mirror::managed::Record;
+use crate::mirror::own_writes::CopyWrites;
+use crate::mirror::plan::Plan;
+use crate::mirror::types::SourceKind;
+use crate::signal::Signal;
+use adopt::meet_existing;
+use copy_write::{CopyWriter, Done, Wrote};
+use progress::Progress;
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+use update::update_copy;
 
 /// Writes in flight at once for one reconcile: enough to keep a 20 QPS bucket busy over a
 /// slow link, few enough not to flood a throttled server.
@@ -47,60 +55,11 @@ pub struct Outcome {
     pub stopped: bool,
 }
 
-/// The copies of one Mirror: whose, their name, and what they should hold.
-pub(super) struct Target {
-    pub owner: Owner,
-    pub name: String,
-    pub desired: DesiredCopy,
-}
-
-impl Target {
-    pub fn kind(&self) -> SourceKind {
-        self.desired.payload().kind()
-    }
-
-    pub fn key(&self, namespace: &str) -> CopyKey {
-        CopyKey::new(self.kind(), namespace, &self.name)
-    }
-}
-
 /// A write with everything it needs, owned by its task.
 enum Job {
     Create(String),
     Update(String, String, Option<Record>),
     Delete(SourceKind, String, String, String),
-}
-
-/// A copy written in `namespace`, and how.
-#[derive(Debug)]
-pub(super) struct Wrote {
-    pub namespace: String,
-    pub adopted: bool,
-    /// Why it had to be deleted and created again, if it was.
-    pub replaced: Option<String>,
-}
-
-impl Wrote {
-    pub fn plain(namespace: &str) -> Done {
-        Done::Written(Wrote {
-            namespace: namespace.to_owned(),
-            adopted: false,
-            replaced: None,
-        })
-    }
-}
-
-/// How one write ended.
-pub(super) enum Done {
-    Written(Wrote),
-    Deleted,
-    /// Another Mirror's copy holds the name in this namespace.
-    Conflict(String),
-    /// An object skiff does not manage holds the name in this namespace, found then.
-    Blocked(String, Instant),
-    Failed(Error),
-    /// Not done: the controller is stopping.
-    Stopped,
 }
 
 fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
@@ -119,26 +78,37 @@ fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
     creates.chain(updates).chain(deletes)
 }
 
-impl Reconciler {
-    /// Makes the plan's writes, reporting progress in the status of a long fan-out to the
-    /// `selected` namespaces.
-    pub(super) async fn apply(
+/// Writes the copies of one replica.
+pub struct Applier {
+    writer: CopyWriter,
+    /// Set when the controller stops: writes not yet made are left to the next run.
+    stopping: Signal,
+}
+
+impl Applier {
+    pub fn new(requests: CopyRequests, stopping: Signal) -> Applier {
+        Applier {
+            writer: CopyWriter::new(requests),
+            stopping,
+        }
+    }
+
+    /// The copies this replica wrote, until the caches show them: the reconciler reads the
+    /// caches through it.
+    pub fn written(&self) -> &CopyWrites {
+        self.writer.written()
+    }
+
+    /// Makes the plan's writes, reporting progress to `report` during a long fan-out.
+    pub async fn apply(
         self: &Arc<Self>,
-        mirror: &Mirror,
         target: &Arc<Target>,
         plan: &Plan,
-        selected: usize,
+        report: &ProgressReport<'_>,
     ) -> Outcome {
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
         let mut tasks = Vec::with_capacity(plan.writes());
         let mut progress = Progress::new(plan.in_sync);
-        let hash = target.desired.hash.hex();
-        let fanout = Fanout {
-            owner: &target.owner,
-            hash: &hash,
-            selected,
-            conflicts: &plan.conflicts,
-        };
         let mut stopped = false;
         for job in jobs(plan) {
             // The permit is taken before the task exists, so a fan-out of thousands holds at
@@ -158,7 +128,7 @@ impl Reconciler {
                 done
             }));
             if let Some(synced) = progress.due(Instant::now()) {
-                self.report_progress(mirror, &fanout, synced).await;
+                report.send(synced).await;
             }
         }
         let mut outcome = Outcome {
@@ -189,10 +159,11 @@ impl Reconciler {
     /// and a request already sent must not be abandoned, so no write of this replica lands
     /// after it released its lease.
     async fn run(&self, target: &Target, job: Job) -> Done {
+        let writer = &self.writer;
         let done = match job {
             Job::Create(ns) => self.create_copy(target, &ns).await,
             Job::Update(ns, rv, record) => {
-                self.update_copy(target, &ns, &rv, record.as_ref()).await
+                update_copy(writer, target, &ns, &rv, record.as_ref()).await
             }
             Job::Delete(kind, ns, name, rv) => self.delete_copy(kind, &ns, &name, &rv).await,
         };
@@ -203,73 +174,26 @@ impl Reconciler {
     }
 
     /// Creates the copy in `ns`; one that meets an existing object looks at it first.
-    pub(super) async fn create_copy(&self, target: &Target, ns: &str) -> Done {
-        let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
-        match self.requests.create(copy).await {
-            Ok(info) => {
-                self.written.record(target.key(ns), None, Some(info));
-                Wrote::plain(ns)
-            }
-            Err(e) if e.is_already_exists() => self.meet_existing(target, ns).await,
+    async fn create_copy(&self, target: &Target, ns: &str) -> Done {
+        match self.writer.create(target, ns).await {
+            Ok(()) => Wrote::plain(ns),
+            Err(e) if e.is_already_exists() => meet_existing(&self.writer, target, ns).await,
             Err(e) => Done::Failed(e),
         }
     }
 
-    /// Patches the copy in `ns`, seen at `rv` with `record`, into what `target` wants. An
-    /// update the server finds invalid may need a replacement instead.
-    pub(super) async fn update_copy(
-        &self,
-        target: &Target,
-        ns: &str,
-        rv: &str,
-        record: Option<&Record>,
-    ) -> Done {
-        let mut patch = update_patch(&target.owner, &target.desired, record, rv);
-        let (mut kind, mut replaced) = (PatchKind::Strategic, rv.to_owned());
-        // One call site for both patches, so the request's code is compiled in once.
-        loop {
-            let answer = match self
-                .requests
-                .patch(target.kind(), ns, &target.name, &patch, kind)
-                .await
-            {
-                Ok(answer) => answer,
-                Err(e) if e.code() == Some(422) && kind == PatchKind::Strategic => {
-                    return self.replace_copy(target, ns, e).await;
-                }
-                Err(e) => return Done::Failed(e),
-            };
-            let info = answer.info();
-            let version = info.resource_version.clone();
-            self.written
-                .record(target.key(ns), Some(&replaced), Some(info));
-            match maps_patch(&answer, &target.desired) {
-                Some(fix) if kind == PatchKind::Strategic => {
-                    (patch, kind, replaced) = (fix, PatchKind::Merge, version);
-                }
-                _ => return Wrote::plain(ns),
-            }
-        }
-    }
-
     async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {
-        let result = self.requests.delete(kind, ns, name, rv).await;
-        match result {
-            Ok(()) => {
-                self.written
-                    .record(CopyKey::new(kind, ns, name), Some(rv), None);
-                Done::Deleted
-            }
+        match self.writer.delete(kind, ns, name, rv).await {
+            Ok(()) => Done::Deleted,
             Err(e) if e.is_not_found() => Done::Deleted,
             Err(e) => Done::Failed(e),
         }
     }
 
-    /// Deletes every copy labelled for `owner` (Mirror deleted, or gone without its finalizer).
-    pub(super) async fn delete_all_copies(self: &Arc<Self>, owner: &Owner) -> Result<(), Error> {
+    /// Deletes `copies`, one at a time (a Mirror deleted, or gone without its finalizer).
+    pub async fn delete_all(&self, copies: Vec<CopyInfo>) -> Result<(), Error> {
         let mut first_error = None;
-        // As this replica's own writes left them: a copy created a moment ago counts too.
-        for c in self.owned(owner) {
+        for c in copies {
             if self.stopping.is_fired() {
                 return Err(Error::Refused(
                     "stopping before every copy was deleted; the next run deletes the rest".into(),

@@ -34,6 +34,14 @@ impl CopyObject {
         }
     }
 
+    /// The resourceVersion the server answered with.
+    pub fn resource_version(&self) -> &str {
+        match self {
+            CopyObject::ConfigMap(cm) => cm.metadata.resource_version(),
+            CopyObject::Secret(secret) => secret.metadata.resource_version(),
+        }
+    }
+
     fn maps(&self) -> [(&'static str, &BTreeMap<String, String>); 2] {
         match self {
             CopyObject::ConfigMap(cm) => [("data", &cm.data), ("binaryData", &cm.binary_data)],

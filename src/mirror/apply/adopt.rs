@@ -10,42 +10,36 @@
 //! adopted at once, and one annotated after it was reported as a conflict at the next re-check
 //! of the conflicts, within 5 minutes.
 
-use super::{Done, Target, Wrote};
+use super::copy_write::{CopyWriter, Done, Target, Wrote};
+use super::update::update_copy;
 use crate::mirror::existing::Claim;
-use crate::mirror::reconcile::Reconciler;
 use std::time::Instant;
 
-impl Reconciler {
-    /// The create in `ns` found an object with the copy's name: update it if it is this
-    /// Mirror's, adopt it if it was handed over, otherwise leave it alone and report it.
-    pub(super) async fn meet_existing(&self, target: &Target, ns: &str) -> Done {
-        let found = match self
-            .requests
-            .existing(target.kind(), ns, &target.name)
-            .await
-        {
-            Ok(found) => found,
-            Err(e) => return Done::Failed(e),
-        };
-        let adopted = match found.claim(&target.owner) {
-            Claim::Mine if found.info.content_hash == target.desired.hash => {
-                self.written.record(target.key(ns), None, Some(found.info));
-                return Wrote::plain(ns);
-            }
-            Claim::Mine => false,
-            Claim::Adoptable => true,
-            // Another Mirror's copy is labelled, so the copy cache will hold it and its deletion
-            // will wake this Mirror; only an object the cache cannot see blocks the namespace
-            // (and is re-checked later).
-            Claim::NotMine if found.info.owner.is_none() => {
-                return Done::Blocked(ns.to_owned(), Instant::now());
-            }
-            Claim::NotMine => return Done::Conflict(ns.to_owned()),
-        };
-        let (rv, record) = (&found.info.resource_version, found.info.record.as_ref());
-        match self.update_copy(target, ns, rv, record).await {
-            Done::Written(wrote) => Done::Written(Wrote { adopted, ..wrote }),
-            other => other,
+/// The create in `ns` found an object with the copy's name: update it if it is this
+/// Mirror's, adopt it if it was handed over, otherwise leave it alone and report it.
+pub async fn meet_existing(writer: &CopyWriter, target: &Target, ns: &str) -> Done {
+    let found = match writer.existing(target, ns).await {
+        Ok(found) => found,
+        Err(e) => return Done::Failed(e),
+    };
+    let adopted = match found.claim(&target.owner) {
+        Claim::Mine if found.info.content_hash == target.desired.hash => {
+            writer.record_found(target, ns, found.info);
+            return Wrote::plain(ns);
         }
+        Claim::Mine => false,
+        Claim::Adoptable => true,
+        // Another Mirror's copy is labelled, so the copy cache will hold it and its deletion
+        // will wake this Mirror; only an object the cache cannot see blocks the namespace (and
+        // is re-checked later).
+        Claim::NotMine if found.info.owner.is_none() => {
+            return Done::Blocked(ns.to_owned(), Instant::now());
+        }
+        Claim::NotMine => return Done::Conflict(ns.to_owned()),
+    };
+    let (rv, record) = (&found.info.resource_version, found.info.record.as_ref());
+    match update_copy(writer, target, ns, rv, record).await {
+        Done::Written(wrote) => Done::Written(Wrote { adopted, ..wrote }),
+        other => other,
     }
 }

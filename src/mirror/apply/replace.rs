@@ -7,48 +7,31 @@
 //! is reported as it is. The delete is conditional on the uid and resourceVersion just read, so
 //! an object someone replaced or changed in between is never deleted.
 
-use super::{Done, Target, Wrote};
+use super::copy_write::{CopyWriter, Done, Target, Wrote};
 use crate::kube::Error;
 use crate::mirror::existing::Claim;
-use crate::mirror::reconcile::Reconciler;
-use crate::mirror::render::new_copy;
 
-impl Reconciler {
-    /// The server refused (`refused`) to update the copy in `ns`: replace it if that is why.
-    pub(super) async fn replace_copy(&self, target: &Target, ns: &str, refused: Error) -> Done {
-        let found = match self
-            .requests
-            .existing(target.kind(), ns, &target.name)
-            .await
-        {
-            Ok(found) => found,
-            Err(e) => return Done::Failed(e),
-        };
-        let claim = found.claim(&target.owner);
-        let reason = found.replacement_reason(&target.desired);
-        let (Claim::Mine | Claim::Adoptable, Some(reason)) = (claim, reason) else {
-            return Done::Failed(refused);
-        };
-        let rv = &found.info.resource_version;
-        if let Err(e) = self
-            .requests
-            .delete_exact(target.kind(), ns, &target.name, &found.uid, rv)
-            .await
-        {
-            return Done::Failed(e);
-        }
-        self.written.record(target.key(ns), Some(rv), None);
-        let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
-        match self.requests.create(copy).await {
-            Ok(info) => {
-                self.written.record(target.key(ns), None, Some(info));
-                Done::Written(Wrote {
-                    namespace: ns.to_owned(),
-                    adopted: claim == Claim::Adoptable,
-                    replaced: Some(reason),
-                })
-            }
-            Err(e) => Done::Failed(e),
-        }
+/// The server refused (`refused`) to update the copy in `ns`: replace it if that is why.
+pub async fn replace_copy(writer: &CopyWriter, target: &Target, ns: &str, refused: Error) -> Done {
+    let found = match writer.existing(target, ns).await {
+        Ok(found) => found,
+        Err(e) => return Done::Failed(e),
+    };
+    let claim = found.claim(&target.owner);
+    let reason = found.replacement_reason(&target.desired);
+    let (Claim::Mine | Claim::Adoptable, Some(reason)) = (claim, reason) else {
+        return Done::Failed(refused);
+    };
+    let rv = &found.info.resource_version;
+    if let Err(e) = writer.delete_exact(target, ns, &found.uid, rv).await {
+        return Done::Failed(e);
+    }
+    match writer.create(target, ns).await {
+        Ok(()) => Done::Written(Wrote {
+            namespace: ns.to_owned(),
+            adopted: claim == Claim::Adoptable,
+            replaced: Some(reason),
+        }),
+        Err(e) => Done::Failed(e),
     }
 }
