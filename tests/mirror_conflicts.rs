@@ -122,6 +122,41 @@ fn an_unmanaged_object_is_left_alone_and_reported() {
     assert!(updates.is_empty(), "{}", describe(&updates));
 }
 
+/// A namespace where a create met an object skiff does not manage stays known as blocked:
+/// a later reconcile of the Mirror (for a new namespace here) creates the new copy and does
+/// not try the blocked namespace again until its re-check is due.
+#[test]
+fn a_namespace_a_create_found_blocked_is_not_written_again() {
+    let mut cluster = Cluster::new("blocked");
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.namespace("team-b", json!({"team": "yes"}));
+    cluster
+        .server
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "app-ca", "namespace": "team-b"}, "data": {"ca.crt": "THEIRS"}}));
+    cluster.team_ca_mirror();
+    let skiff = cluster.start(&[]);
+    let counts = |synced: u32| {
+        let status = &cluster.mirror_object(HOME, "ca").expect("mirror")["status"];
+        status["conflicts"] == 1 && status["synced"] == synced
+    };
+    cluster.wait_for(&skiff, "conflicts = 1, synced = 1", || counts(1));
+
+    let mark = cluster.server.requests().len();
+    cluster.namespace("team-c", json!({"team": "yes"}));
+    cluster.wait_for(&skiff, "conflicts = 1, synced = 2", || counts(2));
+    assert!(cluster.configmap_at("team-c", "app-ca").is_some());
+    let retried = writes_to(
+        cluster.writes_since(mark),
+        "/api/v1/namespaces/team-b/configmaps/app-ca",
+    );
+    assert!(
+        retried.is_empty(),
+        "the blocked namespace was written again:\n{}",
+        describe(&retried)
+    );
+}
+
 #[test]
 fn a_second_mirror_for_the_same_name_reports_a_conflict_and_never_overwrites() {
     let (cluster, skiff) = first_mirror_synced("two-mirrors");
