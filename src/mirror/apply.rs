@@ -19,9 +19,8 @@ use crate::kube::Error;
 use crate::mirror::copy::CopyInfo;
 use crate::mirror::copy_requests::CopyRequests;
 use crate::mirror::managed::Record;
-use crate::mirror::own_writes::CopyWrites;
+use crate::mirror::own_writes::{CopyKey, CopyWrites};
 use crate::mirror::plan::Plan;
-use crate::mirror::types::SourceKind;
 use crate::signal::Signal;
 use adopt::meet_existing;
 use copy_write::{CopyWriter, Done, Wrote};
@@ -59,7 +58,7 @@ pub struct Outcome {
 enum Job {
     Create(String),
     Update(String, String, Option<Record>),
-    Delete(SourceKind, String, String, String),
+    Delete(CopyKey, String),
 }
 
 fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
@@ -74,7 +73,7 @@ fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
     let deletes = plan
         .delete
         .iter()
-        .map(|(kind, ns, name, rv)| Job::Delete(*kind, ns.clone(), name.clone(), rv.clone()));
+        .map(|(kind, ns, name, rv)| Job::Delete(CopyKey::new(*kind, ns, name), rv.clone()));
     creates.chain(updates).chain(deletes)
 }
 
@@ -165,7 +164,7 @@ impl Applier {
             Job::Update(ns, rv, record) => {
                 update_copy(writer, target, &ns, &rv, record.as_ref()).await
             }
-            Job::Delete(kind, ns, name, rv) => self.delete_copy(kind, &ns, &name, &rv).await,
+            Job::Delete(key, rv) => self.delete_copy(key, &rv).await,
         };
         match done {
             Done::Failed(_) if self.stopping.is_fired() => Done::Stopped,
@@ -182,8 +181,8 @@ impl Applier {
         }
     }
 
-    async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {
-        match self.writer.delete(kind, ns, name, rv).await {
+    async fn delete_copy(&self, key: CopyKey, rv: &str) -> Done {
+        match self.writer.delete(key, rv).await {
             Ok(()) => Done::Deleted,
             Err(e) if e.is_not_found() => Done::Deleted,
             Err(e) => Done::Failed(e),
@@ -199,10 +198,8 @@ impl Applier {
                     "stopping before every copy was deleted; the next run deletes the rest".into(),
                 ));
             }
-            if let Done::Failed(e) = self
-                .delete_copy(c.kind, &c.namespace, &c.name, &c.resource_version)
-                .await
-            {
+            let key = CopyKey::new(c.kind, &c.namespace, &c.name);
+            if let Done::Failed(e) = self.delete_copy(key, &c.resource_version).await {
                 first_error.get_or_insert(e);
             }
         }

@@ -120,17 +120,11 @@ impl CopyWriter {
         Ok(answer)
     }
 
-    /// Deletes the copy of `kind` named `name` in `ns`, if it is still at version `rv`.
-    pub async fn delete(
-        &self,
-        kind: SourceKind,
-        ns: &str,
-        name: &str,
-        rv: &str,
-    ) -> Result<(), Error> {
+    /// Deletes the copy `key`, if it is still at version `rv`.
+    pub async fn delete(&self, key: CopyKey, rv: &str) -> Result<(), Error> {
+        let (kind, ns, name) = (key.kind, key.namespace.as_str(), key.name.as_str());
         self.requests.delete(kind, ns, name, rv).await?;
-        self.written
-            .record(CopyKey::new(kind, ns, name), Some(rv), None);
+        self.written.record(key, Some(rv), None);
         Ok(())
     }
 
