@@ -4,9 +4,9 @@
 //! and a restart with nothing changed write nothing. Objects skiff does not manage for this
 //! Mirror are never written: they are counted, named in the status and reported as an Event.
 //!
-//! The reconciler decides; the writes are others': the [`Applier`] writes the copies, the
+//! The reconciler decides; the writes are others': the `Applier` writes the copies, the
 //! [`MirrorWriter`] the Mirror's status and finalizer, the [`Announcer`] its Events, and
-//! [`Conflicts`] keeps what is known of objects skiff must not touch.
+//! `Conflicts` keeps what is known of objects skiff must not touch.
 
 use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
