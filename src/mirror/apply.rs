@@ -15,12 +15,12 @@ mod update;
 pub use copy_write::Target;
 pub use progress::ProgressReport;
 
+use super::copy::CopyInfo;
+use super::copy_requests::CopyRequests;
+use super::managed::Record;
+use super::own_writes::{CopyKey, CopyWrites};
+use super::plan::Plan;
 use crate::kube::Error;
-use crate::mirror::copy::CopyInfo;
-use crate::mirror::copy_requests::CopyRequests;
-use crate::mirror::managed::Record;
-use crate::mirror::own_writes::{CopyKey, CopyWrites};
-use crate::mirror::plan::Plan;
 use crate::signal::Signal;
 use adopt::meet_existing;
 use copy_write::{CopyWriter, Done, Wrote};
