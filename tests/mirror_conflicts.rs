@@ -31,6 +31,12 @@ fn writes_to(records: Vec<RequestRecord>, path: &str) -> Vec<RequestRecord> {
         .collect()
 }
 
+/// Fails, saying `what` happened, if the object at `path` was written since request `mark`.
+fn assert_untouched_since(cluster: &Cluster, mark: usize, path: &str, what: &str) {
+    let writes = writes_to(cluster.writes_since(mark), path);
+    assert!(writes.is_empty(), "{what}:\n{}", describe(&writes));
+}
+
 /// `team-a` holding the copy of the Mirror `first` (source `app-ca`), and the source
 /// `other-ca` for a second Mirror.
 fn first_mirror_synced(tag: &str) -> (Cluster, Skiff) {
@@ -146,14 +152,11 @@ fn a_namespace_a_create_found_blocked_is_not_written_again() {
     cluster.namespace("team-c", json!({"team": "yes"}));
     cluster.wait_for(&skiff, "conflicts = 1, synced = 2", || counts(2));
     assert!(cluster.configmap_at("team-c", "app-ca").is_some());
-    let retried = writes_to(
-        cluster.writes_since(mark),
+    assert_untouched_since(
+        &cluster,
+        mark,
         "/api/v1/namespaces/team-b/configmaps/app-ca",
-    );
-    assert!(
-        retried.is_empty(),
-        "the blocked namespace was written again:\n{}",
-        describe(&retried)
+        "the blocked namespace was written again",
     );
 }
 
@@ -180,14 +183,11 @@ fn a_second_mirror_for_the_same_name_reports_a_conflict_and_never_overwrites() {
     assert_eq!(copy["data"]["ca.crt"], "FIRST", "{copy}");
     assert_eq!(copy["metadata"]["labels"][MIRROR_NAME], "first", "{copy}");
     assert_eq!(copy["metadata"]["labels"][MANAGED_BY], "skiff", "{copy}");
-    let touched = writes_to(
-        cluster.writes_since(mark),
+    assert_untouched_since(
+        &cluster,
+        mark,
         "/api/v1/namespaces/team-a/configmaps/app-ca",
-    );
-    assert!(
-        touched.is_empty(),
-        "the first Mirror's copy was written:\n{}",
-        describe(&touched)
+        "the first Mirror's copy was written",
     );
     assert_eq!(cluster.ready(HOME, "first")["status"], "True");
     let status = &cluster.mirror_object(HOME, "second").expect("mirror")["status"];
