@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use skiff::kube::WatchStream;
 use skiff::kube::api::{ConfigMap, Namespace, NamespaceStatus, OwnerReference, Resource};
 use skiff::kube::watch::Event;
-use skiff::mirror::selector::NamespaceInfo;
+use skiff::mirror::namespace::NamespaceInfo;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};

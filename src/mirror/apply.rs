@@ -1,27 +1,36 @@
 //! Carrying out a plan: the creates, updates and deletes, several at a time.
 //!
-//! Writes go out concurrently (bounded) so a fan-out is paced by the client's token bucket,
-//! not by round trips. Each success is recorded in [`CopyWrites`](super::own_writes::CopyWrites) so the
-//! next reconcile doesn't repeat it before the watch catches up. A create that meets an object
-//! goes to `adopt.rs`; an update the server refuses, to `replace.rs`.
+//! The reconciler plans; the [`Applier`] writes. Its state is small: the requests on copies with
+//! the record of its own writes ([`CopyWriter`]), and the stop signal. Writes go out
+//! concurrently (bounded) so a fan-out is paced by the client's token bucket, not by round
+//! trips. A create that meets an object goes to [`adopt`]; an update, to [`update`], and one
+//! the server refuses, to [`replace`].
 
-use super::copy::{CopyInfo, Owner};
-use super::desired::DesiredCopy;
+mod adopt;
+mod copy_write;
+mod progress;
+mod replace;
+mod update;
+
+pub use copy_write::Target;
+pub use progress::ProgressReport;
+
+use super::copy::CopyInfo;
+use super::copy_requests::CopyRequests;
 use super::managed::Record;
-use super::own_writes::CopyKey;
+use super::own_writes::{CopyKey, CopyWrites};
 use super::plan::Plan;
-use super::progress::{Fanout, Progress};
-use super::reconcile::Reconciler;
-use super::render::{CopyObject, maps_patch, new_copy, update_patch};
-use super::types::{Mirror, SourceKind};
-use crate::kube::api::{ConfigMap, Secret};
-use crate::kube::{Error, PatchKind};
-use serde_json::Value;
+use crate::kube::Error;
+use crate::signal::Signal;
+use adopt::meet_existing;
+use copy_write::{CopyWriter, Done, Wrote};
+use progress::Progress;
 use smol::future::FutureExt as _;
 use smol::lock::Semaphore;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+use update::update_copy;
 
 /// Writes in flight at once for one reconcile: enough to keep a 20 QPS bucket busy over a
 /// slow link, few enough not to flood a throttled server.
@@ -38,61 +47,18 @@ pub struct Outcome {
     pub replaced: Vec<(String, String)>,
     /// Namespaces where a create met an object that is not this Mirror's.
     pub new_conflicts: Vec<String>,
+    /// Those of them where the object is not skiff's at all, and when it was met.
+    pub blocked: Vec<(String, Instant)>,
     pub errors: Vec<Error>,
     /// The controller began stopping; some writes were not made.
     pub stopped: bool,
-}
-
-/// The copies of one Mirror: whose, their name, and what they should hold.
-pub(super) struct Target {
-    pub owner: Owner,
-    pub name: String,
-    pub desired: DesiredCopy,
-}
-
-impl Target {
-    pub fn kind(&self) -> SourceKind {
-        self.desired.payload().kind()
-    }
-
-    pub fn key(&self, namespace: &str) -> CopyKey {
-        CopyKey::new(self.kind(), namespace, &self.name)
-    }
 }
 
 /// A write with everything it needs, owned by its task.
 enum Job {
     Create(String),
     Update(String, String, Option<Record>),
-    Delete(SourceKind, String, String, String),
-}
-
-/// A copy written in `namespace`, and how.
-#[derive(Debug)]
-pub(super) struct Wrote {
-    pub namespace: String,
-    pub adopted: bool,
-    /// Why it had to be deleted and created again, if it was.
-    pub replaced: Option<String>,
-}
-
-impl Wrote {
-    pub fn plain(namespace: &str) -> Done {
-        Done::Written(Wrote {
-            namespace: namespace.to_owned(),
-            adopted: false,
-            replaced: None,
-        })
-    }
-}
-
-pub(super) enum Done {
-    Written(Wrote),
-    Deleted,
-    Conflict(String),
-    Failed(Error),
-    /// Not done: the controller is stopping.
-    Stopped,
+    Delete(CopyKey, String),
 }
 
 fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
@@ -107,30 +73,41 @@ fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
     let deletes = plan
         .delete
         .iter()
-        .map(|(kind, ns, name, rv)| Job::Delete(*kind, ns.clone(), name.clone(), rv.clone()));
+        .map(|(kind, ns, name, rv)| Job::Delete(CopyKey::new(*kind, ns, name), rv.clone()));
     creates.chain(updates).chain(deletes)
 }
 
-impl Reconciler {
-    /// Makes the plan's writes, reporting progress in the status of a long fan-out to the
-    /// `selected` namespaces.
-    pub(super) async fn apply(
+/// Writes the copies of one replica.
+pub struct Applier {
+    writer: CopyWriter,
+    /// Set when the controller stops: writes not yet made are left to the next run.
+    stopping: Signal,
+}
+
+impl Applier {
+    pub fn new(requests: CopyRequests, stopping: Signal) -> Applier {
+        Applier {
+            writer: CopyWriter::new(requests),
+            stopping,
+        }
+    }
+
+    /// The copies this replica wrote, until the caches show them: the reconciler reads the
+    /// caches through it.
+    pub fn written(&self) -> &CopyWrites {
+        self.writer.written()
+    }
+
+    /// Makes the plan's writes, reporting progress to `report` during a long fan-out.
+    pub async fn apply(
         self: &Arc<Self>,
-        mirror: &Mirror,
         target: &Arc<Target>,
         plan: &Plan,
-        selected: usize,
+        report: &ProgressReport<'_>,
     ) -> Outcome {
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
         let mut tasks = Vec::with_capacity(plan.writes());
         let mut progress = Progress::new(plan.in_sync);
-        let hash = target.desired.hash.hex();
-        let fanout = Fanout {
-            owner: &target.owner,
-            hash: &hash,
-            selected,
-            conflicts: &plan.conflicts,
-        };
         let mut stopped = false;
         for job in jobs(plan) {
             // The permit is taken before the task exists, so a fan-out of thousands holds at
@@ -150,7 +127,7 @@ impl Reconciler {
                 done
             }));
             if let Some(synced) = progress.due(Instant::now()) {
-                self.report_progress(mirror, &fanout, synced).await;
+                report.send(synced).await;
             }
         }
         let mut outcome = Outcome {
@@ -181,12 +158,13 @@ impl Reconciler {
     /// and a request already sent must not be abandoned, so no write of this replica lands
     /// after it released its lease.
     async fn run(&self, target: &Target, job: Job) -> Done {
+        let writer = &self.writer;
         let done = match job {
             Job::Create(ns) => self.create_copy(target, &ns).await,
             Job::Update(ns, rv, record) => {
-                self.update_copy(target, &ns, &rv, record.as_ref()).await
+                update_copy(writer, target, &ns, &rv, record.as_ref()).await
             }
-            Job::Delete(kind, ns, name, rv) => self.delete_copy(kind, &ns, &name, &rv).await,
+            Job::Delete(key, rv) => self.delete_copy(key, &rv).await,
         };
         match done {
             Done::Failed(_) if self.stopping.is_fired() => Done::Stopped,
@@ -195,112 +173,33 @@ impl Reconciler {
     }
 
     /// Creates the copy in `ns`; one that meets an existing object looks at it first.
-    pub(super) async fn create_copy(&self, target: &Target, ns: &str) -> Done {
-        let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
-        match self.post(copy).await {
-            Ok(info) => {
-                self.written.record(target.key(ns), None, Some(info));
-                Wrote::plain(ns)
-            }
-            Err(e) if e.is_already_exists() => self.meet_existing(target, ns).await,
+    async fn create_copy(&self, target: &Target, ns: &str) -> Done {
+        match self.writer.create(target, ns).await {
+            Ok(()) => Wrote::plain(ns),
+            Err(e) if e.is_already_exists() => meet_existing(&self.writer, target, ns).await,
             Err(e) => Done::Failed(e),
         }
     }
 
-    /// Patches the copy in `ns`, seen at `rv` with `record`, into what `target` wants. An
-    /// update the server finds invalid may need a replacement instead.
-    pub(super) async fn update_copy(
-        &self,
-        target: &Target,
-        ns: &str,
-        rv: &str,
-        record: Option<&Record>,
-    ) -> Done {
-        let mut patch = update_patch(&target.owner, &target.desired, record, rv);
-        let (mut kind, mut replaced) = (PatchKind::Strategic, rv.to_owned());
-        // One call site for both patches, so the request's code is compiled in once.
-        loop {
-            let answer = match self.patch_copy(target, ns, &patch, kind).await {
-                Ok(answer) => answer,
-                Err(e) if e.code() == Some(422) && kind == PatchKind::Strategic => {
-                    return self.replace_copy(target, ns, e).await;
-                }
-                Err(e) => return Done::Failed(e),
-            };
-            let info = answer.info();
-            let version = info.resource_version.clone();
-            self.written
-                .record(target.key(ns), Some(&replaced), Some(info));
-            match maps_patch(&answer, &target.desired) {
-                Some(fix) if kind == PatchKind::Strategic => {
-                    (patch, kind, replaced) = (fix, PatchKind::Merge, version);
-                }
-                _ => return Wrote::plain(ns),
-            }
-        }
-    }
-
-    /// A strategic merge patch of the copy in `ns`, or a plain merge patch.
-    async fn patch_copy(
-        &self,
-        target: &Target,
-        ns: &str,
-        patch: &Value,
-        kind: PatchKind,
-    ) -> Result<CopyObject, Error> {
-        let (client, name) = (&self.client, target.name.as_str());
-        Ok(match target.kind() {
-            SourceKind::ConfigMap => {
-                CopyObject::ConfigMap(client.patch_as(Some(ns), name, patch, kind).await?)
-            }
-            SourceKind::Secret => {
-                CopyObject::Secret(client.patch_as(Some(ns), name, patch, kind).await?)
-            }
-        })
-    }
-
-    pub(super) async fn post(&self, copy: CopyObject) -> Result<CopyInfo, Error> {
-        let created = match copy {
-            CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
-            CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
-        };
-        Ok(created.info())
-    }
-
-    async fn delete_copy(&self, kind: SourceKind, ns: &str, name: &str, rv: &str) -> Done {
-        let result = match kind {
-            SourceKind::ConfigMap => {
-                self.client
-                    .delete::<ConfigMap>(Some(ns), name, Some(rv))
-                    .await
-            }
-            SourceKind::Secret => self.client.delete::<Secret>(Some(ns), name, Some(rv)).await,
-        };
-        match result {
-            Ok(()) => {
-                self.written
-                    .record(CopyKey::new(kind, ns, name), Some(rv), None);
-                Done::Deleted
-            }
+    async fn delete_copy(&self, key: CopyKey, rv: &str) -> Done {
+        match self.writer.delete(key, rv).await {
+            Ok(()) => Done::Deleted,
             Err(e) if e.is_not_found() => Done::Deleted,
             Err(e) => Done::Failed(e),
         }
     }
 
-    /// Deletes every copy labelled for `owner` (Mirror deleted, or gone without its finalizer).
-    pub(super) async fn delete_all_copies(self: &Arc<Self>, owner: &Owner) -> Result<(), Error> {
+    /// Deletes `copies`, one at a time (a Mirror deleted, or gone without its finalizer).
+    pub async fn delete_all(&self, copies: Vec<CopyInfo>) -> Result<(), Error> {
         let mut first_error = None;
-        // As this replica's own writes left them: a copy created a moment ago counts too.
-        for c in self.owned(owner) {
+        for c in copies {
             if self.stopping.is_fired() {
                 return Err(Error::Refused(
                     "stopping before every copy was deleted; the next run deletes the rest".into(),
                 ));
             }
-            if let Done::Failed(e) = self
-                .delete_copy(c.kind, &c.namespace, &c.name, &c.resource_version)
-                .await
-            {
+            let key = CopyKey::new(c.kind, &c.namespace, &c.name);
+            if let Done::Failed(e) = self.delete_copy(key, &c.resource_version).await {
                 first_error.get_or_insert(e);
             }
         }
@@ -322,6 +221,10 @@ impl Outcome {
             }
             Done::Deleted => {}
             Done::Conflict(ns) => self.new_conflicts.push(ns),
+            Done::Blocked(ns, at) => {
+                self.new_conflicts.push(ns.clone());
+                self.blocked.push((ns, at));
+            }
             Done::Failed(e) => self.errors.push(e),
             Done::Stopped => self.stopped = true,
         }

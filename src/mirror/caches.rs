@@ -8,14 +8,15 @@
 //!
 //! Each cache is indexed for the questions events and reconciles ask, so that their cost is
 //! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
-//! owning Mirror, and each Mirror's selected namespaces ([`Selections`]).
+//! owning Mirror ([`super::index`]), and each Mirror's selected namespaces ([`Selections`]).
 
-use super::copy::{CopyInfo, managed_selector};
-use super::enqueue::{copy_owners, mirror_index, mirror_keys, mirrors_of_source, owner_index};
+use super::copy::{CopyInfo, Owner, managed_selector};
+use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
+use super::index::{copies_of, copy_store, mirror_store};
+use super::namespace::NamespaceInfo;
 use super::secret_copies::SecretCopyStores;
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;
-use super::selector::NamespaceInfo;
 use super::source::SourceContent;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
@@ -137,9 +138,8 @@ pub struct Caches {
 
 impl Caches {
     pub fn new(scope: &SourceScope, secret_targets: &SecretTargets) -> Caches {
-        let mirrors = Store::whole().with_index(mirror_index);
+        let mirrors = mirror_store();
         let namespaces = Store::new(NamespaceInfo::of);
-        let by_owner = |c: &CopyInfo| c.owner.iter().map(owner_index).collect();
         // Without Secret copies no Mirror of a Secret is reconciled, so its source is not
         // needed either: the default install grants no Secret access at all.
         let secret_sources = if secret_targets.enabled() {
@@ -153,7 +153,7 @@ impl Caches {
             namespaces,
             configmap_sources: SourceStores::new(scope, SourceContent::of_configmap),
             secret_sources,
-            configmap_copies: Store::new(CopyInfo::of_configmap).with_index(by_owner),
+            configmap_copies: copy_store(CopyInfo::of_configmap),
             secret_copies: SecretCopyStores::new(secret_targets),
         }
     }
@@ -178,10 +178,9 @@ impl Caches {
     }
 
     /// Every cached copy labelled for the Mirror `owner`, of either kind.
-    pub fn copies_of(&self, owner: &super::copy::Owner) -> Vec<CopyInfo> {
-        let index = owner_index(owner);
-        let mut copies = self.configmap_copies.indexed(&index);
-        copies.extend(self.secret_copies.indexed(&index));
+    pub fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
+        let mut copies = copies_of(&self.configmap_copies, owner);
+        copies.extend(self.secret_copies.copies_of(owner));
         copies
     }
 

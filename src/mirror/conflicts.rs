@@ -2,84 +2,108 @@
 //!
 //! The copy cache holds only objects with skiff's label, so it cannot see these: a create
 //! refused with AlreadyExists finds them. To keep a steady state and a restart free of
-//! writes, a namespace found blocked is trusted for [`UNMANAGED_RECHECK`](super::memory::UNMANAGED_RECHECK) and then looked at
+//! writes, a namespace found blocked is trusted for [`UNMANAGED_RECHECK`] and then looked at
 //! again with a read, and a Mirror whose status already reports conflicts is probed with reads
 //! the first time this process syncs it, instead of meeting refused creates. Each conflict is
 //! announced with one Warning Event while it lasts, and not again after a restart.
 
 use super::copy::Owner;
+use super::copy_requests::CopyRequests;
 use super::existing::Claim;
-use super::reconcile::Reconciler;
+use super::known_conflicts::{KnownConflicts, UNMANAGED_RECHECK};
 use super::status;
 use super::types::Mirror;
-use crate::kube::events::reference_to;
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-impl Reconciler {
+/// What is known of each Mirror's conflicts, and the reads that find more.
+pub struct Conflicts {
+    known: KnownConflicts,
+    requests: CopyRequests,
+}
+
+impl Conflicts {
+    pub fn new(requests: CopyRequests) -> Conflicts {
+        Conflicts {
+            known: KnownConflicts::default(),
+            requests,
+        }
+    }
+
+    /// True the first time this process syncs `owner` (since it was last forgotten).
+    pub fn first_sight(&self, owner: &Owner) -> bool {
+        self.known.first_sight(owner)
+    }
+
     /// The selected namespaces where an object skiff does not manage holds the target name,
     /// as far as is known without writing: remembered ones, re-read once their time is up,
     /// and on first sight of a Mirror whose status reports conflicts, a read of each selected
     /// namespace without a cached copy (when there are no more of those than conflicts
     /// reported, so a restart with many new namespaces does not read before every create).
-    pub(super) async fn find_unmanaged(
+    /// `cached(ns)` tells whether the copy cache holds an object with the name in `ns`.
+    pub async fn find_unmanaged(
         &self,
         mirror: &Mirror,
         owner: &Owner,
         selected: &BTreeSet<String>,
         first_sight: bool,
+        cached: impl Fn(&str) -> bool,
     ) -> BTreeSet<String> {
         let now = Instant::now();
         let (kind, name) = (mirror.spec.source.kind, mirror.spec.target_name());
         let mut suspects: BTreeSet<String> = self
-            .memory
+            .known
             .take_expired(owner, selected, now)
             .into_iter()
             .collect();
         let reported = mirror.status.as_ref().map_or(0, |s| s.conflicts as usize);
         if first_sight && reported > 0 {
-            let uncached: Vec<&String> = selected
-                .iter()
-                .filter(|ns| self.caches.copy(kind, ns, name).is_none())
-                .collect();
+            let uncached: Vec<&String> = selected.iter().filter(|ns| !cached(ns)).collect();
             if uncached.len() <= reported {
                 suspects.extend(uncached.into_iter().cloned());
             }
         }
         for ns in suspects {
             // An object handed to this Mirror is not a block: the create meets it and adopts it.
-            if let Ok(found) = self.fetch_existing(kind, &ns, name).await
+            if let Ok(found) = self.requests.existing(kind, &ns, name).await
                 && found.info.owner.is_none()
                 && found.claim(owner) == Claim::NotMine
             {
-                self.memory.remember_blocked(owner, &ns, now);
+                self.known.remember_blocked(owner, &ns, now);
             }
         }
-        self.memory.blocked(owner, now)
+        self.known.blocked(owner, now)
     }
 
-    /// Posts one Warning Event naming the conflicts not announced yet. On first sight, what
+    /// Remembers the namespaces a create found blocked, each since when it found it.
+    pub fn remember_blocked(&self, owner: &Owner, blocked: &[(String, Instant)]) {
+        for (ns, at) in blocked {
+            self.known.remember_blocked(owner, ns, *at);
+        }
+    }
+
+    /// Of `conflicts` (sorted), those to announce now: not announced yet. On first sight, what
     /// the status already shows was announced by an earlier run.
-    pub(super) async fn report_conflicts(
+    pub fn unannounced(
         &self,
         mirror: &Mirror,
         owner: &Owner,
         conflicts: &[String],
         first_sight: bool,
-    ) {
+    ) -> Vec<String> {
         let known = first_sight && status::already_reports(mirror, conflicts);
-        let new = self.memory.announce(owner, conflicts, known);
-        if new.is_empty() {
-            return;
-        }
-        let message = format!(
-            "{} {} exists in {} and is not managed by this Mirror; it is left untouched",
-            mirror.spec.source.kind.as_str(),
-            mirror.spec.target_name(),
-            new.join(", ")
-        );
-        self.recorder
-            .warning(reference_to(mirror), "Conflict", &message)
-            .await;
+        self.known.announce(owner, conflicts, known)
+    }
+
+    /// When to sync `owner` again on its own: while a namespace is blocked, once its block is
+    /// due for a re-read (an object's removal makes no event skiff can see).
+    pub fn recheck(&self, owner: &Owner) -> Option<Duration> {
+        let blocked = !self.known.blocked(owner, Instant::now()).is_empty();
+        blocked.then_some(UNMANAGED_RECHECK)
+    }
+
+    /// Drops what is known of a Mirror that is gone.
+    pub fn forget(&self, owner: &Owner) {
+        self.known.forget(owner);
     }
 }

@@ -8,9 +8,8 @@
 use super::carry::carried;
 use super::managed::Managed;
 use super::payload::{Digest, Payload};
-use super::secret_targets::Refusal;
 use super::source::{SERVICE_ACCOUNT_TOKEN, SourceContent};
-use super::status::Reason;
+use super::status::{Reason, Refusal};
 use super::types::Mirror;
 use std::collections::BTreeMap;
 use std::sync::Arc;

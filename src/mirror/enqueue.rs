@@ -1,40 +1,19 @@
 //! Which Mirrors each watch event concerns: the keys a Namespace, source, copy or Mirror event
 //! puts on the work queue.
 //!
-//! Single events are mapped through the caches' indexes, so their cost is the Mirrors they
-//! concern. The end of a relist or an object leaving a label selection tells less than a
-//! single event does (the object that went is in no list, or arrives stripped of the labels
-//! naming its Mirror), so those enqueue more widely: a reconcile with nothing to do writes
-//! nothing. Namespace events are mapped by [`Selections`](super::selection::Selections).
+//! Single events are mapped through the caches' indexes ([`super::index`]), so their cost is
+//! the Mirrors they concern. The end of a relist or an object leaving a label selection tells
+//! less than a single event does (the object that went is in no list, or arrives stripped of
+//! the labels naming its Mirror), so those enqueue more widely: a reconcile with nothing to do
+//! writes nothing. Namespace events are mapped by [`Selections`](super::selection::Selections).
 
-use super::copy::{CopyInfo, Owner, owner_of};
+use super::copy::{CopyInfo, owner_of};
+use super::index::{mirrors_reading, mirrors_writing};
 use super::secret_copies::SecretCopyStores;
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, Resource};
 use crate::runtime::{ObjectKey, Store, WatcherEvent, object_keys};
 use std::collections::BTreeSet;
-
-/// The index values of a Mirror in the Mirror cache: its source and its copies' name.
-pub fn mirror_index(m: &Mirror) -> Vec<String> {
-    let kind = m.spec.source.kind;
-    vec![
-        source_index(kind, m.metadata.namespace(), &m.spec.source.name),
-        target_index(kind, m.spec.target_name()),
-    ]
-}
-
-fn source_index(kind: SourceKind, namespace: &str, name: &str) -> String {
-    format!("source/{}/{namespace}/{name}", kind.as_str())
-}
-
-fn target_index(kind: SourceKind, name: &str) -> String {
-    format!("target/{}/{name}", kind.as_str())
-}
-
-/// The index value of a copy in the copy caches: the Mirror that owns it.
-pub fn owner_index(owner: &Owner) -> String {
-    format!("{}/{}", owner.namespace, owner.name)
-}
 
 /// The Mirrors a Mirror event concerns. At the end of a relist, every Mirror a cached copy
 /// names: a Mirror that vanished while the watch was down is in no list, and only its
@@ -81,7 +60,7 @@ pub fn copy_owners<K: Resource>(
                 keys.extend(mirrors.keys())
             }
             WatcherEvent::Deleted(o) => {
-                keys.extend(mirrors.indexed_keys(&target_index(kind, o.metadata().name())));
+                keys.extend(mirrors_writing(&mirrors, kind, o.metadata().name()));
             }
             WatcherEvent::Relisting | WatcherEvent::Listed(_) | WatcherEvent::Applied(_) => {}
         }
@@ -112,7 +91,7 @@ pub fn mirrors_of_source<K: Resource>(
         WatcherEvent::Relisted => mirrors.keys(),
         WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
             let (ns, name) = (o.metadata().namespace(), o.metadata().name());
-            mirrors.indexed_keys(&source_index(kind, ns, name))
+            mirrors_reading(&mirrors, kind, ns, name)
         }
         WatcherEvent::Relisting | WatcherEvent::Listed(_) => Vec::new(),
     }
@@ -121,13 +100,13 @@ pub fn mirrors_of_source<K: Resource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::api::ObjectMeta;
+    use crate::mirror::copy::copy_meta;
+    use crate::mirror::index::mirror_store;
 
     #[test]
     fn copy_events_enqueue_their_owning_mirror_once() {
-        let cm = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
-            ..ConfigMap::default()
-        };
+        let cm = copy_of("m");
         let mut other = cm.clone();
         other.metadata.namespace = Some("b".into());
         let keys: BTreeSet<ObjectKey> =
@@ -144,19 +123,13 @@ mod tests {
 
     #[test]
     fn source_events_enqueue_the_mirrors_reading_that_source() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
-        let mut secret_mirror = mirror("src", "s");
-        secret_mirror.spec.source.kind = SourceKind::Secret;
-        mirrors.relist(vec![
+        let mirrors = mirrors(vec![
             mirror("src", "m"),
             mirror("other", "m2"),
-            secret_mirror,
+            secret_mirror("s"),
         ]);
         let map = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::ConfigMap);
-        let source = ConfigMap {
-            metadata: crate::kube::api::ObjectMeta::named(Some("src"), "app-ca"),
-            ..ConfigMap::default()
-        };
+        let source = unlabelled("src");
         assert_eq!(
             map(&WatcherEvent::Applied(source)),
             vec![ObjectKey::new("src", "m")]
@@ -165,8 +138,7 @@ mod tests {
 
     #[test]
     fn a_copy_relist_enqueues_a_mirror_whose_last_copy_vanished() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
-        mirrors.relist(vec![mirror("src", "m")]);
+        let mirrors = mirrors(vec![mirror("src", "m")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         assert_eq!(map(&WatcherEvent::Relisting), vec![]);
         assert_eq!(
@@ -177,23 +149,16 @@ mod tests {
 
     #[test]
     fn a_copy_leaving_the_selection_unlabelled_enqueues_every_mirror() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
-        mirrors.relist(vec![mirror("src", "m"), mirror("src", "n")]);
+        let mirrors = mirrors(vec![mirror("src", "m"), mirror("src", "n")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
-        let stripped = ConfigMap {
-            metadata: crate::kube::api::ObjectMeta::named(Some("a"), "app-ca"),
-            ..ConfigMap::default()
-        };
+        let stripped = unlabelled("a");
         let mut keys = map(&WatcherEvent::Deleted(stripped));
         keys.sort();
         assert_eq!(
             keys,
             [ObjectKey::new("src", "m"), ObjectKey::new("src", "n")]
         );
-        let labelled = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "m"), "a", "h", None),
-            ..ConfigMap::default()
-        };
+        let labelled = copy_of("m");
         assert_eq!(
             map(&WatcherEvent::Applied(labelled)),
             [ObjectKey::new("src", "m")]
@@ -202,22 +167,16 @@ mod tests {
 
     #[test]
     fn a_deleted_copy_enqueues_the_mirrors_that_want_its_name() {
-        let mirrors: Store<Mirror, Mirror> = Store::whole().with_index(mirror_index);
         let mut renamed = mirror("src", "renamed");
         renamed.spec.target_name = Some("other".into());
-        let mut secret = mirror("src", "secret");
-        secret.spec.source.kind = SourceKind::Secret;
-        mirrors.relist(vec![
+        let mirrors = mirrors(vec![
             mirror("src", "winner"),
             mirror("src", "loser"),
             renamed,
-            secret,
+            secret_mirror("secret"),
         ]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
-        let copy = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "winner"), "a", "h", None),
-            ..ConfigMap::default()
-        };
+        let copy = copy_of("winner");
         assert_eq!(
             map(&WatcherEvent::Applied(copy.clone())),
             [ObjectKey::new("src", "winner")]
@@ -234,10 +193,7 @@ mod tests {
     #[test]
     fn a_mirror_relist_enqueues_mirrors_only_leftover_copies_remember() {
         let copies: Store<ConfigMap, CopyInfo> = Store::new(CopyInfo::of_configmap);
-        let orphan = ConfigMap {
-            metadata: super::super::copy::copy_meta(&mirror("src", "gone"), "a", "h", None),
-            ..ConfigMap::default()
-        };
+        let orphan = copy_of("gone");
         copies.relist(vec![orphan]);
         let map = mirror_keys(copies, SecretCopyStores::new(&Default::default()));
         let relist = WatcherEvent::relist(vec![mirror("src", "m")]);
@@ -256,9 +212,40 @@ mod tests {
         );
     }
 
+    /// The copy in namespace `a` of the Mirror `src/<mirror_name>`.
+    fn copy_of(mirror_name: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: copy_meta(&mirror("src", mirror_name), "a", "h", None),
+            ..ConfigMap::default()
+        }
+    }
+
+    /// A ConfigMap `app-ca` in `namespace` that no Mirror's labels claim: a source, or a copy
+    /// stripped of its labels.
+    fn unlabelled(namespace: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta::named(Some(namespace), "app-ca"),
+            ..ConfigMap::default()
+        }
+    }
+
+    /// The Mirror cache holding `list`.
+    fn mirrors(list: Vec<Mirror>) -> Store<Mirror, Mirror> {
+        let mirrors = mirror_store();
+        mirrors.relist(list);
+        mirrors
+    }
+
+    /// The Mirror `src/<name>` of the Secret `app-ca`.
+    fn secret_mirror(name: &str) -> Mirror {
+        let mut m = mirror("src", name);
+        m.spec.source.kind = SourceKind::Secret;
+        m
+    }
+
     fn mirror(ns: &str, name: &str) -> Mirror {
         let mut m = Mirror {
-            metadata: crate::kube::api::ObjectMeta::named(Some(ns), name),
+            metadata: ObjectMeta::named(Some(ns), name),
             ..Mirror::default()
         };
         m.spec.source.name = "app-ca".into();

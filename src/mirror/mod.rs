@@ -1,56 +1,76 @@
 //! The Mirror controller: copies one ConfigMap or Secret into every selected namespace.
 //!
+//! Listed from the top down: a module uses only those listed after it, so the list can be read
+//! in order, and each module understood from what comes after.
+//!
 //! - [`controller`]: the runnable the manager starts: watches → caches → workers.
+//!
+//! Reconciling one Mirror:
+//! - [`reconcile`]: the Reconciler decides (refusals, the desired copy, the plan) and hands
+//!   the writes to the modules below.
+//! - `apply`: the Applier carries out a plan (creates, updates, deletes, a fan-out's
+//!   progress); under it, updating a copy, meeting an object at a create (adoption), and
+//!   replacing a copy the server will not update.
+//! - [`mirror_writer`]: the writes to a Mirror itself: its status and finalizer.
+//! - [`announce`]: the Events a reconcile posts on its Mirror.
+//! - `conflicts`: objects with a copy's name that skiff must not touch, found and announced
+//!   once; [`known_conflicts`] keeps what is known of them per Mirror.
+//! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
+//! - [`copy_requests`]: the API requests on a copy, whatever its kind.
+//!
+//! Watching:
 //! - [`caches`]: what is watched and kept.
 //! - [`enqueue`]: which Mirrors each watch event concerns.
-//! - [`reconcile`]: one Mirror, once: plan, write what differs, report status; `apply`
-//!   carries out the writes.
-//! - [`types`]: the `Mirror` custom resource.
-//! - [`selector`]: which namespaces a Mirror selects.
-//! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it.
-//! - [`payload`]: the content a copy carries, and its hash.
-//! - [`source`]: what the source cache keeps of a source.
-//! - [`desired`]: what a Mirror wants its copies to hold (picked keys, labels and
-//!   annotations), or why it must copy nothing; [`carry`]: which of the source's own labels and
-//!   annotations may go with it.
-//! - [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
-//! - [`render`]: the object skiff creates and the patch that updates a copy.
-//! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
-//! - [`existing`]: an object holding a copy's name, read from the server; `adopt` and
-//!   `replace` act on it (explicit adoption; replacement when an update cannot work).
-//! - [`status`]: the counts and `Ready` condition a Mirror reports.
-//! - [`selection`]: each Mirror's selected namespaces, kept up to date event by event.
-//! - [`conflicts`]: objects with a copy's name that skiff must not touch, found and announced;
-//!   [`memory`] keeps what is known of them per Mirror.
-//! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
-//! - [`progress`]: a long fan-out's progress, reported in the status.
-//! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
 //! - [`secret_copies`]: Secret copies, watched one allowed name at a time.
-mod adopt;
+//! - [`index`]: how the caches are asked which Mirrors read a source or want a name, and which
+//!   copies a Mirror owns.
+//! - [`selection`]: each Mirror's selected namespaces, kept up to date event by event;
+//!   [`namespace_selector`]: which namespaces a Mirror's selector selects, one at a time;
+//!   [`namespace`]: what the namespace cache keeps of a namespace to decide it.
+//!
+//! What a Mirror wants, and what a copy is:
+//! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
+//! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
+//! - [`existing`]: an object holding a copy's name, read from the server, and what skiff may
+//!   do with it (update, adopt, replace, leave alone).
+//! - [`render`]: the object skiff creates and the patch that updates a copy.
+//! - [`desired`]: what a Mirror wants its copies to hold (picked keys, labels and
+//!   annotations), or why it must copy nothing.
+//! - [`status`]: the counts and `Ready` condition a Mirror reports, or the refusal it reports
+//!   instead of copying.
+//! - [`source`]: what the source cache keeps of a source; [`carry`]: which of the source's own
+//!   labels and annotations may go with its copies.
+//! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it;
+//!   [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
+//! - [`payload`]: the content a copy carries, and its hash.
+//! - [`types`]: the `Mirror` custom resource.
+pub mod announce;
 mod apply;
 pub mod caches;
 pub mod carry;
 mod conflicts;
 pub mod controller;
 pub mod copy;
+pub mod copy_requests;
 pub mod desired;
 pub mod enqueue;
 pub mod existing;
 #[cfg(test)]
 mod fixtures;
+pub mod index;
+pub mod known_conflicts;
 pub mod managed;
-pub mod memory;
+pub mod mirror_writer;
+pub mod namespace;
+pub mod namespace_selector;
 pub mod own_writes;
 pub mod payload;
 pub mod plan;
-mod progress;
 pub mod reconcile;
 pub mod render;
-mod replace;
 pub mod secret_copies;
 pub mod secret_targets;
 pub mod selection;
-pub mod selector;
 pub mod source;
 pub mod status;
 pub mod types;

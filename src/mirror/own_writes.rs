@@ -10,7 +10,7 @@
 //!
 //! An entry whose object is never looked at again (its namespace or Mirror was deleted) would
 //! stay forever, so entries also expire, like the expectations of kube-controller-manager, after
-//! [`EXPIRY`]. An expired entry only costs efficiency: the server refuses a write based on a
+//! `EXPIRY`. An expired entry only costs efficiency: the server refuses a write based on a
 //! stale cache (409, or 404 for a delete), and the reconciler recovers from that.
 
 use super::copy::{CopyInfo, Owner};

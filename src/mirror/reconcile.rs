@@ -1,47 +1,42 @@
-//! One reconcile of one Mirror: read the caches, plan, write what differs, report status.
+//! One reconcile of one Mirror: read the caches, plan, have the copies written, report status.
 //!
 //! Writes happen only when something differs from what the caches show, so a steady state
 //! and a restart with nothing changed write nothing. Objects skiff does not manage for this
 //! Mirror are never written: they are counted, named in the status and reported as an Event.
+//!
+//! The reconciler decides; the writes are others': the `Applier` writes the copies, the
+//! [`MirrorWriter`] the Mirror's status and finalizer, the [`Announcer`] its Events, and
+//! `Conflicts` keeps what is known of objects skiff must not touch.
 
-use super::apply::Target;
+use super::announce::Announcer;
+use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
+use super::conflicts::Conflicts;
 use super::copy::{CopyInfo, Owner};
+use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
-use super::memory::{Memory, UNMANAGED_RECHECK};
-use super::own_writes::{CopyKey, CopyWrites, MirrorWrites};
+use super::mirror_writer::{MirrorWriter, has_finalizer};
+use super::own_writes::CopyKey;
 use super::payload::Digest;
 use super::plan::{Desired, Plan, plan};
 use super::secret_targets::SecretTargets;
-use super::status::{self, Observed, Reason};
+use super::status::{Observed, Reason, Refusal};
 use super::types::Mirror;
 use crate::kube::events::Recorder;
 use crate::kube::{Client, Error};
 use crate::runtime::{Action, ObjectKey};
 use crate::signal::Signal;
-use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Instant;
-
-/// The finalizer that makes a Mirror's deletion wait until its copies are gone.
-pub const FINALIZER: &str = "skiff.dev/cleanup";
 
 pub struct Reconciler {
-    pub(super) client: Client,
-    pub(super) caches: Caches,
+    caches: Caches,
     scope: SourceScope,
     secret_targets: SecretTargets,
-    /// Copies as this replica last wrote them, until the copy caches catch up.
-    pub(super) written: CopyWrites,
-    /// Mirrors as this replica last wrote them, until the cache catches up (so a status or
-    /// finalizer is not written twice).
-    pub(super) mirrors_written: MirrorWrites,
-    /// Per Mirror: blocked namespaces and the conflicts announced.
-    pub(super) memory: Memory,
-    pub(super) recorder: Recorder,
-    /// Set when the controller stops: writes not yet made are left to the next run.
-    pub(super) stopping: Signal,
+    mirrors: MirrorWriter,
+    conflicts: Conflicts,
+    announce: Announcer,
+    applier: Arc<Applier>,
 }
 
 impl Reconciler {
@@ -53,20 +48,19 @@ impl Reconciler {
         recorder: Recorder,
         stopping: Signal,
     ) -> Reconciler {
+        let requests = CopyRequests::new(client.clone());
         Reconciler {
-            client,
             caches,
             scope,
             secret_targets,
-            written: CopyWrites::default(),
-            mirrors_written: MirrorWrites::default(),
-            memory: Memory::default(),
-            recorder,
-            stopping,
+            mirrors: MirrorWriter::new(client),
+            conflicts: Conflicts::new(requests.clone()),
+            announce: Announcer::new(recorder),
+            applier: Arc::new(Applier::new(requests, stopping)),
         }
     }
 
-    pub async fn reconcile(self: Arc<Self>, key: ObjectKey) -> Result<Action, Error> {
+    pub async fn reconcile(&self, key: ObjectKey) -> Result<Action, Error> {
         let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
             let owner = Owner {
                 namespace: key.namespace,
@@ -77,100 +71,106 @@ impl Reconciler {
             return Ok(Action::Done);
         };
         let owner = Owner::of(&mirror);
-        let mirror = self.latest(&owner, mirror);
+        let mirror = self.mirrors.latest(&owner, mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
             return self.finalize(&mirror, &owner).await;
         }
         // A Mirror whose sources may not be read writes no copy, so it gets no finalizer:
         // its deletion would have nothing to clean up.
-        if !self.scope.allows(mirror.metadata.namespace()) {
-            let message = format!(
-                "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
-                self.scope.describe(),
-                mirror.metadata.namespace()
-            );
-            self.write_status(
-                &mirror,
-                &Observed::default(),
-                Reason::SourceNamespaceNotAllowed,
-                &message,
-            )
-            .await?;
-            return Ok(Action::Done);
+        if let Some(refusal) = self.refusal(&mirror) {
+            return self.refuse(&mirror, &Observed::default(), refusal).await;
         }
-        // Likewise a Secret Mirror whose target name RBAC does not cover (see secret_targets).
-        if let Some(refusal) = self.secret_targets.refusal(&mirror) {
-            let observed = Observed::default();
-            self.write_status(&mirror, &observed, refusal.reason, &refusal.message)
-                .await?;
-            return Ok(Action::Done);
-        }
-        let mirror = self.ensure_finalizer(mirror).await?;
-        let source = &mirror.spec.source;
-        let Some(content) =
-            self.caches
-                .source(source.kind, mirror.metadata.namespace(), &source.name)
-        else {
-            let message = format!(
-                "{} {}/{} not found; existing copies are left as they are until it exists again",
-                source.kind.as_str(),
-                mirror.metadata.namespace(),
-                source.name
-            );
-            let observed = Observed {
-                selected: self.selected(&mirror).len() as u32,
-                ..Observed::default()
-            };
-            self.write_status(&mirror, &observed, Reason::SourceNotFound, &message)
-                .await?;
-            return Ok(Action::Done);
-        };
-        let desired = match DesiredCopy::of(&mirror, &content) {
+        let mirror = self.mirrors.add_finalizer(mirror).await?;
+        let desired = match self.desired(&mirror) {
             Ok(desired) => desired,
             Err(refusal) => {
                 let observed = Observed {
                     selected: self.selected(&mirror).len() as u32,
                     ..Observed::default()
                 };
-                self.write_status(&mirror, &observed, refusal.reason, &refusal.message)
-                    .await?;
-                return Ok(Action::Done);
+                return self.refuse(&mirror, &observed, refusal).await;
             }
         };
         let target = Arc::new(Target {
-            owner: owner.clone(),
+            owner,
             name: mirror.spec.target_name().to_owned(),
             desired,
         });
         self.sync(&mirror, &target).await
     }
 
-    /// The Mirror as this replica last wrote it, or as cached when the cache has caught up.
-    pub(super) fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
-        self.mirrors_written
-            .resolve(owner, Some(cached.clone()))
-            .unwrap_or(cached)
+    /// Why `mirror` may copy nothing at all: its sources may not be read from its namespace,
+    /// or it is a Secret Mirror whose target name RBAC does not cover (see secret_targets).
+    fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
+        let namespace = mirror.metadata.namespace();
+        if !self.scope.allows(namespace) {
+            let message = format!(
+                "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
+                self.scope.describe(),
+                namespace
+            );
+            return Some(Refusal {
+                reason: Reason::SourceNamespaceNotAllowed,
+                message,
+            });
+        }
+        self.secret_targets.refusal(mirror)
     }
 
-    /// Drops what is kept about a Mirror that is gone.
-    fn forget(&self, owner: &Owner) {
-        self.mirrors_written.forget(owner);
-        self.memory.forget(owner);
+    /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
+    /// missing, or it may not be copied as the Mirror asks (see desired).
+    fn desired(&self, mirror: &Mirror) -> Result<DesiredCopy, Refusal> {
+        let (source, namespace) = (&mirror.spec.source, mirror.metadata.namespace());
+        let Some(content) = self.caches.source(source.kind, namespace, &source.name) else {
+            let message = format!(
+                "{} {}/{} not found; existing copies are left as they are until it exists again",
+                source.kind.as_str(),
+                namespace,
+                source.name
+            );
+            return Err(Refusal {
+                reason: Reason::SourceNotFound,
+                message,
+            });
+        };
+        DesiredCopy::of(mirror, &content)
     }
 
-    async fn sync(
-        self: &Arc<Self>,
+    /// Reports `refusal` in the status; nothing else is done.
+    async fn refuse(
+        &self,
         mirror: &Mirror,
-        target: &Arc<Target>,
+        observed: &Observed,
+        refusal: Refusal,
     ) -> Result<Action, Error> {
+        self.mirrors
+            .write_status(mirror, observed, refusal.reason, &refusal.message)
+            .await?;
+        Ok(Action::Done)
+    }
+
+    async fn sync(&self, mirror: &Mirror, target: &Arc<Target>) -> Result<Action, Error> {
         let (owner, hash) = (&target.owner, target.desired.hash);
-        let first_sight = self.memory.first_sight(owner);
+        let first_sight = self.conflicts.first_sight(owner);
         let selected = self.selected(mirror);
+        let (kind, name) = (mirror.spec.source.kind, mirror.spec.target_name());
+        let cached = |ns: &str| self.caches.copy(kind, ns, name).is_some();
         let unmanaged = self
-            .find_unmanaged(mirror, owner, &selected, first_sight)
+            .conflicts
+            .find_unmanaged(mirror, owner, &selected, first_sight, cached)
             .await;
         let plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
-        let outcome = self.apply(mirror, target, &plan, selected.len()).await;
+        let hex = hash.hex();
+        let report = ProgressReport {
+            mirrors: &self.mirrors,
+            mirror,
+            owner,
+            hash: &hex,
+            selected: selected.len(),
+            conflicts: &plan.conflicts,
+        };
+        let outcome = self.applier.apply(target, &plan, &report).await;
+        self.conflicts.remember_blocked(owner, &outcome.blocked);
         if outcome.stopped {
             log::info!(
                 "Mirror {}/{}: stopping with writes left for the next run",
@@ -182,41 +182,24 @@ impl Reconciler {
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
-        self.report_conflicts(mirror, owner, &conflicts, first_sight)
+        self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight)
             .await;
-        self.announce_adopted(mirror, &outcome.adopted).await;
-        self.announce_replaced(mirror, &outcome.replaced).await;
         // Progress reports during the fan-out may have written the status since.
-        let mirror = &self.latest(owner, mirror.clone());
+        let mirror = &self.mirrors.latest(owner, mirror.clone());
         let observed = Observed {
-            source_hash: Some(hash.hex()),
+            source_hash: Some(hex),
             selected: selected.len() as u32,
             synced: plan.in_sync + outcome.written,
             conflicts,
             adopted: outcome.adopted.len() as u32,
             replaced: outcome.replaced.len() as u32,
         };
-        let reason = if outcome.errors.is_empty() {
-            Reason::Synced
-        } else {
-            Reason::Error
-        };
-        let message = outcome
-            .errors
-            .first()
-            .map(Error::to_string)
-            .unwrap_or_default();
-        self.write_status(mirror, &observed, reason, &message)
+        self.write_outcome(mirror, &observed, outcome.errors)
             .await?;
-        if let Some(e) = outcome.errors.into_iter().next() {
-            return Err(e);
-        }
-        let blocked = !self.memory.blocked(owner, Instant::now()).is_empty();
-        Ok(if blocked {
-            Action::RequeueAfter(UNMANAGED_RECHECK)
-        } else {
-            Action::Done
-        })
+        Ok(self
+            .conflicts
+            .recheck(owner)
+            .map_or(Action::Done, Action::RequeueAfter))
     }
 
     fn plan(
@@ -237,7 +220,8 @@ impl Reconciler {
         };
         let existing = |ns: &str| {
             let key = CopyKey::new(kind, ns, name);
-            self.written.resolve(&key, self.caches.copy(kind, ns, name))
+            let written = self.applier.written();
+            written.resolve(&key, self.caches.copy(kind, ns, name))
         };
         plan(
             &desired,
@@ -249,17 +233,18 @@ impl Reconciler {
     }
 
     /// This Mirror's copies as they are after this replica's own writes.
-    pub(super) fn owned(&self, owner: &Owner) -> Vec<CopyInfo> {
+    fn owned(&self, owner: &Owner) -> Vec<CopyInfo> {
+        let written = self.applier.written();
         let mut owned: Vec<CopyInfo> = self
             .caches
             .copies_of(owner)
             .into_iter()
             .filter_map(|c| {
                 let key = CopyKey::new(c.kind, &c.namespace, &c.name);
-                self.written.resolve(&key, Some(c))
+                written.resolve(&key, Some(c))
             })
             .collect();
-        owned.extend(self.written.created_unseen(owner, |kind, ns, name| {
+        owned.extend(written.created_unseen(owner, |kind, ns, name| {
             self.caches.copy(kind, ns, name).is_some()
         }));
         owned
@@ -269,52 +254,47 @@ impl Reconciler {
         self.caches.selections.of(mirror)
     }
 
-    pub(super) async fn write_status(
+    /// The Events of a finished fan-out: conflicts not announced yet, adoptions, replacements.
+    async fn announce_outcome(
+        &self,
+        mirror: &Mirror,
+        owner: &Owner,
+        conflicts: &[String],
+        outcome: &Outcome,
+        first_sight: bool,
+    ) {
+        let new = self
+            .conflicts
+            .unannounced(mirror, owner, conflicts, first_sight);
+        self.announce.conflicts(mirror, &new).await;
+        self.announce.adopted(mirror, &outcome.adopted).await;
+        self.announce.replaced(mirror, &outcome.replaced).await;
+    }
+
+    /// Writes the status a finished fan-out ends in; its first write error, if any, is the
+    /// reconcile's (it is retried).
+    async fn write_outcome(
         &self,
         mirror: &Mirror,
         observed: &Observed,
-        reason: Reason,
-        message: &str,
+        errors: Vec<Error>,
     ) -> Result<(), Error> {
-        let status = status::build(
-            mirror,
-            observed,
-            reason,
-            message,
-            &crate::time::now_seconds(),
-        );
-        if mirror.status.as_ref() == Some(&status) {
-            return Ok(());
-        }
-        let mut updated = mirror.clone();
-        updated.status = Some(status);
-        let written = self.client.replace_status(&updated).await?;
-        self.remember_mirror(mirror, written);
-        Ok(())
+        let (reason, message) = match errors.first() {
+            None => (Reason::Synced, String::new()),
+            Some(e) => (Reason::Error, e.to_string()),
+        };
+        self.mirrors
+            .write_status(mirror, observed, reason, &message)
+            .await?;
+        errors.into_iter().next().map_or(Ok(()), Err)
     }
 
-    async fn ensure_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {
-        if mirror.metadata.finalizers.iter().any(|f| f == FINALIZER) {
-            return Ok(mirror);
-        }
-        let mut finalizers = mirror.metadata.finalizers.clone();
-        finalizers.push(FINALIZER.to_owned());
-        self.patch_finalizers(&mirror, finalizers).await
-    }
-
-    async fn finalize(self: &Arc<Self>, mirror: &Mirror, owner: &Owner) -> Result<Action, Error> {
-        if !mirror.metadata.finalizers.iter().any(|f| f == FINALIZER) {
+    async fn finalize(&self, mirror: &Mirror, owner: &Owner) -> Result<Action, Error> {
+        if !has_finalizer(mirror) {
             return Ok(Action::Done);
         }
         self.delete_all_copies(owner).await?;
-        let rest = mirror
-            .metadata
-            .finalizers
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        self.patch_finalizers(mirror, rest).await?;
+        self.mirrors.remove_finalizer(mirror).await?;
         log::info!(
             "Mirror {}/{}: copies deleted, finalizer removed",
             owner.namespace,
@@ -323,32 +303,15 @@ impl Reconciler {
         Ok(Action::Done)
     }
 
-    /// Sets the finalizers, conditional on the version the cache saw (a concurrent change
-    /// gets a 409 and the reconcile is retried).
-    async fn patch_finalizers(
-        &self,
-        mirror: &Mirror,
-        finalizers: Vec<String>,
-    ) -> Result<Mirror, Error> {
-        let patch = json!({"metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": mirror.metadata.resource_version(),
-        }});
-        let patched: Mirror = self
-            .client
-            .patch_merge(
-                Some(mirror.metadata.namespace()),
-                mirror.metadata.name(),
-                &patch,
-            )
-            .await?;
-        self.remember_mirror(mirror, patched.clone());
-        Ok(patched)
+    /// Deletes every copy labelled for `owner` (Mirror deleted, or gone without its finalizer),
+    /// as this replica's own writes left them: a copy created a moment ago counts too.
+    async fn delete_all_copies(&self, owner: &Owner) -> Result<(), Error> {
+        self.applier.delete_all(self.owned(owner)).await
     }
 
-    fn remember_mirror(&self, replaced: &Mirror, written: Mirror) {
-        let version = replaced.metadata.resource_version();
-        self.mirrors_written
-            .record(Owner::of(&written), Some(version), Some(written));
+    /// Drops what is kept about a Mirror that is gone.
+    fn forget(&self, owner: &Owner) {
+        self.mirrors.forget(owner);
+        self.conflicts.forget(owner);
     }
 }

@@ -34,6 +34,14 @@ impl CopyObject {
         }
     }
 
+    /// The resourceVersion the server answered with.
+    pub fn resource_version(&self) -> &str {
+        match self {
+            CopyObject::ConfigMap(cm) => cm.metadata.resource_version(),
+            CopyObject::Secret(secret) => secret.metadata.resource_version(),
+        }
+    }
+
     fn maps(&self) -> [(&'static str, &BTreeMap<String, String>); 2] {
         match self {
             CopyObject::ConfigMap(cm) => [("data", &cm.data), ("binaryData", &cm.binary_data)],
@@ -121,7 +129,7 @@ pub fn update_patch(
         Payload::Secret { data, .. } => {
             patch["data"] = replace_whole(data);
             // The type cannot change: a different one makes the server refuse the patch, and
-            // skiff replaces the copy instead (see `replace.rs`).
+            // skiff replaces the copy instead (see `apply/replace.rs`).
             let type_ = desired.payload().secret_type().unwrap_or_default();
             patch["type"] = type_.into();
         }

@@ -6,8 +6,8 @@
 //! skiff's `managed-by` label) and its own store, since a store is filled by exactly one watcher
 //! whose relist replaces its whole content. No names: no watch, and no Secret is read.
 
-use super::copy::CopyInfo;
-use super::enqueue::owner_index;
+use super::copy::{CopyInfo, Owner};
+use super::index::{copies_of, copy_store};
 use super::secret_targets::SecretTargets;
 use crate::kube::api::Secret;
 use crate::runtime::{Store, WatcherConfig};
@@ -22,11 +22,7 @@ impl SecretCopyStores {
     pub fn new(targets: &SecretTargets) -> SecretCopyStores {
         let by_name = targets
             .names()
-            .map(|name| {
-                let by_owner = |c: &CopyInfo| c.owner.iter().map(owner_index).collect();
-                let store = Store::new(CopyInfo::of_secret).with_index(by_owner);
-                (name.to_owned(), store)
-            })
+            .map(|name| (name.to_owned(), copy_store(CopyInfo::of_secret)))
             .collect();
         SecretCopyStores { by_name }
     }
@@ -39,11 +35,11 @@ impl SecretCopyStores {
         self.by_name.values().flat_map(Store::list).collect()
     }
 
-    /// The copies indexed under `value` (their owner, see [`owner_index`]), of every name.
-    pub fn indexed(&self, value: &str) -> Vec<CopyInfo> {
+    /// The copies labelled for the Mirror `owner`, of every name.
+    pub fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
         self.by_name
             .values()
-            .flat_map(|store| store.indexed(value))
+            .flat_map(|store| copies_of(store, owner))
             .collect()
     }
 

@@ -6,7 +6,7 @@
 //! condition saying how to allow it. With no names, Secret copies are off and skiff neither
 //! reads nor watches any Secret.
 
-use super::status::Reason;
+use super::status::{Reason, Refusal};
 use super::types::{Mirror, SourceKind};
 use std::collections::BTreeSet;
 
@@ -17,13 +17,6 @@ pub const COMPONENT: &str = "manifests/components/secret-targets";
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SecretTargets {
     names: BTreeSet<String>,
-}
-
-/// Why a Mirror may not write its Secret copies: the condition to report instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub reason: Reason,
-    pub message: String,
 }
 
 impl SecretTargets {

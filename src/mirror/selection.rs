@@ -2,7 +2,7 @@
 //!
 //! Without it, every Namespace event would have to wake every Mirror and every reconcile
 //! would re-evaluate every namespace. Instead a Namespace event evaluates only the Mirrors its
-//! change concerns ([`by_label`]: a relabel of keys no selector names evaluates none) and wakes
+//! change concerns (`by_label`: a relabel of keys no selector names evaluates none) and wakes
 //! only those whose answer changed; a Mirror event re-evaluates that Mirror against every
 //! namespace, and only when its selector or namespace changed. A reconcile then reads its
 //! selection in O(selected).
@@ -17,7 +17,8 @@
 
 mod by_label;
 
-use super::selector::{NamespaceInfo, chooses, eligible, selects};
+use super::namespace::NamespaceInfo;
+use super::namespace_selector::{chooses, eligible, selects};
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
 use crate::runtime::{ObjectKey, Store, WatcherEvent};

@@ -45,6 +45,14 @@ impl Reason {
     }
 }
 
+/// Why a Mirror copies nothing (its Secret target names not allowed, its source not to be
+/// copied as asked): the condition to report instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: Reason,
+    pub message: String,
+}
+
 /// How many namespaces a condition or Event message names before it summarises.
 const NAMED_NAMESPACES: usize = 10;
 

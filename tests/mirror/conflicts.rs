@@ -29,6 +29,12 @@ fn writes_to(records: Vec<RequestRecord>, path: &str) -> Vec<RequestRecord> {
         .collect()
 }
 
+/// Fails, saying `what` happened, if the object at `path` was written since request `mark`.
+fn assert_untouched_since(cluster: &Cluster, mark: usize, path: &str, what: &str) {
+    let writes = writes_to(cluster.writes_since(mark), path);
+    assert!(writes.is_empty(), "{what}:\n{}", describe(&writes));
+}
+
 /// `team-a` holding the copy of the Mirror `first` (source `app-ca`), and the source
 /// `other-ca` for a second Mirror.
 fn first_mirror_synced(tag: &str) -> (Cluster, Skiff) {
@@ -120,6 +126,38 @@ fn an_unmanaged_object_is_left_alone_and_reported() {
     assert!(updates.is_empty(), "{}", describe(&updates));
 }
 
+/// A namespace where a create met an object skiff does not manage stays known as blocked:
+/// a later reconcile of the Mirror (for a new namespace here) creates the new copy and does
+/// not try the blocked namespace again until its re-check is due.
+#[test]
+fn a_namespace_a_create_found_blocked_is_not_written_again() {
+    let mut cluster = Cluster::new("blocked");
+    cluster.namespace("team-a", json!({"team": "yes"}));
+    cluster.namespace("team-b", json!({"team": "yes"}));
+    cluster
+        .server
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "app-ca", "namespace": "team-b"}, "data": {"ca.crt": "THEIRS"}}));
+    cluster.team_ca_mirror();
+    let skiff = cluster.start(&[]);
+    let counts = |synced: u32| {
+        let status = &cluster.mirror_object(HOME, "ca").expect("mirror")["status"];
+        status["conflicts"] == 1 && status["synced"] == synced
+    };
+    cluster.wait_for(&skiff, "conflicts = 1, synced = 1", || counts(1));
+
+    let mark = cluster.server.requests().len();
+    cluster.namespace("team-c", json!({"team": "yes"}));
+    cluster.wait_for(&skiff, "conflicts = 1, synced = 2", || counts(2));
+    assert!(cluster.configmap_at("team-c", "app-ca").is_some());
+    assert_untouched_since(
+        &cluster,
+        mark,
+        "/api/v1/namespaces/team-b/configmaps/app-ca",
+        "the blocked namespace was written again",
+    );
+}
+
 #[test]
 fn a_second_mirror_for_the_same_name_reports_a_conflict_and_never_overwrites() {
     let (cluster, skiff) = first_mirror_synced("two-mirrors");
@@ -143,14 +181,11 @@ fn a_second_mirror_for_the_same_name_reports_a_conflict_and_never_overwrites() {
     assert_eq!(copy["data"]["ca.crt"], "FIRST", "{copy}");
     assert_eq!(copy["metadata"]["labels"][MIRROR_NAME], "first", "{copy}");
     assert_eq!(copy["metadata"]["labels"][MANAGED_BY], "skiff", "{copy}");
-    let touched = writes_to(
-        cluster.writes_since(mark),
+    assert_untouched_since(
+        &cluster,
+        mark,
         "/api/v1/namespaces/team-a/configmaps/app-ca",
-    );
-    assert!(
-        touched.is_empty(),
-        "the first Mirror's copy was written:\n{}",
-        describe(&touched)
+        "the first Mirror's copy was written",
     );
     assert_eq!(cluster.ready(HOME, "first")["status"], "True");
     let status = &cluster.mirror_object(HOME, "second").expect("mirror")["status"];

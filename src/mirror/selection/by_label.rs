@@ -12,7 +12,7 @@
 //! anchor a Mirror, in an index of their own. A Mirror with none (`{}`, and selectors made only
 //! of `notin` and `!k`, which match on absence) may choose any namespace: it is `unanchored`.
 
-use crate::mirror::selector::NamespaceInfo;
+use crate::mirror::namespace::NamespaceInfo;
 use crate::mirror::types::LabelSelector;
 use crate::runtime::ObjectKey;
 use std::collections::{BTreeSet, HashMap, HashSet};

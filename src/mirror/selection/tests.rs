@@ -1,5 +1,6 @@
 use super::*;
 use crate::kube::api::ObjectMeta;
+use crate::mirror::namespace_selector::expr;
 use std::collections::BTreeMap;
 
 fn namespace(name: &str, labels: &[(&str, &str)]) -> Namespace {
@@ -266,14 +267,8 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
     let w = World::new(
         vec![
             mirror_selecting("everything", Some(LabelSelector::default())),
-            mirror_selecting(
-                "no-team",
-                Some(crate::mirror::selector::expr("team", "DoesNotExist", &[])),
-            ),
-            mirror_selecting(
-                "not-red",
-                Some(crate::mirror::selector::expr("team", "NotIn", &["red"])),
-            ),
+            mirror_selecting("no-team", Some(expr("team", "DoesNotExist", &[]))),
+            mirror_selecting("not-red", Some(expr("team", "NotIn", &["red"]))),
             mirror_selecting("none", None),
         ],
         vec![namespace("n1", &[("team", "red")])],

@@ -1,7 +1,7 @@
 //! The label index: which Mirrors each namespace change concerns, operator by operator.
 
 use super::*;
-use crate::mirror::selector::expr;
+use crate::mirror::namespace_selector::expr;
 use std::collections::BTreeMap;
 
 fn ns(labels: &[(&str, &str)]) -> NamespaceInfo {

@@ -1,4 +1,4 @@
-//! What this process remembers of each Mirror between its reconciles, in one record: the
+//! The conflicts this process knows of each Mirror between its reconciles, in one record: the
 //! namespaces where an object skiff does not manage holds the copy's name, and the conflicts
 //! already announced with an Event.
 //!
@@ -25,11 +25,11 @@ struct Record {
 }
 
 #[derive(Default)]
-pub struct Memory {
+pub struct KnownConflicts {
     mirrors: Mutex<HashMap<Owner, Record>>,
 }
 
-impl Memory {
+impl KnownConflicts {
     /// True the first time it is asked about `owner` (since it was last forgotten).
     pub fn first_sight(&self, owner: &Owner) -> bool {
         let mut mirrors = self.lock();
@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn a_namespace_stays_blocked_until_its_recheck_is_due() {
-        let m = Memory::default();
+        let m = KnownConflicts::default();
         let t0 = Instant::now();
         m.remember_blocked(&owner(), "a", t0);
         let later = t0 + UNMANAGED_RECHECK - Duration::from_secs(1);
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn expired_namespaces_no_longer_selected_are_dropped_unread() {
-        let m = Memory::default();
+        let m = KnownConflicts::default();
         let t0 = Instant::now();
         m.remember_blocked(&owner(), "a", t0);
         m.remember_blocked(&owner(), "b", t0);
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn first_sight_is_true_once_per_mirror_until_it_is_forgotten() {
-        let m = Memory::default();
+        let m = KnownConflicts::default();
         assert!(m.first_sight(&owner()));
         assert!(!m.first_sight(&owner()));
         m.remember_blocked(&owner(), "a", Instant::now());
@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn each_conflict_is_announced_once_while_it_lasts() {
-        let m = Memory::default();
+        let m = KnownConflicts::default();
         assert_eq!(m.announce(&owner(), &list(&["a", "b"]), false), ["a", "b"]);
         assert!(m.announce(&owner(), &list(&["a", "b"]), false).is_empty());
         assert!(m.announce(&owner(), &list(&["b"]), false).is_empty());
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn conflicts_an_earlier_run_announced_are_not_announced_again() {
-        let m = Memory::default();
+        let m = KnownConflicts::default();
         assert!(m.announce(&owner(), &list(&["a"]), true).is_empty());
         assert_eq!(m.announce(&owner(), &list(&["a", "c"]), false), ["c"]);
     }

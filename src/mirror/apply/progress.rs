@@ -6,10 +6,10 @@
 //! --for=condition=Ready` waits for the truth. Reports are bounded: at most one per
 //! [`PROGRESS_EVERY`], and only when the count moved.
 
-use super::copy::Owner;
-use super::reconcile::Reconciler;
-use super::status::{Observed, Reason};
-use super::types::Mirror;
+use crate::mirror::copy::Owner;
+use crate::mirror::mirror_writer::MirrorWriter;
+use crate::mirror::status::{Observed, Reason};
+use crate::mirror::types::Mirror;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// The copies a fan-out has brought up to date so far, and when it last said so.
-pub(super) struct Progress {
+pub struct Progress {
     every: Duration,
     /// Copies already right before the fan-out began.
     in_sync: u32,
@@ -29,7 +29,7 @@ pub(super) struct Progress {
 }
 
 impl Progress {
-    pub(super) fn new(in_sync: u32) -> Progress {
+    pub fn new(in_sync: u32) -> Progress {
         Progress::every(PROGRESS_EVERY, in_sync, Instant::now())
     }
 
@@ -44,12 +44,12 @@ impl Progress {
     }
 
     /// The counter each successful write increments.
-    pub(super) fn counter(&self) -> Arc<AtomicU32> {
+    pub fn counter(&self) -> Arc<AtomicU32> {
         Arc::clone(&self.written)
     }
 
     /// The synced count to report at `now`, if a report is due and the count moved.
-    pub(super) fn due(&mut self, now: Instant) -> Option<u32> {
+    pub fn due(&mut self, now: Instant) -> Option<u32> {
         if now.duration_since(self.last_report) < self.every {
             return None;
         }
@@ -63,34 +63,37 @@ impl Progress {
     }
 }
 
-/// What a progress report says besides the count.
-pub(super) struct Fanout<'a> {
+/// Where a fan-out's progress goes: the Mirror's status, with what it says besides the count.
+pub struct ProgressReport<'a> {
+    pub mirrors: &'a MirrorWriter,
+    pub mirror: &'a Mirror,
     pub owner: &'a Owner,
     pub hash: &'a str,
     pub selected: usize,
     pub conflicts: &'a [String],
 }
 
-impl Reconciler {
+impl ProgressReport<'_> {
     /// Writes a `Progressing` status. Best effort: a failed report (for example a 409 because
     /// someone else changed the Mirror) is left to the final status write.
-    pub(super) async fn report_progress(&self, mirror: &Mirror, fanout: &Fanout<'_>, synced: u32) {
-        let mirror = self.latest(fanout.owner, mirror.clone());
+    pub async fn send(&self, synced: u32) {
+        let mirror = self.mirrors.latest(self.owner, self.mirror.clone());
         let observed = Observed {
-            source_hash: Some(fanout.hash.to_owned()),
-            selected: u32::try_from(fanout.selected).unwrap_or(u32::MAX),
+            source_hash: Some(self.hash.to_owned()),
+            selected: u32::try_from(self.selected).unwrap_or(u32::MAX),
             synced,
-            conflicts: fanout.conflicts.to_vec(),
+            conflicts: self.conflicts.to_vec(),
             ..Observed::default()
         };
         if let Err(e) = self
+            .mirrors
             .write_status(&mirror, &observed, Reason::Progressing, "")
             .await
         {
             log::debug!(
                 "Mirror {}/{}: progress not reported: {e}",
-                fanout.owner.namespace,
-                fanout.owner.name
+                self.owner.namespace,
+                self.owner.name
             );
         }
     }

@@ -1,0 +1,151 @@
+//! One write of one copy: what it aims at ([`Target`]), the requests it makes ([`CopyWriter`]),
+//! and how it ended ([`Done`]).
+//!
+//! Every request that succeeds is recorded in [`CopyWrites`] at once, so the next reconcile,
+//! which reads the copy caches through that record, does not repeat the write before the
+//! watch catches up.
+
+use crate::kube::Error;
+use crate::kube::PatchKind;
+use crate::mirror::copy::{CopyInfo, Owner};
+use crate::mirror::copy_requests::CopyRequests;
+use crate::mirror::desired::DesiredCopy;
+use crate::mirror::existing::Existing;
+use crate::mirror::own_writes::{CopyKey, CopyWrites};
+use crate::mirror::render::{CopyObject, new_copy};
+use crate::mirror::types::SourceKind;
+use serde_json::Value;
+use std::time::Instant;
+
+/// The copies of one Mirror: whose, their name, and what they should hold.
+pub struct Target {
+    pub owner: Owner,
+    pub name: String,
+    pub desired: DesiredCopy,
+}
+
+impl Target {
+    pub fn kind(&self) -> SourceKind {
+        self.desired.payload().kind()
+    }
+
+    pub fn key(&self, namespace: &str) -> CopyKey {
+        CopyKey::new(self.kind(), namespace, &self.name)
+    }
+}
+
+/// How one write ended.
+pub enum Done {
+    Written(Wrote),
+    Deleted,
+    /// Another Mirror's copy holds the name in this namespace.
+    Conflict(String),
+    /// An object skiff does not manage holds the name in this namespace, found then.
+    Blocked(String, Instant),
+    Failed(Error),
+    /// Not done: the controller is stopping.
+    Stopped,
+}
+
+/// A copy written in `namespace`, and how.
+#[derive(Debug)]
+pub struct Wrote {
+    pub namespace: String,
+    pub adopted: bool,
+    /// Why it had to be deleted and created again, if it was.
+    pub replaced: Option<String>,
+}
+
+impl Wrote {
+    pub fn plain(namespace: &str) -> Done {
+        Done::Written(Wrote {
+            namespace: namespace.to_owned(),
+            adopted: false,
+            replaced: None,
+        })
+    }
+}
+
+/// The requests on copies, each success recorded as this replica's own write.
+pub struct CopyWriter {
+    requests: CopyRequests,
+    written: CopyWrites,
+}
+
+impl CopyWriter {
+    pub fn new(requests: CopyRequests) -> CopyWriter {
+        CopyWriter {
+            requests,
+            written: CopyWrites::default(),
+        }
+    }
+
+    /// The copies this replica wrote, until the caches show them.
+    pub fn written(&self) -> &CopyWrites {
+        &self.written
+    }
+
+    /// Reads the object holding the copy's name in `ns` from the server.
+    pub async fn existing(&self, target: &Target, ns: &str) -> Result<Existing, Error> {
+        self.requests
+            .existing(target.kind(), ns, &target.name)
+            .await
+    }
+
+    /// Creates the copy in `ns`.
+    pub async fn create(&self, target: &Target, ns: &str) -> Result<(), Error> {
+        let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
+        let info = self.requests.create(copy).await?;
+        self.written.record(target.key(ns), None, Some(info));
+        Ok(())
+    }
+
+    /// Patches the copy in `ns`, seen at version `replaced`, with `patch` of `kind`; the
+    /// server's answer.
+    pub async fn patch(
+        &self,
+        target: &Target,
+        ns: &str,
+        patch: &Value,
+        kind: PatchKind,
+        replaced: &str,
+    ) -> Result<CopyObject, Error> {
+        let (copy_kind, name) = (target.kind(), target.name.as_str());
+        let answer = self
+            .requests
+            .patch(copy_kind, ns, name, patch, kind)
+            .await?;
+        self.written
+            .record(target.key(ns), Some(replaced), Some(answer.info()));
+        Ok(answer)
+    }
+
+    /// Deletes the copy `key`, if it is still at version `rv`.
+    pub async fn delete(&self, key: CopyKey, rv: &str) -> Result<(), Error> {
+        let (kind, ns, name) = (key.kind, key.namespace.as_str(), key.name.as_str());
+        self.requests.delete(kind, ns, name, rv).await?;
+        self.written.record(key, Some(rv), None);
+        Ok(())
+    }
+
+    /// Deletes the object holding the copy's name in `ns` only if it is still the one read:
+    /// uid `uid` at version `rv`.
+    pub async fn delete_exact(
+        &self,
+        target: &Target,
+        ns: &str,
+        uid: &str,
+        rv: &str,
+    ) -> Result<(), Error> {
+        let (kind, name) = (target.kind(), target.name.as_str());
+        self.requests.delete_exact(kind, ns, name, uid, rv).await?;
+        self.written.record(target.key(ns), Some(rv), None);
+        Ok(())
+    }
+
+    /// Records a copy found already right in `ns` (where a create was refused) as if this
+    /// replica had created it, so the next reconcile sees it before the cache does.
+    pub fn record_found(&self, target: &Target, ns: &str, found: CopyInfo) {
+        self.written.record(target.key(ns), None, Some(found));
+    }
+}

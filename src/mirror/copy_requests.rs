@@ -1,0 +1,117 @@
+//! The API requests skiff makes on a copy, whatever its kind.
+//!
+//! A copy is a ConfigMap or a Secret, and the client's requests are generic over the type. Each
+//! request is written here once per kind, so the rest of the controller asks by
+//! [`SourceKind`] and the request code is compiled in once per kind, not once per caller.
+
+use super::copy::CopyInfo;
+use super::existing::Existing;
+use super::render::CopyObject;
+use super::types::SourceKind;
+use crate::kube::api::{ConfigMap, Secret};
+use crate::kube::{Client, Error, PatchKind};
+use serde_json::Value;
+
+/// Requests on copies, through one client (the fenced main client).
+#[derive(Clone)]
+pub struct CopyRequests {
+    client: Client,
+}
+
+impl CopyRequests {
+    pub fn new(client: Client) -> CopyRequests {
+        CopyRequests { client }
+    }
+
+    /// Reads the object of `kind` named `name` in `ns` from the server (not the cache).
+    pub async fn existing(
+        &self,
+        kind: SourceKind,
+        ns: &str,
+        name: &str,
+    ) -> Result<Existing, Error> {
+        match kind {
+            SourceKind::ConfigMap => self
+                .client
+                .get::<ConfigMap>(Some(ns), name)
+                .await
+                .map(|c| Existing::of_configmap(&c)),
+            SourceKind::Secret => self
+                .client
+                .get::<Secret>(Some(ns), name)
+                .await
+                .map(|s| Existing::of_secret(&s)),
+        }
+    }
+
+    /// Creates `copy`; what the cache would keep of the object created.
+    pub async fn create(&self, copy: CopyObject) -> Result<CopyInfo, Error> {
+        let created = match copy {
+            CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
+            CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
+        };
+        Ok(created.info())
+    }
+
+    /// A strategic merge patch of the copy named `name` in `ns`, or a plain merge patch.
+    pub async fn patch(
+        &self,
+        kind: SourceKind,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+        patch_kind: PatchKind,
+    ) -> Result<CopyObject, Error> {
+        let client = &self.client;
+        Ok(match kind {
+            SourceKind::ConfigMap => {
+                CopyObject::ConfigMap(client.patch_as(Some(ns), name, patch, patch_kind).await?)
+            }
+            SourceKind::Secret => {
+                CopyObject::Secret(client.patch_as(Some(ns), name, patch, patch_kind).await?)
+            }
+        })
+    }
+
+    /// Deletes the copy named `name` in `ns`, if it is still at version `rv`.
+    pub async fn delete(
+        &self,
+        kind: SourceKind,
+        ns: &str,
+        name: &str,
+        rv: &str,
+    ) -> Result<(), Error> {
+        match kind {
+            SourceKind::ConfigMap => {
+                self.client
+                    .delete::<ConfigMap>(Some(ns), name, Some(rv))
+                    .await
+            }
+            SourceKind::Secret => self.client.delete::<Secret>(Some(ns), name, Some(rv)).await,
+        }
+    }
+
+    /// Deletes the object named `name` in `ns` only if it is still the one read: uid `uid` at
+    /// version `rv`.
+    pub async fn delete_exact(
+        &self,
+        kind: SourceKind,
+        ns: &str,
+        name: &str,
+        uid: &str,
+        rv: &str,
+    ) -> Result<(), Error> {
+        match kind {
+            SourceKind::ConfigMap => {
+                self.client
+                    .delete_exact::<ConfigMap>(Some(ns), name, uid, rv)
+                    .await
+            }
+            SourceKind::Secret => {
+                self.client
+                    .delete_exact::<Secret>(Some(ns), name, uid, rv)
+                    .await
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The caches' indexes: Mirrors by the source they read and by their copies' name, copies by
+//! the Mirror that owns them.
+//!
+//! A watch event or a reconcile asks which Mirrors read a source, which want a name, or which
+//! copies a Mirror owns. Asked of a whole cache, each question would cost the cluster's size;
+//! asked of an index, it costs what it finds. The stores are built here with their index, and
+//! asked only through the functions here, so the index values are written in one place.
+
+use super::copy::{CopyInfo, Owner};
+use super::types::{Mirror, SourceKind};
+use crate::kube::api::Resource;
+use crate::runtime::{ObjectKey, Store};
+
+/// The Mirror cache, indexed by source and by target name.
+pub fn mirror_store() -> Store<Mirror, Mirror> {
+    Store::whole().with_index(mirror_index)
+}
+
+/// A copy cache keeping `project(object)`, indexed by owning Mirror.
+pub fn copy_store<K: Resource>(project: fn(&K) -> CopyInfo) -> Store<K, CopyInfo> {
+    Store::new(project).with_index(copy_index)
+}
+
+/// The Mirrors whose source is the object of `kind` named `name` in `namespace`.
+pub fn mirrors_reading(
+    mirrors: &Store<Mirror, Mirror>,
+    kind: SourceKind,
+    namespace: &str,
+    name: &str,
+) -> Vec<ObjectKey> {
+    mirrors.indexed_keys(&source_index(kind, namespace, name))
+}
+
+/// The Mirrors whose copies are objects of `kind` named `name`.
+pub fn mirrors_writing(
+    mirrors: &Store<Mirror, Mirror>,
+    kind: SourceKind,
+    name: &str,
+) -> Vec<ObjectKey> {
+    mirrors.indexed_keys(&target_index(kind, name))
+}
+
+/// The cached copies labelled for the Mirror `owner`.
+pub fn copies_of<K: Resource>(copies: &Store<K, CopyInfo>, owner: &Owner) -> Vec<CopyInfo> {
+    copies.indexed(&owner_index(owner))
+}
+
+/// The index values of a Mirror in the Mirror cache: its source and its copies' name.
+fn mirror_index(m: &Mirror) -> Vec<String> {
+    let kind = m.spec.source.kind;
+    vec![
+        source_index(kind, m.metadata.namespace(), &m.spec.source.name),
+        target_index(kind, m.spec.target_name()),
+    ]
+}
+
+/// The index value of a copy in the copy caches: the Mirror that owns it, if any.
+fn copy_index(c: &CopyInfo) -> Vec<String> {
+    c.owner.iter().map(owner_index).collect()
+}
+
+fn source_index(kind: SourceKind, namespace: &str, name: &str) -> String {
+    format!("source/{}/{namespace}/{name}", kind.as_str())
+}
+
+fn target_index(kind: SourceKind, name: &str) -> String {
+    format!("target/{}/{name}", kind.as_str())
+}
+
+fn owner_index(owner: &Owner) -> String {
+    format!("{}/{}", owner.namespace, owner.name)
+}

@@ -1,0 +1,127 @@
+//! Writes to the Mirror object itself: its status, and the finalizer that makes its deletion
+//! wait until its copies are gone.
+//!
+//! A status equal to the one the Mirror shows is not written, so a steady state writes
+//! nothing. Each write is recorded in [`MirrorWrites`] and the Mirror is read through it
+//! ([`MirrorWriter::latest`]), so a status or finalizer is not written twice before the Mirror
+//! cache catches up.
+
+use super::copy::Owner;
+use super::own_writes::MirrorWrites;
+use super::status::{self, Observed, Reason};
+use super::types::Mirror;
+use crate::kube::{Client, Error};
+use serde_json::json;
+
+/// The finalizer that makes a Mirror's deletion wait until its copies are gone.
+pub const FINALIZER: &str = "skiff.dev/cleanup";
+
+/// Whether `mirror` carries skiff's finalizer.
+pub fn has_finalizer(mirror: &Mirror) -> bool {
+    mirror.metadata.finalizers.iter().any(|f| f == FINALIZER)
+}
+
+/// The Mirror writes of one replica, and what it wrote until the cache catches up.
+pub struct MirrorWriter {
+    client: Client,
+    written: MirrorWrites,
+}
+
+impl MirrorWriter {
+    pub fn new(client: Client) -> MirrorWriter {
+        MirrorWriter {
+            client,
+            written: MirrorWrites::default(),
+        }
+    }
+
+    /// The Mirror as this replica last wrote it, or as cached when the cache has caught up.
+    pub fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
+        self.written
+            .resolve(owner, Some(cached.clone()))
+            .unwrap_or(cached)
+    }
+
+    /// Drops what is kept about a Mirror that is gone.
+    pub fn forget(&self, owner: &Owner) {
+        self.written.forget(owner);
+    }
+
+    /// Writes the status a reconcile that ended in `reason` reports, unless the Mirror shows it.
+    pub async fn write_status(
+        &self,
+        mirror: &Mirror,
+        observed: &Observed,
+        reason: Reason,
+        message: &str,
+    ) -> Result<(), Error> {
+        let status = status::build(
+            mirror,
+            observed,
+            reason,
+            message,
+            &crate::time::now_seconds(),
+        );
+        if mirror.status.as_ref() == Some(&status) {
+            return Ok(());
+        }
+        let mut updated = mirror.clone();
+        updated.status = Some(status);
+        let written = self.client.replace_status(&updated).await?;
+        self.remember(mirror, written);
+        Ok(())
+    }
+
+    /// `mirror` with skiff's finalizer, added if it lacks it.
+    pub async fn add_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {
+        if has_finalizer(&mirror) {
+            return Ok(mirror);
+        }
+        let mut finalizers = mirror.metadata.finalizers.clone();
+        finalizers.push(FINALIZER.to_owned());
+        self.patch_finalizers(&mirror, finalizers).await
+    }
+
+    /// Removes skiff's finalizer, letting the Mirror's deletion finish.
+    pub async fn remove_finalizer(&self, mirror: &Mirror) -> Result<(), Error> {
+        let rest = mirror
+            .metadata
+            .finalizers
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        self.patch_finalizers(mirror, rest).await?;
+        Ok(())
+    }
+
+    /// Sets the finalizers, conditional on the version the cache saw (a concurrent change
+    /// gets a 409 and the reconcile is retried).
+    async fn patch_finalizers(
+        &self,
+        mirror: &Mirror,
+        finalizers: Vec<String>,
+    ) -> Result<Mirror, Error> {
+        let patch = json!({"metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": mirror.metadata.resource_version(),
+        }});
+        let patched: Mirror = self
+            .client
+            .patch_merge(
+                Some(mirror.metadata.namespace()),
+                mirror.metadata.name(),
+                &patch,
+            )
+            .await?;
+        self.remember(mirror, patched.clone());
+        Ok(patched)
+    }
+
+    /// Records `written` as replacing the version of `replaced`.
+    fn remember(&self, replaced: &Mirror, written: Mirror) {
+        let version = replaced.metadata.resource_version();
+        self.written
+            .record(Owner::of(&written), Some(version), Some(written));
+    }
+}
