@@ -88,8 +88,9 @@ test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips the control pla
 testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
 	testbin/build.sh
 
-lint: ## rustfmt check and clippy with warnings as errors
+lint: ## rustfmt check, clippy with warnings as errors, and no import cycles between source files
 	$(CARGO) fmt --check
+	python3 hack/cycles.py
 	$(CARGO) clippy --all-targets -- -D warnings
 
 fmt: ## format the code

@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use skiff::kube::WatchStream;
 use skiff::kube::api::{ConfigMap, Namespace, NamespaceStatus, OwnerReference, Resource};
-use skiff::kube::watch::Event;
+use skiff::kube::watch::WatchEvent;
 use skiff::mirror::namespace::NamespaceInfo;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -114,7 +114,7 @@ fn decode<K: Resource + std::fmt::Debug>(
     smol::block_on(async {
         while let Some(event) = stream.next().await {
             match event {
-                Ok(Event::Added(object)) => objects.push(object),
+                Ok(WatchEvent::Added(object)) => objects.push(object),
                 other => panic!("unexpected watch item: {other:?}"),
             }
         }

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use support::lease::LeaseReader;
+use support::metrics_reader::service_account_token;
 use support::pod::{PodSpec, start_pod};
 use support::scrape::{Trust, scrape_https};
-use support::scraper::service_account_token;
 use support::skiff::{TempDir, eventually, free_port, http_get};
 
 /// Starting, acquiring, fanning out and exiting are quick; the machine may be busy compiling.

@@ -19,8 +19,8 @@ use openssl::pkey::{PKey, Private};
 use openssl::x509::extension::{BasicConstraints, SubjectAlternativeName};
 use openssl::x509::{X509, X509NameBuilder};
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use support::metrics_reader::service_account_token;
 use support::scrape::{Trust, scrape_https, sum_samples};
-use support::scraper::service_account_token;
 use support::skiff::{Skiff, TempDir, eventually, free_port};
 
 /// Start-up, a review round trip and an election take well under this on a busy machine.

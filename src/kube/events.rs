@@ -4,7 +4,7 @@
 //! never hold up the work it describes.
 
 use super::Client;
-use super::api::{Event, EventSource, ObjectMeta, ObjectReference, Resource};
+use super::api::{CoreEvent, EventSource, ObjectMeta, ObjectReference, Resource};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Writes `v1` Events as one component (`skiff`) and instance (this replica's identity).
@@ -39,7 +39,13 @@ impl Recorder {
         }
     }
 
-    fn event(&self, regarding: ObjectReference, type_: &str, reason: &str, message: &str) -> Event {
+    fn event(
+        &self,
+        regarding: ObjectReference,
+        type_: &str,
+        reason: &str,
+        message: &str,
+    ) -> CoreEvent {
         let now = SystemTime::now();
         let nanos = now
             .duration_since(UNIX_EPOCH)
@@ -47,7 +53,7 @@ impl Recorder {
             .as_nanos();
         let name = format!("{}.{nanos:x}", regarding.name.as_deref().unwrap_or("skiff"));
         let stamp = crate::time::rfc3339_seconds(now);
-        Event {
+        CoreEvent {
             metadata: ObjectMeta::named(regarding.namespace.as_deref(), &name),
             involved_object: regarding,
             reason: Some(reason.to_owned()),
@@ -62,7 +68,7 @@ impl Recorder {
             count: Some(1),
             reporting_component: Some(self.component.clone()),
             reporting_instance: Some(self.instance.clone()),
-            ..Event::default()
+            ..CoreEvent::default()
         }
     }
 }

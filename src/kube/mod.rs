@@ -71,4 +71,4 @@ pub use load::{LoadOptions, load_kubeconfig_files};
 pub use params::{ListParams, WatchParams};
 pub use ratelimit::TokenBucket;
 pub use stream::WatchStream;
-pub use watch::Event;
+pub use watch::WatchEvent;

@@ -5,9 +5,9 @@
 //! or a body cut short ([`Error::Transport`]). The caller then re-lists or re-watches.
 
 use super::Error;
-use super::api::{ObjectMeta, Resource, Status, WatchEvent};
+use super::api::{ObjectMeta, Resource, Status, WatchFrame};
 use super::request::preview;
-use super::watch::Event;
+use super::watch::WatchEvent;
 use serde::Deserialize;
 use smol::io::{AsyncRead, AsyncReadExt};
 use std::marker::PhantomData;
@@ -46,7 +46,7 @@ impl<K: Resource> WatchStream<K> {
     }
 
     /// The next event; `None` once the stream has ended (cleanly or after an error).
-    pub async fn next(&mut self) -> Option<Result<Event<K>, Error>> {
+    pub async fn next(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
         while !self.done {
             if let Some(line) = self.take_line() {
                 if line.iter().all(u8::is_ascii_whitespace) {
@@ -114,26 +114,26 @@ impl<K: Resource> WatchStream<K> {
 }
 
 /// Decodes one line of a watch stream.
-fn decode_line<K: Resource>(line: &[u8]) -> Result<Event<K>, Error> {
-    let event: WatchEvent = serde_json::from_slice(line).map_err(|e| {
+fn decode_line<K: Resource>(line: &[u8]) -> Result<WatchEvent<K>, Error> {
+    let event: WatchFrame = serde_json::from_slice(line).map_err(|e| {
         Error::Decode(format!(
             "watch line is not an event ({e}): {}",
             preview(line)
         ))
     })?;
-    let WatchEvent { kind, object } = event;
+    let WatchFrame { kind, object } = event;
     let object = object.get();
     match &*kind {
-        "ADDED" => Ok(Event::Added(decode_object(&kind, object)?)),
-        "MODIFIED" => Ok(Event::Modified(decode_object(&kind, object)?)),
-        "DELETED" => Ok(Event::Deleted(decode_object(&kind, object)?)),
+        "ADDED" => Ok(WatchEvent::Added(decode_object(&kind, object)?)),
+        "MODIFIED" => Ok(WatchEvent::Modified(decode_object(&kind, object)?)),
+        "DELETED" => Ok(WatchEvent::Deleted(decode_object(&kind, object)?)),
         "BOOKMARK" => {
             let bookmark: Bookmark = serde_json::from_str(object).unwrap_or_default();
             match bookmark.metadata.resource_version() {
                 "" => Err(Error::Decode(
                     "BOOKMARK event without a resourceVersion".into(),
                 )),
-                rv => Ok(Event::Bookmark {
+                rv => Ok(WatchEvent::Bookmark {
                     resource_version: rv.to_owned(),
                 }),
             }
@@ -206,7 +206,7 @@ mod tests {
         WatchStream::from_reader(Pieces(pieces))
     }
 
-    fn all(mut s: WatchStream<ConfigMap>) -> Vec<Result<Event<ConfigMap>, Error>> {
+    fn all(mut s: WatchStream<ConfigMap>) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {
         smol::block_on(async {
             let mut out = Vec::new();
             while let Some(item) = s.next().await {
@@ -230,12 +230,12 @@ mod tests {
             Ok("\n"),
         ]));
         assert_eq!(events.len(), 2, "{events:?}");
-        let Ok(Event::Added(cm)) = &events[0] else {
+        let Ok(WatchEvent::Added(cm)) = &events[0] else {
             panic!("{events:?}")
         };
         assert_eq!(cm.metadata.resource_version(), "5");
         assert_eq!(cm.data["k"], "v");
-        assert!(matches!(&events[1], Ok(Event::Modified(_))));
+        assert!(matches!(&events[1], Ok(WatchEvent::Modified(_))));
     }
 
     #[test]
@@ -248,7 +248,7 @@ mod tests {
         let events = all(WatchStream::from_reader(cursor));
         assert_eq!(
             events,
-            vec![Ok(Event::Bookmark {
+            vec![Ok(WatchEvent::Bookmark {
                 resource_version: "42".into()
             })]
         );
@@ -284,7 +284,10 @@ mod tests {
         let (head, _) = ADDED.split_at(40);
         let events = all(stream(vec![Ok(ADDED), Ok("\n"), Ok(head)]));
         assert!(
-            matches!(&events[..], [Ok(Event::Added(_)), Err(Error::Transport(_))]),
+            matches!(
+                &events[..],
+                [Ok(WatchEvent::Added(_)), Err(Error::Transport(_))]
+            ),
             "{events:?}"
         );
         let reset = io::Error::new(io::ErrorKind::ConnectionReset, "reset by peer");

@@ -3,7 +3,7 @@
 /// One decoded watch event. An `ERROR` event never appears here: the stream turns it into an
 /// [`Error`](super::Error) (`Expired` for 410 Gone).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event<K> {
+pub enum WatchEvent<K> {
     Added(K),
     Modified(K),
     Deleted(K),

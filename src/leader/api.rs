@@ -6,12 +6,12 @@
 
 use super::lock::LeaseApi;
 use crate::kube::api::Lease;
-use crate::kube::{Client, Error, Event, WatchParams};
+use crate::kube::{Client, Error, WatchEvent, WatchParams};
 use smol::stream::Stream;
 use std::pin::Pin;
 use std::time::Instant;
 
-pub type LeaseEvents = Pin<Box<dyn Stream<Item = Result<Event<Lease>, Error>> + Send>>;
+pub type LeaseEvents = Pin<Box<dyn Stream<Item = Result<WatchEvent<Lease>, Error>> + Send>>;
 
 pub struct ClientLeaseApi {
     client: Client,

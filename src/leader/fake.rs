@@ -3,13 +3,13 @@
 
 use super::lock::LeaseApi;
 use crate::kube::api::{Lease, LeaseSpec};
-use crate::kube::{Error, Event};
+use crate::kube::{Error, WatchEvent};
 use smol::Timer;
 use smol::channel::{Receiver, Sender, unbounded};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-type Events = Receiver<Result<Event<Lease>, Error>>;
+type Events = Receiver<Result<WatchEvent<Lease>, Error>>;
 /// What "another replica" does to the lease.
 type OtherWrite = Box<dyn FnOnce(&mut LeaseSpec) + Send>;
 
@@ -22,7 +22,7 @@ struct Inner {
     fail_watch: bool,
     delay: Duration,
     requests: Vec<String>,
-    watchers: Vec<Sender<Result<Event<Lease>, Error>>>,
+    watchers: Vec<Sender<Result<WatchEvent<Lease>, Error>>>,
     race_next_put: Option<OtherWrite>,
     conflict_after_next_put: bool,
 }
@@ -112,7 +112,7 @@ impl FakeStore {
     pub fn delete_as_other(&self) {
         let mut inner = self.lock();
         if let Some(lease) = inner.lease.take() {
-            let event = Event::Deleted(lease);
+            let event = WatchEvent::Deleted(lease);
             inner
                 .watchers
                 .retain(|w| w.try_send(Ok(event.clone())).is_ok());
@@ -141,9 +141,9 @@ fn store(inner: &mut Inner, mut lease: Lease) -> Lease {
     lease.metadata.resource_version = Some(inner.version.to_string());
     inner.lease = Some(lease.clone());
     let event = if created {
-        Event::Added(lease.clone())
+        WatchEvent::Added(lease.clone())
     } else {
-        Event::Modified(lease.clone())
+        WatchEvent::Modified(lease.clone())
     };
     inner
         .watchers
@@ -225,7 +225,7 @@ impl LeaseApi for FakeApi {
         }
         let (tx, rx) = unbounded();
         if let Some(lease) = inner.lease.clone() {
-            let _ = tx.try_send(Ok(Event::Added(lease)));
+            let _ = tx.try_send(Ok(WatchEvent::Added(lease)));
         }
         inner.watchers.push(tx);
         Ok(rx)

@@ -7,7 +7,7 @@
 use super::record::{ObservedLease, holder_of};
 use crate::deadline::before;
 use crate::kube::api::{Lease, LeaseSpec, ObjectMeta};
-use crate::kube::{Error, Event};
+use crate::kube::{Error, WatchEvent};
 use crate::time::now_micros;
 use smol::stream::Stream;
 use std::future::Future;
@@ -20,7 +20,7 @@ pub const RELEASE_ATTEMPTS: usize = 3;
 /// The operations on the one Lease that leader election needs.
 pub trait LeaseApi: Send + Sync {
     /// The watch stream of [`LeaseApi::watch`].
-    type Events: Stream<Item = Result<Event<Lease>, Error>> + Send;
+    type Events: Stream<Item = Result<WatchEvent<Lease>, Error>> + Send;
 
     /// The Lease's name (the `name` label of `leader_election_master_status`).
     fn name(&self) -> &str;

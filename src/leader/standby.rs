@@ -9,7 +9,7 @@ use super::lock::{LeaseApi, LeaseLock};
 use super::timing::{JITTER_FACTOR, Timing};
 use crate::deadline::before;
 use crate::kube::api::Lease;
-use crate::kube::{Error, Event};
+use crate::kube::{Error, WatchEvent};
 use crate::random::{self, Rng};
 use smol::Timer;
 use smol::stream::StreamExt;
@@ -74,18 +74,18 @@ impl<A: LeaseApi> Standby<A> {
     fn on_watch_event(
         &mut self,
         lock: &mut LeaseLock<A>,
-        event: Option<Result<Event<Lease>, Error>>,
+        event: Option<Result<WatchEvent<Lease>, Error>>,
     ) -> bool {
         match event {
-            Some(Ok(Event::Added(lease) | Event::Modified(lease))) => {
+            Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease))) => {
                 lock.observe(lease, Instant::now());
                 lock.observed().is_some_and(|o| o.holder().is_none())
             }
-            Some(Ok(Event::Deleted(_))) => {
+            Some(Ok(WatchEvent::Deleted(_))) => {
                 lock.forget();
                 true
             }
-            Some(Ok(Event::Bookmark { .. })) => false,
+            Some(Ok(WatchEvent::Bookmark { .. })) => false,
             Some(Err(e)) => {
                 log::debug!("lease watch failed, polling instead: {e}");
                 self.watch = None;

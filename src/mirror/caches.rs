@@ -22,7 +22,7 @@ use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
 use crate::kube::api::{ConfigMap, Namespace, Resource, Secret};
 use crate::runtime::{
-    ApiSource, ObjectKey, Store, Watcher, WatcherConfig, WatcherEvent, WorkQueue, feed,
+    ApiSource, Change, ObjectKey, Store, Watcher, WatcherConfig, WorkQueue, feed,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -218,7 +218,7 @@ impl Caches {
                     let selections = self.selections.clone();
                     let keys =
                         mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone());
-                    move |event: &WatcherEvent<Mirror>, _: Option<&Mirror>| {
+                    move |event: &Change<Mirror>, _: Option<&Mirror>| {
                         selections.mirror_changed(event);
                         keys(event)
                     }
@@ -235,7 +235,7 @@ impl Caches {
                 queue,
                 {
                     let selections = self.selections.clone();
-                    move |event: &WatcherEvent<Namespace>, previous: Option<&NamespaceInfo>| {
+                    move |event: &Change<Namespace>, previous: Option<&NamespaceInfo>| {
                         selections.namespace_changed(event, previous)
                     }
                 },
@@ -275,7 +275,7 @@ fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
     config: WatcherConfig,
     store: Store<K, P>,
     queue: &WorkQueue<ObjectKey>,
-    map: impl Fn(&WatcherEvent<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static,
+    map: impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static,
 ) -> smol::Task<()> {
     let watcher = Watcher::new(ApiSource::new(client, namespace), config);
     smol::spawn(feed(watcher, store, queue.clone(), map))
@@ -283,8 +283,8 @@ fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
 
 /// A mapping that does not need what the store held before the event.
 fn regardless<K, P>(
-    map: impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static,
-) -> impl Fn(&WatcherEvent<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static {
+    map: impl Fn(&Change<K>) -> Vec<ObjectKey> + Send + 'static,
+) -> impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static {
     move |event, _previous| map(event)
 }
 

@@ -12,7 +12,7 @@ use super::index::{mirrors_reading, mirrors_writing};
 use super::secret_copies::SecretCopyStores;
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, Resource};
-use crate::runtime::{ObjectKey, Store, WatcherEvent, object_keys};
+use crate::runtime::{Change, ObjectKey, Store, object_keys};
 use std::collections::BTreeSet;
 
 /// The Mirrors a Mirror event concerns. At the end of a relist, every Mirror a cached copy
@@ -21,10 +21,10 @@ use std::collections::BTreeSet;
 pub fn mirror_keys(
     configmap_copies: Store<ConfigMap, CopyInfo>,
     secret_copies: SecretCopyStores,
-) -> impl Fn(&WatcherEvent<Mirror>) -> Vec<ObjectKey> + Send + 'static {
+) -> impl Fn(&Change<Mirror>) -> Vec<ObjectKey> + Send + 'static {
     move |event| {
         let mut keys: BTreeSet<ObjectKey> = object_keys(event).into_iter().collect();
-        if let WatcherEvent::Relisted = event {
+        if let Change::Relisted = event {
             let copies = configmap_copies
                 .list()
                 .into_iter()
@@ -49,36 +49,36 @@ pub fn mirror_keys(
 pub fn copy_owners<K: Resource>(
     mirrors: Store<Mirror, Mirror>,
     kind: SourceKind,
-) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
+) -> impl Fn(&Change<K>) -> Vec<ObjectKey> + Send + 'static {
     move |event| {
         let mut keys: BTreeSet<ObjectKey> = owners(event).into_iter().collect();
         match event {
-            WatcherEvent::Relisted => keys.extend(mirrors.keys()),
-            WatcherEvent::Listed(o) | WatcherEvent::Applied(o) | WatcherEvent::Deleted(o)
+            Change::Relisted => keys.extend(mirrors.keys()),
+            Change::Listed(o) | Change::Applied(o) | Change::Deleted(o)
                 if owner_of(o.metadata()).is_none() =>
             {
                 keys.extend(mirrors.keys())
             }
-            WatcherEvent::Deleted(o) => {
+            Change::Deleted(o) => {
                 keys.extend(mirrors_writing(&mirrors, kind, o.metadata().name()));
             }
-            WatcherEvent::Relisting | WatcherEvent::Listed(_) | WatcherEvent::Applied(_) => {}
+            Change::Relisting | Change::Listed(_) | Change::Applied(_) => {}
         }
         keys.into_iter().collect()
     }
 }
 
 /// The Mirror named by the labels of the copy in an event.
-fn owners<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
+fn owners<K: Resource>(event: &Change<K>) -> Vec<ObjectKey> {
     match event {
-        WatcherEvent::Listed(o) | WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
+        Change::Listed(o) | Change::Applied(o) | Change::Deleted(o) => {
             let owner = owner_of(o.metadata());
             owner
                 .map(|o| ObjectKey::new(o.namespace, o.name))
                 .into_iter()
                 .collect()
         }
-        WatcherEvent::Relisting | WatcherEvent::Relisted => Vec::new(),
+        Change::Relisting | Change::Relisted => Vec::new(),
     }
 }
 
@@ -86,14 +86,14 @@ fn owners<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
 pub fn mirrors_of_source<K: Resource>(
     mirrors: Store<Mirror, Mirror>,
     kind: SourceKind,
-) -> impl Fn(&WatcherEvent<K>) -> Vec<ObjectKey> + Send + 'static {
+) -> impl Fn(&Change<K>) -> Vec<ObjectKey> + Send + 'static {
     move |event| match event {
-        WatcherEvent::Relisted => mirrors.keys(),
-        WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
+        Change::Relisted => mirrors.keys(),
+        Change::Applied(o) | Change::Deleted(o) => {
             let (ns, name) = (o.metadata().namespace(), o.metadata().name());
             mirrors_reading(&mirrors, kind, ns, name)
         }
-        WatcherEvent::Relisting | WatcherEvent::Listed(_) => Vec::new(),
+        Change::Relisting | Change::Listed(_) => Vec::new(),
     }
 }
 
@@ -110,13 +110,13 @@ mod tests {
         let mut other = cm.clone();
         other.metadata.namespace = Some("b".into());
         let keys: BTreeSet<ObjectKey> =
-            WatcherEvent::relist(vec![cm.clone(), other, ConfigMap::default()])
+            Change::relist(vec![cm.clone(), other, ConfigMap::default()])
                 .iter()
                 .flat_map(owners)
                 .collect();
         assert_eq!(keys, BTreeSet::from([ObjectKey::new("src", "m")]));
         assert_eq!(
-            owners(&WatcherEvent::Deleted(cm)),
+            owners(&Change::Deleted(cm)),
             vec![ObjectKey::new("src", "m")]
         );
     }
@@ -131,7 +131,7 @@ mod tests {
         let map = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         let source = unlabelled("src");
         assert_eq!(
-            map(&WatcherEvent::Applied(source)),
+            map(&Change::Applied(source)),
             vec![ObjectKey::new("src", "m")]
         );
     }
@@ -140,11 +140,8 @@ mod tests {
     fn a_copy_relist_enqueues_a_mirror_whose_last_copy_vanished() {
         let mirrors = mirrors(vec![mirror("src", "m")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
-        assert_eq!(map(&WatcherEvent::Relisting), vec![]);
-        assert_eq!(
-            map(&WatcherEvent::Relisted),
-            vec![ObjectKey::new("src", "m")]
-        );
+        assert_eq!(map(&Change::Relisting), vec![]);
+        assert_eq!(map(&Change::Relisted), vec![ObjectKey::new("src", "m")]);
     }
 
     #[test]
@@ -152,7 +149,7 @@ mod tests {
         let mirrors = mirrors(vec![mirror("src", "m"), mirror("src", "n")]);
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         let stripped = unlabelled("a");
-        let mut keys = map(&WatcherEvent::Deleted(stripped));
+        let mut keys = map(&Change::Deleted(stripped));
         keys.sort();
         assert_eq!(
             keys,
@@ -160,7 +157,7 @@ mod tests {
         );
         let labelled = copy_of("m");
         assert_eq!(
-            map(&WatcherEvent::Applied(labelled)),
+            map(&Change::Applied(labelled)),
             [ObjectKey::new("src", "m")]
         );
     }
@@ -178,11 +175,11 @@ mod tests {
         let map = copy_owners::<ConfigMap>(mirrors, SourceKind::ConfigMap);
         let copy = copy_of("winner");
         assert_eq!(
-            map(&WatcherEvent::Applied(copy.clone())),
+            map(&Change::Applied(copy.clone())),
             [ObjectKey::new("src", "winner")]
         );
         assert_eq!(
-            map(&WatcherEvent::Deleted(copy)),
+            map(&Change::Deleted(copy)),
             [
                 ObjectKey::new("src", "loser"),
                 ObjectKey::new("src", "winner")
@@ -196,7 +193,7 @@ mod tests {
         let orphan = copy_of("gone");
         copies.relist(vec![orphan]);
         let map = mirror_keys(copies, SecretCopyStores::new(&Default::default()));
-        let relist = WatcherEvent::relist(vec![mirror("src", "m")]);
+        let relist = Change::relist(vec![mirror("src", "m")]);
         let keys: Vec<_> = relist.iter().map(&map).collect();
         assert_eq!(
             keys,
@@ -207,7 +204,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            map(&WatcherEvent::Applied(mirror("src", "m"))),
+            map(&Change::Applied(mirror("src", "m"))),
             vec![ObjectKey::new("src", "m")]
         );
     }

@@ -21,7 +21,7 @@ use super::namespace::NamespaceInfo;
 use super::namespace_selector::{chooses, eligible, selects};
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
-use crate::runtime::{ObjectKey, Store, WatcherEvent};
+use crate::runtime::{Change, ObjectKey, Store};
 use by_label::MirrorsByLabel;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -155,22 +155,22 @@ impl Selections {
     /// is what the cache held before) and returns the Mirrors whose selection changed.
     pub fn namespace_changed(
         &self,
-        event: &WatcherEvent<Namespace>,
+        event: &Change<Namespace>,
         previous: Option<&NamespaceInfo>,
     ) -> Vec<ObjectKey> {
         let mut index = self.lock();
         let mut changed = HashSet::new();
         match event {
-            WatcherEvent::Listed(ns) | WatcherEvent::Applied(ns) => {
+            Change::Listed(ns) | Change::Applied(ns) => {
                 let now = NamespaceInfo::of(ns);
                 index.namespace_moved(previous, Some(&now), &mut changed);
             }
-            WatcherEvent::Deleted(ns) => {
+            Change::Deleted(ns) => {
                 let last = previous.cloned().unwrap_or_else(|| NamespaceInfo::of(ns));
                 index.namespace_moved(Some(&last), None, &mut changed);
             }
-            WatcherEvent::Relisting => {}
-            WatcherEvent::Relisted => self.drop_gone_namespaces(&mut index, &mut changed),
+            Change::Relisting => {}
+            Change::Relisted => self.drop_gone_namespaces(&mut index, &mut changed),
         }
         changed.into_iter().collect()
     }
@@ -178,17 +178,17 @@ impl Selections {
     /// Updates the index for a Mirror event (after the Mirror cache has it): a Mirror whose
     /// selector or namespace changed is re-evaluated against every namespace, at once for a
     /// single event, in one pass for all of a relist when it completes.
-    pub fn mirror_changed(&self, event: &WatcherEvent<Mirror>) {
+    pub fn mirror_changed(&self, event: &Change<Mirror>) {
         match event {
-            WatcherEvent::Applied(m) => self.refresh(m),
-            WatcherEvent::Deleted(m) => {
+            Change::Applied(m) => self.refresh(m),
+            Change::Deleted(m) => {
                 if let Some(key) = ObjectKey::from_meta(&m.metadata) {
                     self.lock().remove(&key);
                 }
             }
-            WatcherEvent::Relisting => {}
-            WatcherEvent::Listed(m) => self.mark_pending(m),
-            WatcherEvent::Relisted => {
+            Change::Relisting => {}
+            Change::Listed(m) => self.mark_pending(m),
+            Change::Relisted => {
                 let mut index = self.lock();
                 let gone: Vec<ObjectKey> = (index.selections.keys())
                     .filter(|key| !self.mirrors.contains(key))

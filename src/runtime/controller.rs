@@ -11,9 +11,11 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::change::Change;
+use super::list_watch::ListWatch;
 use super::queue::WorkQueue;
 use super::store::{ObjectKey, Store};
-use super::watcher::{ListWatch, Watcher, WatcherEvent};
+use super::watcher::Watcher;
 use crate::kube::api::Resource;
 use crate::metrics::{self, Counter, Histogram};
 use smol::future::FutureExt as _;
@@ -193,7 +195,7 @@ pub async fn feed<K, S, P>(
     mut watcher: Watcher<K, S>,
     store: Store<K, P>,
     queue: WorkQueue<ObjectKey>,
-    map: impl Fn(&WatcherEvent<K>, Option<&P>) -> Vec<ObjectKey>,
+    map: impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey>,
 ) where
     K: Resource,
     S: ListWatch<K>,
@@ -214,12 +216,12 @@ pub async fn feed<K, S, P>(
 
 /// The key of the object in an event (none for the start and end of a relist): the mapping
 /// for a controller's own kind.
-pub fn object_keys<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
+pub fn object_keys<K: Resource>(event: &Change<K>) -> Vec<ObjectKey> {
     match event {
-        WatcherEvent::Listed(o) | WatcherEvent::Applied(o) | WatcherEvent::Deleted(o) => {
+        Change::Listed(o) | Change::Applied(o) | Change::Deleted(o) => {
             ObjectKey::of(o).into_iter().collect()
         }
-        WatcherEvent::Relisting | WatcherEvent::Relisted => Vec::new(),
+        Change::Relisting | Change::Relisted => Vec::new(),
     }
 }
 
@@ -227,8 +229,9 @@ pub fn object_keys<K: Resource>(event: &WatcherEvent<K>) -> Vec<ObjectKey> {
 mod tests {
     use super::*;
     use crate::kube::api::{ConfigMap, ListMeta, ObjectList, ObjectMeta};
-    use crate::kube::{Error, Event, ListParams, WatchParams};
-    use crate::runtime::watcher::{EventStream, WatcherConfig};
+    use crate::kube::{Error, ListParams, WatchEvent, WatchParams};
+    use crate::runtime::list_watch::EventStream;
+    use crate::runtime::watcher::WatcherConfig;
     use smol::Timer;
     use smol::channel::{Receiver, Sender, unbounded};
     use smol::future::{block_on, or};
@@ -383,10 +386,10 @@ mod tests {
 
     /// Lists `a`, then watches: `b` is added, then nothing more happens.
     struct Quiet;
-    struct QuietStream(Vec<Event<ConfigMap>>);
+    struct QuietStream(Vec<WatchEvent<ConfigMap>>);
 
     impl EventStream<ConfigMap> for QuietStream {
-        async fn next(&mut self) -> Option<Result<Event<ConfigMap>, Error>> {
+        async fn next(&mut self) -> Option<Result<WatchEvent<ConfigMap>, Error>> {
             match self.0.pop() {
                 Some(event) => Some(Ok(event)),
                 None => smol::future::pending().await,
@@ -404,7 +407,7 @@ mod tests {
             })
         }
         async fn watch(&self, _: &WatchParams) -> Result<QuietStream, Error> {
-            Ok(QuietStream(vec![Event::Added(cm("b"))]))
+            Ok(QuietStream(vec![WatchEvent::Added(cm("b"))]))
         }
     }
 
@@ -421,7 +424,7 @@ mod tests {
         let store = Store::new(|cm: &ConfigMap| cm.metadata.name.clone());
         let queue = WorkQueue::new("test-feed");
         let reader = store.clone();
-        let owner_of = move |event: &WatcherEvent<ConfigMap>, _: Option<&Option<String>>| {
+        let owner_of = move |event: &Change<ConfigMap>, _: Option<&Option<String>>| {
             for key in object_keys(event) {
                 assert!(
                     reader.get(&key.namespace, &key.name).is_some(),
@@ -451,9 +454,9 @@ mod tests {
 
     #[test]
     fn object_keys_names_the_object_of_an_event() {
-        let relist = WatcherEvent::relist(vec![cm("a"), cm("b")]);
+        let relist = Change::relist(vec![cm("a"), cm("b")]);
         let keys: Vec<_> = relist.iter().flat_map(object_keys).collect();
         assert_eq!(keys, [key("a"), key("b")]);
-        assert_eq!(object_keys(&WatcherEvent::Deleted(cm("c"))), [key("c")]);
+        assert_eq!(object_keys(&Change::Deleted(cm("c"))), [key("c")]);
     }
 }

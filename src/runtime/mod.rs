@@ -1,21 +1,25 @@
 //! The controller runtime: small and general, nothing Mirror-specific.
 //!
 //! Data flows one way: a [`watcher`] lists then watches a collection and emits
-//! [`WatcherEvent`]s → a [`store`] caches a projection of each object → a mapping function
+//! [`Change`]s → a [`store`] caches a projection of each object → a mapping function
 //! turns each event into [`ObjectKey`]s → the [`queue`] deduplicates them and delays failures
 //! ([`backoff`]) → the [`controller`]'s workers reconcile one key at a time. Each watcher
 //! reports whether it hears its server (`hearing`), which is how a deaf leader is found.
 pub mod backoff;
+pub mod change;
 pub mod controller;
 mod hearing;
+pub mod list_watch;
 pub mod queue;
 pub mod source;
 pub mod store;
 pub mod watcher;
 
 pub use backoff::Backoff;
+pub use change::Change;
 pub use controller::{Action, Controller, feed, object_keys};
+pub use list_watch::{EventStream, ListWatch};
 pub use queue::WorkQueue;
 pub use source::ApiSource;
 pub use store::{ObjectKey, Store};
-pub use watcher::{EventStream, ListWatch, Watcher, WatcherConfig, WatcherEvent};
+pub use watcher::{Watcher, WatcherConfig};

@@ -1,9 +1,9 @@
 //! The API client as a watcher's source: a collection, scoped to one namespace or to all.
 
-use super::watcher::{EventStream, ListWatch};
+use super::list_watch::{EventStream, ListWatch};
 use crate::kube::api::{ObjectList, Resource};
 use crate::kube::liveness::WatchHealth;
-use crate::kube::{Client, Error, Event, ListParams, WatchParams, WatchStream};
+use crate::kube::{Client, Error, ListParams, WatchEvent, WatchParams, WatchStream};
 
 /// Lists and watches `K` through `client`, in `namespace` or (`None`) across all namespaces.
 pub struct ApiSource {
@@ -41,7 +41,7 @@ impl<K: Resource> ListWatch<K> for ApiSource {
 }
 
 impl<K: Resource> EventStream<K> for WatchStream<K> {
-    async fn next(&mut self) -> Option<Result<Event<K>, Error>> {
+    async fn next(&mut self) -> Option<Result<WatchEvent<K>, Error>> {
         WatchStream::next(self).await
     }
 }

@@ -13,7 +13,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::watcher::WatcherEvent;
+use super::change::Change;
 use crate::kube::api::{ObjectMeta, Resource};
 use contents::{Contents, IndexFn};
 use readiness::Readiness;
@@ -119,24 +119,24 @@ impl<K: Resource, P: Clone> Store<K, P> {
     /// Applies one watcher event and returns the projection it replaced or removed, if any.
     /// A relist replaces everything: objects it does not list are dropped when it completes
     /// (`Relisted`), which makes the store ready.
-    pub fn apply(&self, event: &WatcherEvent<K>) -> Option<P> {
+    pub fn apply(&self, event: &Change<K>) -> Option<P> {
         let index = self.index.as_ref();
         match event {
-            WatcherEvent::Relisting => {
+            Change::Relisting => {
                 self.readiness.relisting();
                 self.write().begin_relist();
                 None
             }
-            WatcherEvent::Listed(object) | WatcherEvent::Applied(object) => {
+            Change::Listed(object) | Change::Applied(object) => {
                 let key = ObjectKey::of(object)?;
                 let projected = (self.project)(object);
                 self.write().insert(index, key, projected)
             }
-            WatcherEvent::Deleted(object) => {
+            Change::Deleted(object) => {
                 let key = ObjectKey::of(object)?;
                 self.write().remove(index, &key)
             }
-            WatcherEvent::Relisted => {
+            Change::Relisted => {
                 let (gone, kept) = {
                     let mut contents = self.write();
                     (contents.end_relist(index), contents.len())
@@ -151,7 +151,7 @@ impl<K: Resource, P: Clone> Store<K, P> {
     /// Applies a complete relist of `objects`, as a watcher reports one.
     #[cfg(test)]
     pub fn relist(&self, objects: Vec<K>) {
-        for event in WatcherEvent::relist(objects) {
+        for event in Change::relist(objects) {
             self.apply(&event);
         }
     }

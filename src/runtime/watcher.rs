@@ -9,17 +9,17 @@
 //! The watcher knows nothing of HTTP: it drives any [`ListWatch`] source, so it is tested with
 //! a scripted fake and the client implements the trait with a few lines of glue.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use smol::Timer;
 
 use super::backoff::{Backoff, WATCH_BACKOFF_INITIAL, WATCH_BACKOFF_MAX};
+use super::change::Change;
 use super::hearing::Hearing;
+use super::list_watch::{EventStream, ListWatch};
 use crate::kube::api::{ObjectList, Resource};
 use crate::kube::client::DEFAULT_PAGE_SIZE;
-use crate::kube::liveness::WatchHealth;
-use crate::kube::{Error, Event, ListParams, WatchParams};
+use crate::kube::{Error, ListParams, WatchEvent, WatchParams};
 use crate::random::{self, Rng};
 
 /// Server-side watch timeout before jitter (+ up to [`WATCH_TIMEOUT_JITTER`]): 45 s, so 45 to
@@ -35,58 +35,6 @@ pub const WATCH_TIMEOUT_JITTER: f64 = 0.2;
 /// A watch that ends sooner than this without one event is treated as a failure, so a server
 /// closing watches at once cannot spin the watcher (client-go's "very short watch", 1 s).
 pub const SHORT_WATCH: Duration = Duration::from_secs(1);
-
-/// Where a watcher reads from: a collection, already scoped (namespace, kind) by the source.
-pub trait ListWatch<K: Resource>: Send + Sync {
-    type Stream: EventStream<K>;
-    fn list(
-        &self,
-        params: &ListParams,
-    ) -> impl Future<Output = Result<ObjectList<K>, Error>> + Send;
-    fn watch(
-        &self,
-        params: &WatchParams,
-    ) -> impl Future<Output = Result<Self::Stream, Error>> + Send;
-    /// Where the watcher reports whether it hears (see [`Hearing`]); `what` names the watch.
-    fn register_health(&self, what: &str) -> Option<WatchHealth> {
-        let _ = what;
-        None
-    }
-}
-
-/// An open watch: events until the server ends it (`None`). 410 Gone arrives as
-/// `Err(Error::Expired)`.
-pub trait EventStream<K>: Send {
-    fn next(&mut self) -> impl Future<Output = Option<Result<Event<K>, Error>>> + Send;
-}
-
-/// What the watcher reports.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WatcherEvent<K> {
-    /// A relist begins: the objects `Listed` from here to `Relisted` are the complete current
-    /// state. A relist that fails part-way begins again with another `Relisting`.
-    Relisting,
-    /// One object of the relist in progress.
-    Listed(K),
-    /// The relist is complete: what was known before it and not `Listed` since `Relisting` is
-    /// gone.
-    Relisted,
-    /// An object was created or changed.
-    Applied(K),
-    /// An object was deleted (its last known state).
-    Deleted(K),
-}
-
-impl<K> WatcherEvent<K> {
-    /// The events of a complete relist of `objects`, as the watcher reports one.
-    pub fn relist(objects: impl IntoIterator<Item = K>) -> Vec<WatcherEvent<K>> {
-        let listed = objects.into_iter().map(WatcherEvent::Listed);
-        std::iter::once(WatcherEvent::Relisting)
-            .chain(listed)
-            .chain(std::iter::once(WatcherEvent::Relisted))
-            .collect()
-    }
-}
 
 /// What to watch and how patiently. Only policy: each watcher keeps its own backoff state and
 /// random jitter, so watchers made from one config never retry in lockstep.
@@ -181,7 +129,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
 
     /// The next event. Errors are returned once each; the following call first waits out
     /// the backoff. Cancelling this future loses nothing but the wait already done.
-    pub async fn next(&mut self) -> Result<WatcherEvent<K>, Error> {
+    pub async fn next(&mut self) -> Result<Change<K>, Error> {
         loop {
             if let Some(at) = self.retry_at {
                 Timer::at(at).await;
@@ -199,7 +147,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     }
 
     /// Advances the state machine by one request or one watch event.
-    pub async fn step(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
+    pub async fn step(&mut self) -> Option<Result<Change<K>, Error>> {
         match &mut self.state {
             State::Empty => self.step_first_page().await,
             State::Listing { .. } => self.step_listing().await,
@@ -224,7 +172,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     }
 
     /// Fetches the first page of a relist, which then begins.
-    async fn step_first_page(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
+    async fn step_first_page(&mut self) -> Option<Result<Change<K>, Error>> {
         let page = self.source.list(&self.list_params(None)).await;
         self.hearing.listed(&page);
         let page = match page {
@@ -232,11 +180,11 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
             Err(e) => return self.failed(e),
         };
         self.state = listing(page);
-        Some(Ok(WatcherEvent::Relisting))
+        Some(Ok(Change::Relisting))
     }
 
     /// Reports the next listed object, fetches the next page, or ends the relist.
-    async fn step_listing(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
+    async fn step_listing(&mut self) -> Option<Result<Change<K>, Error>> {
         let State::Listing {
             page,
             continue_token,
@@ -246,7 +194,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
             return None;
         };
         if let Some(object) = page.next() {
-            return Some(Ok(WatcherEvent::Listed(object)));
+            return Some(Ok(Change::Listed(object)));
         }
         let Some(token) = continue_token.clone() else {
             self.state = State::Watching {
@@ -254,7 +202,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
                 stream: None,
             };
             self.backoff.reset();
-            return Some(Ok(WatcherEvent::Relisted));
+            return Some(Ok(Change::Relisted));
         };
         let next = self.source.list(&self.list_params(Some(token))).await;
         self.hearing.listed(&next);
@@ -267,7 +215,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         }
     }
 
-    async fn step_open_watch(&mut self) -> Option<Result<WatcherEvent<K>, Error>> {
+    async fn step_open_watch(&mut self) -> Option<Result<Change<K>, Error>> {
         let State::Watching {
             resource_version, ..
         } = &self.state
@@ -303,8 +251,8 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
 
     fn step_watch_event(
         &mut self,
-        received: Option<Result<Event<K>, Error>>,
-    ) -> Option<Result<WatcherEvent<K>, Error>> {
+        received: Option<Result<WatchEvent<K>, Error>>,
+    ) -> Option<Result<Change<K>, Error>> {
         let State::Watching {
             resource_version,
             stream,
@@ -336,11 +284,11 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         }
         self.backoff.reset();
         let (new_version, output) = match event {
-            Event::Added(o) | Event::Modified(o) => {
-                (version_of(&o), Some(WatcherEvent::Applied(o)))
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                (version_of(&o), Some(Change::Applied(o)))
             }
-            Event::Deleted(o) => (version_of(&o), Some(WatcherEvent::Deleted(o))),
-            Event::Bookmark { resource_version } => (Some(resource_version), None),
+            WatchEvent::Deleted(o) => (version_of(&o), Some(Change::Deleted(o))),
+            WatchEvent::Bookmark { resource_version } => (Some(resource_version), None),
         };
         if let Some(v) = new_version {
             *resource_version = v;
@@ -352,7 +300,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     /// hold (or the list's continue token) is gone: relist, quietly, as it is routine.
     /// Anything else is reported, and the same request is retried (a watch resumes from the
     /// same version, a list from the same page).
-    fn failed(&mut self, error: Error) -> Option<Result<WatcherEvent<K>, Error>> {
+    fn failed(&mut self, error: Error) -> Option<Result<Change<K>, Error>> {
         if self.resumed_quietly(&error) {
             return None;
         }

@@ -1,7 +1,7 @@
 //! Client smoke tests against a tiny scripted HTTP/1.1 responder on loopback.
 
 use skiff::kube::api::{ConfigMap, ObjectMeta};
-use skiff::kube::{Client, Config, Error, Event, ListParams, WatchParams, WriteGuard};
+use skiff::kube::{Client, Config, Error, ListParams, WatchEvent, WatchParams, WriteGuard};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -184,10 +184,13 @@ fn watch_streams_chunked_events_on_its_own_connection() {
             ..WatchParams::default()
         };
         let mut stream = client.watch::<ConfigMap>(Some("a"), &params).await.unwrap();
-        assert!(matches!(stream.next().await, Some(Ok(Event::Added(_)))));
+        assert!(matches!(
+            stream.next().await,
+            Some(Ok(WatchEvent::Added(_)))
+        ));
         assert_eq!(
             stream.next().await,
-            Some(Ok(Event::Bookmark {
+            Some(Ok(WatchEvent::Bookmark {
                 resource_version: "8".into()
             }))
         );

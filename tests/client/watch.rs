@@ -4,7 +4,7 @@
 
 use crate::support::fake::{FakeServer, Fault, RequestClass};
 use skiff::kube::api::{ConfigMap, ObjectMeta};
-use skiff::kube::{Client, Error, Event, ListParams, WatchParams, WatchStream};
+use skiff::kube::{Client, Error, ListParams, WatchEvent, WatchParams, WatchStream};
 use std::time::Duration;
 
 /// How long a test waits for an event that should come.
@@ -34,7 +34,7 @@ fn watch_from(resource_version: &str) -> WatchParams {
 async fn next_within(
     stream: &mut WatchStream<ConfigMap>,
     limit: Duration,
-) -> Result<Option<Result<Event<ConfigMap>, Error>>, ()> {
+) -> Result<Option<Result<WatchEvent<ConfigMap>, Error>>, ()> {
     let next = async { Ok(stream.next().await) };
     let timer = async {
         smol::Timer::after(limit).await;
@@ -43,7 +43,7 @@ async fn next_within(
     smol::future::or(next, timer).await
 }
 
-async fn next_event(stream: &mut WatchStream<ConfigMap>) -> Event<ConfigMap> {
+async fn next_event(stream: &mut WatchStream<ConfigMap>) -> WatchEvent<ConfigMap> {
     match next_within(stream, EVENT_WAIT).await {
         Ok(Some(Ok(event))) => event,
         other => panic!("expected an event, got {other:?}"),
@@ -51,12 +51,12 @@ async fn next_event(stream: &mut WatchStream<ConfigMap>) -> Event<ConfigMap> {
 }
 
 /// A short name and resourceVersion of an object event, e.g. ("ADDED cm-1", "12").
-fn describe(event: &Event<ConfigMap>) -> (String, String) {
+fn describe(event: &WatchEvent<ConfigMap>) -> (String, String) {
     let (kind, object) = match event {
-        Event::Added(o) => ("ADDED", o),
-        Event::Modified(o) => ("MODIFIED", o),
-        Event::Deleted(o) => ("DELETED", o),
-        Event::Bookmark { .. } => panic!("unexpected bookmark"),
+        WatchEvent::Added(o) => ("ADDED", o),
+        WatchEvent::Modified(o) => ("MODIFIED", o),
+        WatchEvent::Deleted(o) => ("DELETED", o),
+        WatchEvent::Bookmark { .. } => panic!("unexpected bookmark"),
     };
     (
         format!("{kind} {}", object.metadata.name()),
@@ -192,7 +192,7 @@ fn bookmarks_arrive_as_bookmark_events_with_the_current_version() {
         };
         let mut stream = client.watch::<ConfigMap>(Some("w"), &params).await.unwrap();
         match next_event(&mut stream).await {
-            Event::Bookmark { resource_version } => assert_eq!(resource_version, rv),
+            WatchEvent::Bookmark { resource_version } => assert_eq!(resource_version, rv),
             other => panic!("expected a bookmark, got {other:?}"),
         }
     });

@@ -69,7 +69,7 @@ impl Namespace {
 /// `v1` Event (the core API, which every cluster serves and `kubectl describe` shows).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Event {
+pub struct CoreEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -138,7 +138,7 @@ crate::impl_resource!(
     "namespaces",
     namespaced = false
 );
-crate::impl_resource!(Event, "v1", "Event", "events", namespaced = true);
+crate::impl_resource!(CoreEvent, "v1", "Event", "events", namespaced = true);
 
 #[cfg(test)]
 mod tests {

@@ -99,7 +99,7 @@ pub struct ObjectList<T> {
 /// `Status` and a `BOOKMARK` only metadata: the watch stream decodes it per type, straight
 /// into the typed object, without building a generic JSON tree first.
 #[derive(Debug, Deserialize)]
-pub struct WatchEvent<'a> {
+pub struct WatchFrame<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Cow<'a, str>,
     #[serde(borrow)]

@@ -13,10 +13,10 @@ mod meta_decode;
 mod review;
 
 pub use core::{
-    ConfigMap, Event, EventSource, Namespace, NamespaceStatus, ObjectReference, Secret,
+    ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, Secret,
 };
 pub use lease::{Lease, LeaseSpec};
-pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchEvent};
+pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchFrame};
 pub use meta_decode::MANAGED_FIELDS;
 pub use review::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,

@@ -42,13 +42,13 @@ impl World {
             namespaces: store,
         };
         world.namespace_relist(namespaces);
-        for event in WatcherEvent::relist(mirrors) {
+        for event in Change::relist(mirrors) {
             world.mirror_event(event);
         }
         world
     }
 
-    fn namespace_event(&self, event: WatcherEvent<Namespace>) -> Vec<ObjectKey> {
+    fn namespace_event(&self, event: Change<Namespace>) -> Vec<ObjectKey> {
         let previous = self.namespaces.apply(&event);
         let mut keys = self.selections.namespace_changed(&event, previous.as_ref());
         keys.sort();
@@ -57,7 +57,7 @@ impl World {
 
     /// A whole namespace relist; the Mirrors whose selection it changed.
     fn namespace_relist(&self, namespaces: Vec<Namespace>) -> Vec<ObjectKey> {
-        let events = WatcherEvent::relist(namespaces);
+        let events = Change::relist(namespaces);
         let mut keys: Vec<ObjectKey> = (events.into_iter())
             .flat_map(|event| self.namespace_event(event))
             .collect();
@@ -66,7 +66,7 @@ impl World {
         keys
     }
 
-    fn mirror_event(&self, event: WatcherEvent<Mirror>) {
+    fn mirror_event(&self, event: Change<Mirror>) {
         self.mirrors.apply(&event);
         self.selections.mirror_changed(&event);
     }
@@ -88,15 +88,9 @@ fn a_namespace_event_that_changes_no_selection_wakes_no_mirror() {
         vec![namespace("n1", &[("team", "red")])],
     );
     let relabelled = namespace("n1", &[("team", "red"), ("cost-center", "42")]);
-    assert!(
-        w.namespace_event(WatcherEvent::Applied(relabelled))
-            .is_empty()
-    );
+    assert!(w.namespace_event(Change::Applied(relabelled)).is_empty());
     let unrelated = namespace("n2", &[("team", "green")]);
-    assert!(
-        w.namespace_event(WatcherEvent::Applied(unrelated))
-            .is_empty()
-    );
+    assert!(w.namespace_event(Change::Applied(unrelated)).is_empty());
     assert_eq!(w.selected("a"), ["n1"]);
 }
 
@@ -112,7 +106,7 @@ fn a_namespace_event_wakes_exactly_the_mirrors_whose_selection_changed() {
     );
     let moved = namespace("n1", &[("team", "blue")]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(moved.clone())),
+        w.namespace_event(Change::Applied(moved.clone())),
         [key("a"), key("b")]
     );
     assert_eq!(w.selected("b"), ["n1"]);
@@ -123,23 +117,20 @@ fn a_namespace_event_wakes_exactly_the_mirrors_whose_selection_changed() {
         .labels
         .insert("skiff.dev/exclude".into(), "true".into());
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(excluded.clone())),
+        w.namespace_event(Change::Applied(excluded.clone())),
         [key("b")]
     );
     assert_eq!(
-        w.namespace_event(WatcherEvent::Deleted(excluded)),
+        w.namespace_event(Change::Deleted(excluded)),
         Vec::<ObjectKey>::new()
     );
     let mut terminating = namespace("n2", &[("team", "green")]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(terminating.clone())),
+        w.namespace_event(Change::Applied(terminating.clone())),
         [key("c")]
     );
     terminating.metadata.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
-    assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(terminating)),
-        [key("c")]
-    );
+    assert_eq!(w.namespace_event(Change::Applied(terminating)), [key("c")]);
     assert!(w.selected("c").is_empty());
 }
 
@@ -170,11 +161,11 @@ fn a_mirror_is_re_evaluated_when_its_selector_changes() {
         ],
     );
     assert_eq!(w.selected("a"), ["n1"]);
-    w.mirror_event(WatcherEvent::Applied(mirror("a", "blue")));
+    w.mirror_event(Change::Applied(mirror("a", "blue")));
     assert_eq!(w.selected("a"), ["n2"]);
     let mut unselective = mirror("a", "blue");
     unselective.spec.namespace_selector = None;
-    w.mirror_event(WatcherEvent::Applied(unselective));
+    w.mirror_event(Change::Applied(unselective));
     assert!(
         w.selected("a").is_empty(),
         "an absent selector selects nothing"
@@ -191,7 +182,7 @@ fn a_mirror_the_index_has_not_seen_is_computed_from_the_cache() {
     );
     let mut own = namespace("src", &[("team", "red")]);
     own.metadata.name = Some("src".into());
-    w.namespace_event(WatcherEvent::Applied(own));
+    w.namespace_event(Change::Applied(own));
     assert_eq!(
         w.selections.of(&unseen).len(),
         1,
@@ -216,22 +207,22 @@ fn mid_relist_no_namespace_is_dropped_and_at_its_end_the_unlisted_are() {
         ],
     );
     assert_eq!(w.selected("a"), ["changed", "kept", "removed"]);
-    assert!(w.namespace_event(WatcherEvent::Relisting).is_empty());
+    assert!(w.namespace_event(Change::Relisting).is_empty());
     let moved = namespace("changed", &[("team", "blue")]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Listed(moved)),
+        w.namespace_event(Change::Listed(moved)),
         [key("a"), key("b")]
     );
     let added = namespace("added", &[("team", "red")]);
-    assert_eq!(w.namespace_event(WatcherEvent::Listed(added)), [key("a")]);
+    assert_eq!(w.namespace_event(Change::Listed(added)), [key("a")]);
     let kept = namespace("kept", &[("team", "red")]);
-    assert!(w.namespace_event(WatcherEvent::Listed(kept)).is_empty());
+    assert!(w.namespace_event(Change::Listed(kept)).is_empty());
     assert_eq!(
         w.selected("a"),
         ["added", "kept", "removed"],
         "a namespace not listed yet is not gone yet"
     );
-    assert_eq!(w.namespace_event(WatcherEvent::Relisted), [key("a")]);
+    assert_eq!(w.namespace_event(Change::Relisted), [key("a")]);
     assert_eq!(w.selected("a"), ["added", "kept"]);
     assert_eq!(w.selected("b"), ["changed"]);
 }
@@ -246,7 +237,7 @@ fn a_mirror_relist_computes_new_and_changed_selections_and_forgets_the_gone() {
         ],
     );
     let relist = vec![mirror("a", "blue"), mirror("new", "red")];
-    for event in WatcherEvent::relist(relist) {
+    for event in Change::relist(relist) {
         w.mirror_event(event);
     }
     assert_eq!(w.selected("a"), ["n2"]);
@@ -256,7 +247,7 @@ fn a_mirror_relist_computes_new_and_changed_selections_and_forgets_the_gone() {
     assert!(!gone, "the index forgets a Mirror the relist did not list");
     let relabelled = namespace("n1", &[("team", "blue")]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(relabelled)),
+        w.namespace_event(Change::Applied(relabelled)),
         [key("a"), key("new")],
         "the label index follows the relisted selectors"
     );
@@ -278,41 +269,35 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
     assert!(w.selected("not-red").is_empty());
     let created = namespace("n2", &[]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(created)),
+        w.namespace_event(Change::Applied(created)),
         [key("everything"), key("no-team"), key("not-red")]
     );
     let labelled = namespace("n2", &[("team", "blue")]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(labelled)),
+        w.namespace_event(Change::Applied(labelled)),
         [key("no-team")]
     );
     let unrelated = namespace("n2", &[("team", "blue"), ("cost", "1")]);
-    assert!(
-        w.namespace_event(WatcherEvent::Applied(unrelated))
-            .is_empty()
-    );
+    assert!(w.namespace_event(Change::Applied(unrelated)).is_empty());
     let excluded = namespace("n2", &[("team", "blue"), ("skiff.dev/exclude", "true")]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(excluded.clone())),
+        w.namespace_event(Change::Applied(excluded.clone())),
         [key("everything"), key("not-red")]
     );
     let included = namespace("n2", &[("team", "blue")]);
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(included.clone())),
+        w.namespace_event(Change::Applied(included.clone())),
         [key("everything"), key("not-red")]
     );
     let mut terminating = included;
     terminating.metadata.deletion_timestamp = Some("2026-01-01T00:00:00Z".into());
     assert_eq!(
-        w.namespace_event(WatcherEvent::Applied(terminating.clone())),
+        w.namespace_event(Change::Applied(terminating.clone())),
         [key("everything"), key("not-red")]
     );
-    assert!(
-        w.namespace_event(WatcherEvent::Deleted(terminating))
-            .is_empty()
-    );
+    assert!(w.namespace_event(Change::Deleted(terminating)).is_empty());
     assert_eq!(
-        w.namespace_event(WatcherEvent::Deleted(namespace("n1", &[("team", "red")]))),
+        w.namespace_event(Change::Deleted(namespace("n1", &[("team", "red")]))),
         [key("everything")]
     );
     assert!(w.selected("everything").is_empty());

@@ -25,7 +25,7 @@ fn sorted_keys<K: Resource, P: Clone>(store: &Store<K, P>) -> Vec<ObjectKey> {
 #[test]
 fn keeps_only_the_projection_of_each_object() {
     let store = Store::new(data_length);
-    store.apply(&WatcherEvent::Applied(config_map("a", "x", "12345")));
+    store.apply(&Change::Applied(config_map("a", "x", "12345")));
     assert_eq!(store.get("a", "x"), Some(5));
     assert_eq!(store.get("b", "x"), None);
 }
@@ -33,7 +33,7 @@ fn keeps_only_the_projection_of_each_object() {
 #[test]
 fn a_relist_replaces_everything_and_makes_the_store_ready() {
     let store = Store::whole();
-    store.apply(&WatcherEvent::Applied(config_map("a", "gone", "1")));
+    store.apply(&Change::Applied(config_map("a", "gone", "1")));
     assert!(!store.ready());
     let waiter = {
         let store = store.clone();
@@ -58,11 +58,11 @@ fn half_way_through_a_relist_nothing_looks_gone_and_the_store_is_not_ready() {
         config_map("a", "kept", "1"),
         config_map("a", "removed", "1"),
     ]);
-    store.apply(&WatcherEvent::Relisting);
+    store.apply(&Change::Relisting);
     assert!(!store.ready(), "a relist under way makes the store unready");
-    let changed = store.apply(&WatcherEvent::Listed(config_map("a", "kept", "123")));
+    let changed = store.apply(&Change::Listed(config_map("a", "kept", "123")));
     assert_eq!(changed, Some(1), "the projection the relist replaced");
-    store.apply(&WatcherEvent::Listed(config_map("a", "added", "12")));
+    store.apply(&Change::Listed(config_map("a", "added", "12")));
     assert_eq!(
         store.get("a", "removed"),
         Some(1),
@@ -73,7 +73,7 @@ fn half_way_through_a_relist_nothing_looks_gone_and_the_store_is_not_ready() {
         let store = store.clone();
         smol::spawn(async move { store.wait_until_ready().await })
     };
-    store.apply(&WatcherEvent::Relisted);
+    store.apply(&Change::Relisted);
     smol::block_on(waiter);
     assert!(store.get("a", "removed").is_none());
     assert_eq!(store.get("a", "kept"), Some(3));
@@ -87,9 +87,9 @@ fn half_way_through_a_relist_nothing_looks_gone_and_the_store_is_not_ready() {
 fn a_relist_begun_again_drops_what_only_the_abandoned_one_listed() {
     let store = Store::new(data_length);
     store.relist(vec![config_map("a", "old", "1")]);
-    store.apply(&WatcherEvent::Relisting);
-    store.apply(&WatcherEvent::Listed(config_map("a", "brief", "1")));
-    store.apply(&WatcherEvent::Listed(config_map("a", "old", "1")));
+    store.apply(&Change::Relisting);
+    store.apply(&Change::Listed(config_map("a", "brief", "1")));
+    store.apply(&Change::Listed(config_map("a", "old", "1")));
     store.relist(vec![config_map("a", "new", "1")]);
     assert_eq!(sorted_keys(&store), [ObjectKey::new("a", "new")]);
     assert!(store.ready());
@@ -100,15 +100,15 @@ fn applied_updates_and_deleted_removes_returning_what_was_there() {
     let store = Store::new(data_length);
     let reader = store.clone();
     assert_eq!(
-        store.apply(&WatcherEvent::Applied(config_map("a", "x", "1"))),
+        store.apply(&Change::Applied(config_map("a", "x", "1"))),
         None
     );
-    let replaced = store.apply(&WatcherEvent::Applied(config_map("a", "x", "123")));
+    let replaced = store.apply(&Change::Applied(config_map("a", "x", "123")));
     assert_eq!(replaced, Some(1));
-    store.apply(&WatcherEvent::Applied(config_map("a", "y", "12")));
+    store.apply(&Change::Applied(config_map("a", "y", "12")));
     assert_eq!(reader.get("a", "x"), Some(3));
     assert!(reader.contains(&ObjectKey::new("a", "x")));
-    let removed = store.apply(&WatcherEvent::Deleted(config_map("a", "x", "")));
+    let removed = store.apply(&Change::Deleted(config_map("a", "x", "")));
     assert_eq!(removed, Some(3));
     assert_eq!(reader.list(), [2]);
 }
@@ -126,24 +126,24 @@ fn keys_display_as_namespace_slash_name() {
 fn the_index_follows_each_projection_and_forgets_what_went() {
     let by_value = |cm: &ConfigMap| cm.data.values().cloned().collect::<Vec<_>>();
     let store = Store::new(ConfigMap::clone).with_index(by_value);
-    store.apply(&WatcherEvent::Applied(config_map("a", "x", "red")));
-    store.apply(&WatcherEvent::Applied(config_map("b", "y", "red")));
+    store.apply(&Change::Applied(config_map("a", "x", "red")));
+    store.apply(&Change::Applied(config_map("b", "y", "red")));
     let mut reds = store.indexed_keys("red");
     reds.sort();
     assert_eq!(reds, [ObjectKey::new("a", "x"), ObjectKey::new("b", "y")]);
-    store.apply(&WatcherEvent::Applied(config_map("a", "x", "blue")));
+    store.apply(&Change::Applied(config_map("a", "x", "blue")));
     assert_eq!(store.indexed_keys("red"), [ObjectKey::new("b", "y")]);
     assert_eq!(store.indexed("blue").len(), 1);
-    store.apply(&WatcherEvent::Deleted(config_map("b", "y", "")));
+    store.apply(&Change::Deleted(config_map("b", "y", "")));
     assert!(store.indexed_keys("red").is_empty());
-    store.apply(&WatcherEvent::Relisting);
-    store.apply(&WatcherEvent::Listed(config_map("c", "z", "green")));
+    store.apply(&Change::Relisting);
+    store.apply(&Change::Listed(config_map("c", "z", "green")));
     assert_eq!(
         store.indexed_keys("blue"),
         [ObjectKey::new("a", "x")],
         "an unconfirmed object stays indexed until the relist ends"
     );
-    store.apply(&WatcherEvent::Relisted);
+    store.apply(&Change::Relisted);
     assert!(
         store.indexed_keys("blue").is_empty(),
         "a relist drops the index values of what went"

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 type Page = Result<ObjectList<ConfigMap>, Error>;
-type Events = Result<Vec<Result<Event<ConfigMap>, Error>>, Error>;
+type Events = Result<Vec<Result<WatchEvent<ConfigMap>, Error>>, Error>;
 
 /// A scripted source: each LIST / WATCH takes the next scripted answer; calls are recorded.
 #[derive(Default)]
@@ -16,10 +16,10 @@ struct Fake {
     calls: Mutex<(Vec<ListParams>, Vec<WatchParams>)>,
 }
 
-struct FakeStream(VecDeque<Result<Event<ConfigMap>, Error>>);
+struct FakeStream(VecDeque<Result<WatchEvent<ConfigMap>, Error>>);
 
 impl EventStream<ConfigMap> for FakeStream {
-    async fn next(&mut self) -> Option<Result<Event<ConfigMap>, Error>> {
+    async fn next(&mut self) -> Option<Result<WatchEvent<ConfigMap>, Error>> {
         self.0.pop_front()
     }
 }
@@ -77,10 +77,10 @@ fn watcher(lists: Vec<Page>, watches: Vec<Events>) -> (Watcher<ConfigMap, Arc<Fa
 }
 
 /// The events of one relist, from `Relisting` to `Relisted`, each as the watcher reported it.
-fn next_relist(w: &mut Watcher<ConfigMap, Arc<Fake>>) -> Vec<WatcherEvent<ConfigMap>> {
+fn next_relist(w: &mut Watcher<ConfigMap, Arc<Fake>>) -> Vec<Change<ConfigMap>> {
     let mut events = vec![block_on(w.next()).expect("a relist begins")];
-    assert_eq!(events[0], WatcherEvent::Relisting);
-    while events.last() != Some(&WatcherEvent::Relisted) {
+    assert_eq!(events[0], Change::Relisting);
+    while events.last() != Some(&Change::Relisted) {
         events.push(block_on(w.next()).expect("the relist goes on"));
     }
     events
@@ -101,12 +101,12 @@ fn lists_every_page_then_watches_from_the_lists_version() {
         page(vec![cm("a", "5")], "", Some("c1")),
         page(vec![cm("b", "9")], "10", None),
     ];
-    let (mut w, fake) = watcher(pages, vec![Ok(vec![Ok(Event::Added(cm("c", "11")))])]);
+    let (mut w, fake) = watcher(pages, vec![Ok(vec![Ok(WatchEvent::Added(cm("c", "11")))])]);
     assert_eq!(
         next_relist(&mut w),
-        WatcherEvent::relist(vec![cm("a", "5"), cm("b", "9")])
+        Change::relist(vec![cm("a", "5"), cm("b", "9")])
     );
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("c", "11"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Applied(cm("c", "11"))));
     let (lists, watches) = fake.calls.lock().unwrap().clone();
     let tokens: Vec<_> = lists.iter().map(|p| p.continue_token.clone()).collect();
     assert_eq!(tokens, [None, Some("c1".to_owned())]);
@@ -123,30 +123,30 @@ fn lists_every_page_then_watches_from_the_lists_version() {
 #[test]
 fn a_watch_that_ends_resumes_from_the_last_seen_version_without_relisting() {
     let first = vec![
-        Ok(Event::Added(cm("a", "11"))),
-        Ok(Event::Modified(cm("a", "12"))),
+        Ok(WatchEvent::Added(cm("a", "11"))),
+        Ok(WatchEvent::Modified(cm("a", "12"))),
     ];
-    let second = vec![Ok(Event::Deleted(cm("a", "13")))];
+    let second = vec![Ok(WatchEvent::Deleted(cm("a", "13")))];
     let (mut w, fake) = watcher(vec![page(vec![], "10", None)], vec![Ok(first), Ok(second)]);
     next_relist(&mut w);
     let events: Vec<_> = (0..3).map(|_| block_on(w.next())).collect();
-    assert_eq!(events[2], Ok(WatcherEvent::Deleted(cm("a", "13"))));
+    assert_eq!(events[2], Ok(Change::Deleted(cm("a", "13"))));
     assert_eq!(watched_versions(&fake), ["10", "12"]);
     assert_eq!(fake.calls.lock().unwrap().0.len(), 1);
 }
 
 #[test]
 fn a_bookmark_advances_the_resume_version_silently() {
-    let bookmark = Event::Bookmark {
+    let bookmark = WatchEvent::Bookmark {
         resource_version: "20".into(),
     };
     let watches = vec![
         Ok(vec![Ok(bookmark)]),
-        Ok(vec![Ok(Event::Added(cm("x", "21")))]),
+        Ok(vec![Ok(WatchEvent::Added(cm("x", "21")))]),
     ];
     let (mut w, fake) = watcher(vec![page(vec![], "10", None)], watches);
     next_relist(&mut w);
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Applied(cm("x", "21"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Applied(cm("x", "21"))));
     assert_eq!(watched_versions(&fake), ["10", "20"]);
 }
 
@@ -158,10 +158,7 @@ fn an_expired_watch_relists_and_restarts() {
     ];
     let (mut w, fake) = watcher(pages, vec![Ok(vec![Err(Error::Expired("too old".into()))])]);
     next_relist(&mut w);
-    assert_eq!(
-        next_relist(&mut w),
-        WatcherEvent::relist(vec![cm("b", "25")])
-    );
+    assert_eq!(next_relist(&mut w), Change::relist(vec![cm("b", "25")]));
     assert_eq!(fake.calls.lock().unwrap().0.len(), 2);
 }
 
@@ -179,11 +176,11 @@ fn an_expired_continue_token_begins_the_relist_again() {
         page(vec![cm("b", "7")], "8", None),
     ];
     let (mut w, fake) = watcher(pages, vec![]);
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisting));
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("a", "5"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Relisting));
+    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("a", "5"))));
     assert_eq!(
         next_relist(&mut w),
-        WatcherEvent::relist(vec![cm("b", "7")]),
+        Change::relist(vec![cm("b", "7")]),
         "the relist begins again, so a consumer drops what the abandoned one listed"
     );
     let lists = fake.calls.lock().unwrap().0.clone();
@@ -226,16 +223,16 @@ fn a_relist_holds_one_page_and_reports_its_objects_as_they_arrive() {
         page(vec![cm("c", "7")], "10", None),
     ];
     let (mut w, fake) = watcher(pages, vec![]);
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisting));
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("a", "5"))));
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("b", "6"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Relisting));
+    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("a", "5"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("b", "6"))));
     assert_eq!(
         fake.calls.lock().unwrap().0.len(),
         1,
         "the second page is fetched once the first is reported"
     );
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("c", "7"))));
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisted));
+    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("c", "7"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Relisted));
 }
 
 #[test]
@@ -246,11 +243,11 @@ fn a_failed_page_is_fetched_again_and_the_relist_goes_on() {
         page(vec![cm("b", "7")], "8", None),
     ];
     let (mut w, fake) = watcher(pages, vec![]);
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisting));
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("a", "5"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Relisting));
+    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("a", "5"))));
     assert_eq!(block_on(w.next()), Err(server_error()));
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Listed(cm("b", "7"))));
-    assert_eq!(block_on(w.next()), Ok(WatcherEvent::Relisted));
+    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("b", "7"))));
+    assert_eq!(block_on(w.next()), Ok(Change::Relisted));
     let lists = fake.calls.lock().unwrap().0.clone();
     let tokens: Vec<_> = lists.into_iter().map(|p| p.continue_token).collect();
     assert_eq!(tokens, [None, Some("c1".into()), Some("c1".into())]);
