@@ -1,7 +1,8 @@
 //! skiff: a small Kubernetes operator whose leader election keeps working when the API server
 //! is under stress.
 //!
-//! The crate is laid out as its architecture (see the README):
+//! The crate is laid out as its architecture (`docs/ARCHITECTURE.md`: the layers, one change
+//! traced end to end, and the invariants with the tests that pin them):
 //! - [`kube`]: the hand-written API client. The lease client is derived from the base config
 //!   and owns its connector, pool and token bucket, so lease traffic never queues behind
 //!   controller traffic.
