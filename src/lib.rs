@@ -21,10 +21,12 @@
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 //! - [`version`]: the version and git revision skiff reports.
 //! - [`heap`]: one malloc arena, and free memory returned to the system.
+//! - [`fd_limit`]: the open-file limit, raised at start to the hard limit.
 // Unsafe code is denied everywhere but `heap`, the one place that calls the C allocator.
 #![deny(unsafe_code)]
 
 pub mod duration;
+pub mod fd_limit;
 pub mod flags;
 pub mod heap;
 pub mod kube;
