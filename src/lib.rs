@@ -35,6 +35,8 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod mirror;
+#[cfg(test)]
+mod property;
 pub mod random;
 pub mod replica;
 pub mod runtime;
