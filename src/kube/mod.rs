@@ -36,7 +36,7 @@ mod test_cert;
 #[cfg(test)]
 mod test_dir;
 mod tls_setup;
-mod tls_stream;
+pub(crate) mod tls_stream;
 mod tokenfile;
 mod tunnel;
 pub mod watch;

@@ -1,0 +1,176 @@
+//! Which connections a server holds, and which one goes when it is full.
+//!
+//! A server keeps at most its cap of connections. When a new one arrives at the cap, the
+//! oldest connection that is still *waiting* (for its TLS handshake, for its request head, or
+//! idle between requests) is closed to make room, and counted as evicted. Only when every held
+//! connection is being answered is the new one closed instead. A flood of silent or slow
+//! connections therefore cannot lock out the kubelet: its probe sends the request as soon as
+//! it connects, so it is the newest connection and is answered before it could be the oldest.
+//!
+//! Closing means `shutdown(2)` on the socket: the peer sees the end at once, and the
+//! connection's task sees end of input on its next read and drops the file descriptor.
+
+use std::collections::BTreeMap;
+use std::net::Shutdown;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use smol::net::TcpStream;
+
+use super::refusals::{Refusal, ServerStats};
+
+/// One server's open connections, oldest first.
+pub struct Admission {
+    cap: usize,
+    table: Mutex<Table>,
+    pub stats: ServerStats,
+}
+
+#[derive(Default)]
+struct Table {
+    next_id: u64,
+    /// By admission order: the first waiting entry is the oldest waiting connection.
+    open: BTreeMap<u64, Entry>,
+}
+
+struct Entry {
+    waiting: bool,
+    socket: TcpStream,
+}
+
+/// A held connection's place in the table; dropping it gives the place back.
+pub struct Ticket {
+    id: u64,
+    admission: Arc<Admission>,
+}
+
+impl Admission {
+    /// A table for at most `cap` connections, counting into `stats`.
+    pub fn new(cap: usize, stats: ServerStats) -> Arc<Admission> {
+        Arc::new(Admission {
+            cap: cap.max(1),
+            table: Mutex::new(Table::default()),
+            stats,
+        })
+    }
+
+    /// Admits `socket` as waiting, evicting the oldest waiting connection if the table is full;
+    /// `None` (counted) when everything held is being answered.
+    pub fn admit(self: &Arc<Self>, socket: &TcpStream) -> Option<Ticket> {
+        let mut table = self.lock();
+        if table.open.len() >= self.cap {
+            let oldest_waiting = table
+                .open
+                .iter()
+                .find(|(_, e)| e.waiting)
+                .map(|(id, _)| *id);
+            let Some(evicted) = oldest_waiting.and_then(|id| table.open.remove(&id)) else {
+                self.stats.refused(Refusal::OverCapacity);
+                return None;
+            };
+            let _ = evicted.socket.shutdown(Shutdown::Both);
+            self.stats.refused(Refusal::Evicted);
+        }
+        let id = table.next_id;
+        table.next_id += 1;
+        let entry = Entry {
+            waiting: true,
+            socket: socket.clone(),
+        };
+        table.open.insert(id, entry);
+        self.stats.set_open(table.open.len());
+        Some(Ticket {
+            id,
+            admission: self.clone(),
+        })
+    }
+
+    /// Connections held now.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.lock().open.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Ticket {
+    /// Marks the connection as being answered (not evictable) or waiting again.
+    pub fn set_waiting(&self, waiting: bool) {
+        if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
+            entry.waiting = waiting;
+        }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut table = self.admission.lock();
+        table.open.remove(&self.id);
+        self.admission.stats.set_open(table.open.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol::io::AsyncReadExt;
+    use smol::net::TcpListener;
+
+    /// A connected pair: (the client's end, the server's end).
+    async fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
+        let addr = listener.local_addr().expect("addr");
+        let (client, accepted) =
+            smol::future::zip(TcpStream::connect(addr), listener.accept()).await;
+        (client.expect("connect"), accepted.expect("accept").0)
+    }
+
+    async fn is_closed(mut client: TcpStream) -> bool {
+        let mut byte = [0u8; 1];
+        let read = smol::future::or(async { Some(client.read(&mut byte).await) }, async {
+            smol::Timer::after(std::time::Duration::from_millis(200)).await;
+            None
+        });
+        matches!(read.await, Some(Ok(0)) | Some(Err(_)))
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_oldest_waiting_connection() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-evict"));
+            let (first_client, first) = pair(&listener).await;
+            let (second_client, second) = pair(&listener).await;
+            let (_third_client, third) = pair(&listener).await;
+            let first_ticket = admission.admit(&first).expect("room");
+            let _second_ticket = admission.admit(&second).expect("room");
+            first_ticket.set_waiting(false);
+            let _third_ticket = admission.admit(&third).expect("room made");
+            assert_eq!(admission.len(), 2);
+            assert!(
+                is_closed(second_client).await,
+                "the oldest waiting one goes"
+            );
+            assert!(!is_closed(first_client).await, "one being answered stays");
+            assert_eq!(admission.stats.count(Refusal::Evicted), 1);
+        });
+    }
+
+    #[test]
+    fn when_everything_is_being_answered_the_newcomer_is_refused() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(1, ServerStats::new("test-refuse"));
+            let (_busy_client, busy) = pair(&listener).await;
+            let (_late_client, late) = pair(&listener).await;
+            let ticket = admission.admit(&busy).expect("room");
+            ticket.set_waiting(false);
+            assert!(admission.admit(&late).is_none());
+            assert_eq!(admission.stats.count(Refusal::OverCapacity), 1);
+            drop(ticket);
+            assert_eq!(admission.len(), 0, "a dropped ticket frees its place");
+            assert!(admission.admit(&late).is_some());
+        });
+    }
+}

@@ -1,0 +1,138 @@
+//! One server's accept loop and each connection's life: admission, TLS on the metrics port,
+//! then requests, each within the deadlines and sizes of [`super::limits`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use smol::net::{TcpListener, TcpStream};
+
+use super::admission::{Admission, Ticket};
+use super::handshake::Handshakes;
+use super::head::{self, Deadlines, HeadRead, Method};
+use super::limits::{HANDSHAKE_TIMEOUT, HEAD_TIMEOUT, IDLE_TIMEOUT, SOCKET_BUFFER_BYTES};
+use super::refusals::Refusal;
+use super::reply::{self, Reply};
+use super::routes::Routes;
+
+/// Pause after a failed `accept` (e.g. out of file descriptors) so the loop never spins hot.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// What every connection of one server shares.
+pub struct Server {
+    pub name: &'static str,
+    pub routes: Routes,
+    pub admission: Arc<Admission>,
+    /// TLS on the metrics port when served securely.
+    pub tls: Option<Handshakes>,
+}
+
+/// Accepts connections on `listener` until the future is dropped.
+pub async fn accept_loop(listener: TcpListener, server: Arc<Server>) {
+    if let Err(e) = small_socket_buffers(&listener) {
+        log::debug!("{} server: socket buffer sizes not set: {e}", server.name);
+    }
+    loop {
+        match listener.accept().await {
+            Ok((tcp, _peer)) => {
+                if let Some(ticket) = server.admission.admit(&tcp) {
+                    smol::spawn(serve(server.clone(), tcp, ticket)).detach();
+                }
+                // Let the new connection (and any evicted one) run before the next accept,
+                // so a burst of connections cannot push out one that already sent its request.
+                smol::future::yield_now().await;
+            }
+            Err(e) => {
+                log::warn!("{} server: accept failed: {e}", server.name);
+                smol::Timer::after(ACCEPT_ERROR_PAUSE).await;
+            }
+        }
+    }
+}
+
+/// Accepted sockets inherit the listener's buffer sizes.
+fn small_socket_buffers(listener: &TcpListener) -> std::io::Result<()> {
+    use rustix::net::sockopt;
+    sockopt::set_socket_recv_buffer_size(listener, SOCKET_BUFFER_BYTES)?;
+    sockopt::set_socket_send_buffer_size(listener, SOCKET_BUFFER_BYTES)?;
+    Ok(())
+}
+
+async fn serve(server: Arc<Server>, tcp: TcpStream, ticket: Ticket) {
+    let accepted = Instant::now();
+    let _ = tcp.set_nodelay(true);
+    let socket = tcp.clone();
+    match &server.tls {
+        None => requests(&server, tcp, socket, &ticket, accepted).await,
+        Some(handshakes) => match handshakes.accept(tcp, accepted + HANDSHAKE_TIMEOUT).await {
+            Ok(tls) => requests(&server, tls, socket, &ticket, accepted).await,
+            Err(refusal) => server.admission.stats.refused(refusal),
+        },
+    }
+}
+
+/// Answers requests on `stream` until the client closes, asks to close, or breaks a limit;
+/// `socket` is the TCP connection under it (the same, without TLS).
+async fn requests<S>(
+    server: &Server,
+    mut stream: S,
+    mut socket: TcpStream,
+    ticket: &Ticket,
+    accepted: Instant,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let stats = &server.admission.stats;
+    let mut buf = Vec::new();
+    let first = accepted + HEAD_TIMEOUT;
+    let mut deadlines = Deadlines {
+        idle_until: first,
+        head_by: Some(first),
+    };
+    let mut answered = 0u64;
+    loop {
+        ticket.set_waiting(true);
+        let head = match head::read(&mut stream, &mut buf, deadlines).await {
+            HeadRead::Head(head) => head,
+            HeadRead::Rejected(rejection) => {
+                let too_large = matches!(u16::from(rejection.status), 414 | 431);
+                stats.refused(if too_large {
+                    Refusal::TooLarge
+                } else {
+                    Refusal::BadRequest
+                });
+                let reply = Reply::text(rejection.status, &rejection.why);
+                if reply::send(&mut stream, &reply.encode(true, true)).await {
+                    reply::close_after_refusal(&mut stream, &mut socket, &mut buf).await;
+                }
+                return;
+            }
+            HeadRead::TimedOut => {
+                if answered == 0 || !buf.is_empty() {
+                    stats.refused(Refusal::HeadTimeout);
+                }
+                return;
+            }
+            HeadRead::Closed => return,
+        };
+        ticket.set_waiting(false);
+        let (reply, refusal) = server.routes.respond(&head).await;
+        if let Some(refusal) = refusal {
+            stats.refused(refusal);
+        }
+        let bytes = reply.encode(head.method != Method::Head, !head.keep_alive);
+        if !reply::send(&mut stream, &bytes).await || !head.keep_alive {
+            let _ = stream.close().await;
+            return;
+        }
+        answered += 1;
+        if buf.is_empty() {
+            // Nothing pipelined: an idle connection holds no buffer.
+            buf = Vec::new();
+        }
+        deadlines = Deadlines {
+            idle_until: Instant::now() + IDLE_TIMEOUT,
+            head_by: None,
+        };
+    }
+}
