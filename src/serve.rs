@@ -27,7 +27,10 @@ mod review_cache;
 mod routes;
 mod tls;
 
-pub use authz::{Decision, MAX_REVIEWS_IN_FLIGHT, MetricsAuth};
+pub use authz::{
+    Decision, MAX_REVIEWS_IN_FLIGHT, MetricsAuth, NEW_TOKEN_REVIEW_BURST,
+    NEW_TOKEN_REVIEWS_PER_SECOND,
+};
 pub use review_cache::{ALLOWED_TTL, DENIED_TTL};
 pub use tls::{CERT_FILE, KEY_FILE, MetricsTls, acceptor as metrics_tls_acceptor};
 
