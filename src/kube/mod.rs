@@ -25,10 +25,12 @@ mod exec;
 pub mod guard;
 mod incluster;
 mod kubeconfig;
+mod list_meter;
 pub mod params;
 mod pool;
 pub mod proxy;
 pub mod ratelimit;
+pub mod reply_limits;
 mod request;
 pub mod stream;
 #[cfg(test)]
@@ -38,7 +40,7 @@ mod test_dir;
 mod tls_setup;
 pub(crate) mod tls_stream;
 mod tokenfile;
-mod tunnel;
+pub(crate) mod tunnel;
 pub mod watch;
 
 pub use client::Client;

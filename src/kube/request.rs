@@ -1,5 +1,6 @@
 //! One HTTP exchange with the API server: build the request, send it on a pooled connection,
-//! read the whole reply, and turn a non-2xx reply into an [`Error`].
+//! read the whole reply (within [`super::reply_limits`]), and turn a non-2xx reply into an
+//! [`Error`].
 
 use super::Error;
 use super::api::Status;
@@ -7,6 +8,7 @@ use super::config::{Config, Credential};
 use super::connect::Connection;
 use super::error::or_timeout;
 use super::pool::Pool;
+use super::reply_limits::{BodyLimit, HeadLimit, read_body};
 use http_types::{Body, Method, Request, Response, Url};
 use std::time::Duration;
 
@@ -97,12 +99,13 @@ pub async fn send_pooled(
 ) -> Result<Reply, Error> {
     let identity = credential.identity.as_ref();
     let checkout = pool.checkout(identity).await?;
-    match exchange(pool, checkout.conn, spec.build(config, credential)).await {
+    let limit = BodyLimit::of(spec);
+    match exchange(pool, checkout.conn, spec.build(config, credential), limit).await {
         Ok(reply) => Ok(reply),
         Err(Failure::BeforeResponse(e)) if checkout.reused && spec.method == Method::Get => {
             log::debug!("reused connection failed ({e}); redialing once");
             let conn = pool.dial(identity).await?;
-            exchange(pool, conn, spec.build(config, credential))
+            exchange(pool, conn, spec.build(config, credential), limit)
                 .await
                 .map_err(Failure::into_error)
         }
@@ -118,14 +121,21 @@ impl Failure {
     }
 }
 
-async fn exchange(pool: &Pool, conn: Connection, req: Request) -> Result<Reply, Failure> {
-    let mut res = async_h1::client::connect(conn.clone(), req)
+async fn exchange(
+    pool: &Pool,
+    conn: Connection,
+    req: Request,
+    limit: BodyLimit,
+) -> Result<Reply, Failure> {
+    let (limited, head_read) = HeadLimit::new(conn.clone());
+    let mut res = async_h1::client::connect(limited, req)
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
+    head_read.release();
     let expected_len = content_length(&res);
-    let body = res.body_bytes().await.map_err(|e| {
-        Failure::AfterResponse(Error::Transport(format!("reading the response body: {e}")))
-    })?;
+    let body = read_body(res.take_body(), limit, expected_len)
+        .await
+        .map_err(Failure::AfterResponse)?;
     // async-h1 ends a Content-Length body quietly at EOF: a reset mid-body must not pass.
     if let Some(expected) = expected_len.filter(|&n| n != body.len()) {
         return Err(Failure::AfterResponse(Error::Transport(format!(
@@ -155,16 +165,15 @@ pub async fn start_watch(
 ) -> Result<Body, Error> {
     let head = async {
         let conn = pool.dial(credential.identity.as_ref()).await?;
-        let mut res = async_h1::client::connect(conn, spec.build(config, credential))
+        let (limited, head_read) = HeadLimit::new(conn);
+        let mut res = async_h1::client::connect(limited, spec.build(config, credential))
             .await
             .map_err(|e| Error::Transport(format!("no response to the watch request: {e}")))?;
+        head_read.release();
         if res.status().is_success() {
             return Ok(res.take_body());
         }
-        let body = res
-            .body_bytes()
-            .await
-            .map_err(|e| Error::Transport(format!("reading the watch error reply: {e}")))?;
+        let body = read_body(res.take_body(), BodyLimit::Object, content_length(&res)).await?;
         Err(reply_error(&Reply {
             code: res.status() as u16,
             retry_after: retry_after(&res),
