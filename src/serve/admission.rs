@@ -8,7 +8,10 @@
 //! it connects, so it is the newest connection and is answered before it could be the oldest.
 //!
 //! Closing means `shutdown(2)` on the socket: the peer sees the end at once, and the
-//! connection's task sees end of input on its next read and drops the file descriptor.
+//! connection's task sees end of input on its next read and drops the file descriptor. Until
+//! it has, the evicted connection still holds its descriptor and stays in the table; the
+//! accept loop lets no more than [`MAX_EVICTING`] pile up (see [`Admission::evicting`]), so
+//! the descriptors a server holds stay within its cap plus that.
 
 use std::collections::BTreeMap;
 use std::net::Shutdown;
@@ -17,6 +20,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use smol::net::TcpStream;
 
 use super::refusals::{Refusal, ServerStats};
+
+/// Evicted connections whose task has not yet closed them, at most, before the accept loop
+/// waits for them.
+pub const MAX_EVICTING: usize = 32;
 
 /// One server's open connections, oldest first.
 pub struct Admission {
@@ -34,6 +41,8 @@ struct Table {
 
 struct Entry {
     waiting: bool,
+    /// Shut down to make room; gone once its task drops its ticket.
+    evicted: bool,
     socket: TcpStream,
 }
 
@@ -57,23 +66,22 @@ impl Admission {
     /// `None` (counted) when everything held is being answered.
     pub fn admit(self: &Arc<Self>, socket: &TcpStream) -> Option<Ticket> {
         let mut table = self.lock();
-        if table.open.len() >= self.cap {
-            let oldest_waiting = table
-                .open
-                .iter()
-                .find(|(_, e)| e.waiting)
-                .map(|(id, _)| *id);
-            let Some(evicted) = oldest_waiting.and_then(|id| table.open.remove(&id)) else {
+        let live = table.open.values().filter(|e| !e.evicted).count();
+        if live >= self.cap {
+            let oldest_waiting = table.open.values_mut().find(|e| e.waiting && !e.evicted);
+            let Some(oldest) = oldest_waiting else {
                 self.stats.refused(Refusal::OverCapacity);
                 return None;
             };
-            let _ = evicted.socket.shutdown(Shutdown::Both);
+            oldest.evicted = true;
+            let _ = oldest.socket.shutdown(Shutdown::Both);
             self.stats.refused(Refusal::Evicted);
         }
         let id = table.next_id;
         table.next_id += 1;
         let entry = Entry {
             waiting: true,
+            evicted: false,
             socket: socket.clone(),
         };
         table.open.insert(id, entry);
@@ -82,6 +90,11 @@ impl Admission {
             id,
             admission: self.clone(),
         })
+    }
+
+    /// Evicted connections whose task has not closed them yet.
+    pub fn evicting(&self) -> usize {
+        self.lock().open.values().filter(|e| e.evicted).count()
     }
 
     /// Connections held now.
@@ -144,14 +157,16 @@ mod tests {
             let (second_client, second) = pair(&listener).await;
             let (_third_client, third) = pair(&listener).await;
             let first_ticket = admission.admit(&first).expect("room");
-            let _second_ticket = admission.admit(&second).expect("room");
+            let second_ticket = admission.admit(&second).expect("room");
             first_ticket.set_waiting(false);
             let _third_ticket = admission.admit(&third).expect("room made");
-            assert_eq!(admission.len(), 2);
+            assert_eq!(admission.evicting(), 1, "until its task lets go of it");
             assert!(
                 is_closed(second_client).await,
                 "the oldest waiting one goes"
             );
+            drop(second_ticket);
+            assert_eq!((admission.len(), admission.evicting()), (2, 0));
             assert!(!is_closed(first_client).await, "one being answered stays");
             assert_eq!(admission.stats.count(Refusal::Evicted), 1);
         });

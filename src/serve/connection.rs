@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use smol::net::{TcpListener, TcpStream};
 
-use super::admission::{Admission, Ticket};
+use super::admission::{Admission, MAX_EVICTING, Ticket};
 use super::handshake::Handshakes;
 use super::head::{self, Deadlines, HeadRead, Method};
 use super::limits::{HANDSHAKE_TIMEOUT, HEAD_TIMEOUT, IDLE_TIMEOUT, SOCKET_BUFFER_BYTES};
@@ -17,6 +17,8 @@ use super::routes::Routes;
 
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop never spins hot.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// Longest wait for evicted connections to close before accepting again.
+const EVICTION_WAIT: Duration = Duration::from_millis(100);
 
 /// What every connection of one server shares.
 pub struct Server {
@@ -41,12 +43,22 @@ pub async fn accept_loop(listener: TcpListener, server: Arc<Server>) {
                 // Let the new connection (and any evicted one) run before the next accept,
                 // so a burst of connections cannot push out one that already sent its request.
                 smol::future::yield_now().await;
+                wait_for_evictions(&server.admission).await;
             }
             Err(e) => {
                 log::warn!("{} server: accept failed: {e}", server.name);
                 smol::Timer::after(ACCEPT_ERROR_PAUSE).await;
             }
         }
+    }
+}
+
+/// Waits (briefly) while [`MAX_EVICTING`] evicted connections still hold their descriptors, so
+/// a burst cannot make the server hold more descriptors than its cap allows for.
+async fn wait_for_evictions(admission: &Admission) {
+    let started = Instant::now();
+    while admission.evicting() >= MAX_EVICTING && started.elapsed() < EVICTION_WAIT {
+        smol::Timer::after(Duration::from_millis(1)).await;
     }
 }
 
