@@ -28,6 +28,8 @@
 pub mod duration;
 pub mod fd_limit;
 pub mod flags;
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 pub mod heap;
 pub mod kube;
 pub mod leader;

@@ -24,7 +24,7 @@ pub mod events;
 mod exec;
 pub mod guard;
 mod incluster;
-mod kubeconfig;
+pub(crate) mod kubeconfig;
 mod list_meter;
 pub mod params;
 mod pool;
