@@ -110,7 +110,8 @@ pub async fn serve_probes(listener: TcpListener, probes: Arc<Probes>) {
     serve("probes", listener, routes).await
 }
 
-/// Serves `/metrics` on `listener`, as `security` says, until the future is dropped.
+/// Serves `/metrics` on `listener`, as `security` says, until the future is dropped (over TLS,
+/// on a thread of its own that lives as long as the process).
 pub async fn serve_metrics(listener: TcpListener, security: MetricsSecurity) {
     let routes = Routes {
         probes: None,
@@ -119,19 +120,38 @@ pub async fn serve_metrics(listener: TcpListener, security: MetricsSecurity) {
     serve("metrics", listener, routes).await
 }
 
+/// Runs one server until the future is dropped. Its connections are tasks of an executor of
+/// its own: run here, on the caller's executor, for plain HTTP; on a thread of its own for
+/// TLS, so a flood of handshakes never delays `/healthz` or the controllers.
 async fn serve(name: &'static str, listener: TcpListener, routes: Routes) {
     let tls = match &routes.metrics {
         Some(MetricsSecurity::Secure { tls, .. }) => Some(handshake::Handshakes::new(tls.clone())),
         _ => None,
     };
-    let cap = limits::current_connection_cap();
-    let server = Server {
+    let on_own_thread = tls.is_some();
+    let executor = Arc::new(smol::Executor::new());
+    let server = Arc::new(Server {
         name,
-        admission: admission::Admission::new(cap, refusals::ServerStats::new(name)),
+        admission: admission::Admission::new(
+            limits::current_connection_cap(),
+            refusals::ServerStats::new(name),
+        ),
         routes,
         tls,
-    };
-    connection::accept_loop(listener, Arc::new(server)).await
+        executor: executor.clone(),
+    });
+    if !on_own_thread {
+        return executor
+            .run(connection::accept_loop(listener, server))
+            .await;
+    }
+    let thread = std::thread::Builder::new()
+        .name(format!("skiff-{name}"))
+        .spawn(move || smol::block_on(executor.run(connection::accept_loop(listener, server))));
+    match thread {
+        Ok(_) => std::future::pending().await,
+        Err(e) => log::error!("{name} server: cannot start its thread: {e}; not serving"),
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! Which connections a server holds, and which one goes when it is full.
 //!
-//! A server keeps at most its cap of connections. When a new one arrives at the cap, the
-//! oldest connection that is still *waiting* (for its TLS handshake, for its request head, or
-//! idle between requests) is closed to make room, and counted as evicted. Only when every held
-//! connection is being answered is the new one closed instead. A flood of silent or slow
-//! connections therefore cannot lock out the kubelet: its probe sends the request as soon as
-//! it connects, so it is the newest connection and is answered before it could be the oldest.
+//! A server keeps at most its cap of connections. When a new one arrives at the cap, of the
+//! connections still *waiting* (for their TLS handshake, their request head, or idle between
+//! requests) the one silent the longest is closed to make room, and counted as evicted. Only
+//! when every held connection is being answered is the new one closed instead. A flood of
+//! silent or slow connections therefore cannot lock out the kubelet, nor a scraper: the
+//! kubelet's probe sends its request as soon as it connects, and a scraper's handshake keeps
+//! bytes flowing, so neither is ever the one silent the longest. Connections report what they
+//! read through [`Touching`].
 //!
 //! Closing means `shutdown(2)` on the socket: the peer sees the end at once, and the
 //! connection's task sees end of input on its next read and drops the file descriptor. Until
@@ -14,9 +16,14 @@
 //! the descriptors a server holds stay within its cap plus that.
 
 use std::collections::BTreeMap;
+use std::io;
 use std::net::Shutdown;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Instant;
 
+use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 
 use super::refusals::{Refusal, ServerStats};
@@ -25,7 +32,7 @@ use super::refusals::{Refusal, ServerStats};
 /// waits for them.
 pub const MAX_EVICTING: usize = 32;
 
-/// One server's open connections, oldest first.
+/// One server's open connections.
 pub struct Admission {
     cap: usize,
     table: Mutex<Table>,
@@ -35,12 +42,13 @@ pub struct Admission {
 #[derive(Default)]
 struct Table {
     next_id: u64,
-    /// By admission order: the first waiting entry is the oldest waiting connection.
     open: BTreeMap<u64, Entry>,
 }
 
 struct Entry {
     waiting: bool,
+    /// When it was admitted or last sent bytes.
+    heard: Instant,
     /// Shut down to make room; gone once its task drops its ticket.
     evicted: bool,
     socket: TcpStream,
@@ -48,6 +56,13 @@ struct Entry {
 
 /// A held connection's place in the table; dropping it gives the place back.
 pub struct Ticket {
+    id: u64,
+    admission: Arc<Admission>,
+}
+
+/// Records that a held connection sent bytes (see [`Touching`]).
+#[derive(Clone)]
+pub struct Activity {
     id: u64,
     admission: Arc<Admission>,
 }
@@ -68,19 +83,24 @@ impl Admission {
         let mut table = self.lock();
         let live = table.open.values().filter(|e| !e.evicted).count();
         if live >= self.cap {
-            let oldest_waiting = table.open.values_mut().find(|e| e.waiting && !e.evicted);
-            let Some(oldest) = oldest_waiting else {
+            let quietest = table
+                .open
+                .values_mut()
+                .filter(|e| e.waiting && !e.evicted)
+                .min_by_key(|e| e.heard);
+            let Some(quietest) = quietest else {
                 self.stats.refused(Refusal::OverCapacity);
                 return None;
             };
-            oldest.evicted = true;
-            let _ = oldest.socket.shutdown(Shutdown::Both);
+            quietest.evicted = true;
+            let _ = quietest.socket.shutdown(Shutdown::Both);
             self.stats.refused(Refusal::Evicted);
         }
         let id = table.next_id;
         table.next_id += 1;
         let entry = Entry {
             waiting: true,
+            heard: Instant::now(),
             evicted: false,
             socket: socket.clone(),
         };
@@ -114,6 +134,67 @@ impl Ticket {
         if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
             entry.waiting = waiting;
         }
+    }
+
+    /// A handle that records the connection's reads.
+    pub fn activity(&self) -> Activity {
+        Activity {
+            id: self.id,
+            admission: self.admission.clone(),
+        }
+    }
+}
+
+impl Activity {
+    fn heard(&self) {
+        if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
+            entry.heard = Instant::now();
+        }
+    }
+}
+
+/// A stream that records, in its connection's entry, every read that brought bytes.
+pub struct Touching<S> {
+    inner: S,
+    activity: Activity,
+}
+
+impl<S> Touching<S> {
+    pub fn new(inner: S, activity: Activity) -> Touching<S> {
+        Touching { inner, activity }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Touching<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let read = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        if read > 0 {
+            this.activity.heard();
+        }
+        Poll::Ready(Ok(read))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Touching<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_close(cx)
     }
 }
 
@@ -149,7 +230,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_evicts_the_oldest_waiting_connection() {
+    fn a_full_table_evicts_the_waiting_connection_silent_the_longest() {
         smol::block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let admission = Admission::new(2, ServerStats::new("test-evict"));
@@ -169,6 +250,33 @@ mod tests {
             assert_eq!((admission.len(), admission.evicting()), (2, 0));
             assert!(!is_closed(first_client).await, "one being answered stays");
             assert_eq!(admission.stats.count(Refusal::Evicted), 1);
+        });
+    }
+
+    #[test]
+    fn a_connection_that_keeps_sending_outlasts_newer_silent_ones() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-quiet"));
+            let (busy_client, busy) = pair(&listener).await;
+            let (silent_client, silent) = pair(&listener).await;
+            let (_late_client, late) = pair(&listener).await;
+            let busy_ticket = admission.admit(&busy).expect("room");
+            let _silent_ticket = admission.admit(&silent).expect("room");
+            smol::Timer::after(std::time::Duration::from_millis(5)).await;
+            let mut reading = Touching::new(busy.clone(), busy_ticket.activity());
+            let mut client = busy_client.clone();
+            smol::io::AsyncWriteExt::write_all(&mut client, b"GET")
+                .await
+                .expect("write");
+            let mut three = [0u8; 3];
+            reading.read_exact(&mut three).await.expect("read");
+            let _late_ticket = admission.admit(&late).expect("room made");
+            assert!(is_closed(silent_client).await, "the silent one goes");
+            assert!(
+                !is_closed(busy_client).await,
+                "the older, talking one stays"
+            );
         });
     }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use smol::net::{TcpListener, TcpStream};
 
-use super::admission::{Admission, MAX_EVICTING, Ticket};
+use super::admission::{Admission, MAX_EVICTING, Ticket, Touching};
 use super::handshake::Handshakes;
 use super::head::{self, Deadlines, HeadRead, Method};
 use super::limits::{HANDSHAKE_TIMEOUT, HEAD_TIMEOUT, IDLE_TIMEOUT, SOCKET_BUFFER_BYTES};
@@ -19,6 +19,11 @@ use super::routes::Routes;
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// Longest wait for evicted connections to close before accepting again.
 const EVICTION_WAIT: Duration = Duration::from_millis(100);
+/// Connections accepted between two turns of the other tasks; well under the cap.
+const ACCEPTS_PER_TURN: usize = 16;
+/// The kernel's queue of connections not yet accepted (Linux caps it at `somaxconn`, 4,096 by
+/// default).
+const ACCEPT_QUEUE: i32 = 4096;
 
 /// What every connection of one server shares.
 pub struct Server {
@@ -27,22 +32,30 @@ pub struct Server {
     pub admission: Arc<Admission>,
     /// TLS on the metrics port when served securely.
     pub tls: Option<Handshakes>,
+    /// Where its connections run.
+    pub executor: Arc<smol::Executor<'static>>,
 }
 
 /// Accepts connections on `listener` until the future is dropped.
 pub async fn accept_loop(listener: TcpListener, server: Arc<Server>) {
-    if let Err(e) = small_socket_buffers(&listener) {
-        log::debug!("{} server: socket buffer sizes not set: {e}", server.name);
+    if let Err(e) = tune_listener(&listener) {
+        log::debug!("{} server: listener not tuned: {e}", server.name);
     }
+    let mut accepted = 0usize;
     loop {
         match listener.accept().await {
             Ok((tcp, _peer)) => {
                 if let Some(ticket) = server.admission.admit(&tcp) {
-                    smol::spawn(serve(server.clone(), tcp, ticket)).detach();
+                    let connection = serve(server.clone(), tcp, ticket);
+                    server.executor.spawn(connection).detach();
                 }
-                // Let the new connection (and any evicted one) run before the next accept,
-                // so a burst of connections cannot push out one that already sent its request.
-                smol::future::yield_now().await;
+                accepted = accepted.wrapping_add(1);
+                // Let the new connections (and evicted ones) run now and then. A connection
+                // is evicted only once the cap's worth of newer ones arrived, so one that
+                // sent its request at once (the kubelet's) is read long before.
+                if accepted.is_multiple_of(ACCEPTS_PER_TURN) {
+                    smol::future::yield_now().await;
+                }
                 wait_for_evictions(&server.admission).await;
             }
             Err(e) => {
@@ -53,20 +66,31 @@ pub async fn accept_loop(listener: TcpListener, server: Arc<Server>) {
     }
 }
 
-/// Waits (briefly) while [`MAX_EVICTING`] evicted connections still hold their descriptors, so
-/// a burst cannot make the server hold more descriptors than its cap allows for.
+/// Once [`MAX_EVICTING`] evicted connections still hold their descriptors, waits (briefly)
+/// until their tasks have closed them all, so a burst cannot make the server hold more
+/// descriptors than its cap allows for. Waiting for the whole batch keeps accepting fast: one
+/// wait per batch, not one per connection.
 async fn wait_for_evictions(admission: &Admission) {
+    if admission.evicting() < MAX_EVICTING {
+        return;
+    }
     let started = Instant::now();
-    while admission.evicting() >= MAX_EVICTING && started.elapsed() < EVICTION_WAIT {
-        smol::Timer::after(Duration::from_millis(1)).await;
+    while admission.evicting() > 0 && started.elapsed() < EVICTION_WAIT {
+        smol::future::yield_now().await;
+        if admission.evicting() > 0 {
+            smol::Timer::after(Duration::from_millis(1)).await;
+        }
     }
 }
 
-/// Accepted sockets inherit the listener's buffer sizes.
-fn small_socket_buffers(listener: &TcpListener) -> std::io::Result<()> {
+/// Small buffers for the accepted sockets (they inherit the listener's), and a long accept
+/// queue: a burst of connections then waits in the kernel's queue instead of having its SYNs
+/// dropped, which would make a probe sent in the middle of it wait a second for a retry.
+fn tune_listener(listener: &TcpListener) -> std::io::Result<()> {
     use rustix::net::sockopt;
     sockopt::set_socket_recv_buffer_size(listener, SOCKET_BUFFER_BYTES)?;
     sockopt::set_socket_send_buffer_size(listener, SOCKET_BUFFER_BYTES)?;
+    rustix::net::listen(listener, ACCEPT_QUEUE)?;
     Ok(())
 }
 
@@ -74,9 +98,13 @@ async fn serve(server: Arc<Server>, tcp: TcpStream, ticket: Ticket) {
     let accepted = Instant::now();
     let _ = tcp.set_nodelay(true);
     let socket = tcp.clone();
+    let tcp = Touching::new(tcp, ticket.activity());
     match &server.tls {
         None => requests(&server, tcp, socket, &ticket, accepted).await,
-        Some(handshakes) => match handshakes.accept(tcp, accepted + HANDSHAKE_TIMEOUT).await {
+        Some(handshakes) => match handshakes
+            .accept(tcp, &ticket, accepted + HANDSHAKE_TIMEOUT)
+            .await
+        {
             Ok(tls) => requests(&server, tls, socket, &ticket, accepted).await,
             Err(refusal) => server.admission.stats.refused(refusal),
         },

@@ -11,10 +11,11 @@
 use std::pin::pin;
 use std::time::Instant;
 
-use smol::io::AsyncWriteExt;
+use smol::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use smol::lock::Semaphore;
 use smol::net::TcpStream;
 
+use super::admission::{Ticket, Touching};
 use super::client_hello::{FirstRecord, Replay, read_first};
 use super::limits::HANDSHAKE_SLOTS;
 use super::refusals::Refusal;
@@ -22,7 +23,7 @@ use super::tls::MetricsTls;
 use crate::kube::tls_stream::{self, TlsStream};
 
 /// An established server-side TLS connection.
-pub type Tls = TlsStream<Replay<TcpStream>>;
+pub type Tls = TlsStream<Replay<Touching<TcpStream>>>;
 
 const PLAIN_HTTP_ANSWER: &[u8] = b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
 
@@ -41,15 +42,29 @@ impl Handshakes {
     }
 
     /// Accepts TLS on `tcp`, finished by `deadline`, or says why not.
-    pub async fn accept(&self, tcp: TcpStream, deadline: Instant) -> Result<Tls, Refusal> {
+    /// The connection is not evictable (see [`Ticket::set_waiting`]) from its whole ClientHello
+    /// until its handshake has been computed: that wait is skiff's, not the client's.
+    pub async fn accept(
+        &self,
+        tcp: Touching<TcpStream>,
+        ticket: &Ticket,
+        deadline: Instant,
+    ) -> Result<Tls, Refusal> {
         let late = async {
             smol::Timer::at(deadline).await;
             Err(Refusal::HandshakeTimeout)
         };
-        smol::future::or(self.handshake(tcp), late).await
+        smol::future::or(self.handshake(tcp, ticket), late).await
     }
 
-    async fn handshake(&self, mut tcp: TcpStream) -> Result<Tls, Refusal> {
+    async fn handshake<S>(
+        &self,
+        mut tcp: S,
+        ticket: &Ticket,
+    ) -> Result<TlsStream<Replay<S>>, Refusal>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
         let record = match read_first(&mut tcp).await {
             FirstRecord::Hello(record) => record,
             FirstRecord::PlainHttp => {
@@ -67,10 +82,12 @@ impl Handshakes {
             Refusal::HandshakeFailed
         })?;
         let mut handshake = pin!(tls_stream::accept(ssl, Replay::new(record, tcp)));
+        ticket.set_waiting(false);
         let slot = self.slots.acquire().await;
         let computed = smol::future::poll_once(handshake.as_mut()).await;
         smol::future::yield_now().await;
         drop(slot);
+        ticket.set_waiting(true);
         let result = match computed {
             Some(result) => result,
             None => handshake.await,
