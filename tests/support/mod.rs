@@ -6,6 +6,8 @@
 pub mod cluster;
 pub mod control_plane;
 pub mod fake;
+pub mod flood;
+pub mod hostile_proxy;
 pub mod keepalive;
 pub mod kubectl;
 pub mod lease;
@@ -16,4 +18,5 @@ pub mod proxy;
 pub mod scrape;
 pub mod scraper;
 pub mod skiff;
+pub mod vitals;
 pub mod watchdog;
