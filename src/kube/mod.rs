@@ -30,6 +30,7 @@ pub mod params;
 mod pool;
 pub mod proxy;
 pub mod ratelimit;
+mod reply_head;
 pub mod reply_limits;
 mod request;
 pub mod stream;

@@ -5,8 +5,8 @@
 //! and more than 128 headers once their lines end, and chunk sizes that overflow 64 bits; it
 //! bounds chunk trailers at 8 KiB. It does not bound a status or header line that never ends
 //! (it reads up to the next line feed), nor a body: a chunk announcing 2^63 bytes is simply
-//! read on. So the connection is read through [`HeadLimit`] until the head is decoded, and
-//! the body through [`read_body`]:
+//! read on. So the connection is read through [`HeadGuard`] (`reply_head.rs`) until the head
+//! is decoded, and the body through [`read_body`]:
 //! - one object (a GET, create, update, patch or delete reply) is at most [`MAX_OBJECT_BYTES`];
 //! - a LIST reply is measured item by item ([`ListMeter`]): each item at most
 //!   [`MAX_OBJECT_BYTES`], at most as many items as the page asked for, and a small envelope.
@@ -16,22 +16,15 @@
 //! [`Error::Transport`] naming it; the connection is dropped, never reused, and the caller
 //! retries as after any other failed request.
 
-use std::io;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
-
-use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use smol::io::{AsyncRead, AsyncReadExt};
 
 use super::Error;
 use super::list_meter::ListMeter;
+#[cfg(any(test, fuzzing))]
+use super::reply_head::HeadGuard;
 use super::request::RequestSpec;
 
-/// Bytes read from the connection before a response head is decoded: async-h1's own 8 KiB head
-/// limit plus its 8 KiB read-ahead, twice over. Past it, a status or header line that never
-/// ends is an error.
-pub const MAX_REPLY_HEAD_BYTES: usize = 32 * 1024;
+pub use super::reply_head::MAX_REPLY_HEAD_BYTES;
 /// Largest object accepted: etcd stores at most 1.5 MiB per object by default, and its JSON
 /// (base64 data, escaping) is at most about twice that.
 pub const MAX_OBJECT_BYTES: usize = 4 * 1024 * 1024;
@@ -112,86 +105,6 @@ fn over_object_limit(detail: &str) -> Error {
     ))
 }
 
-/// The connection as the reply decoder reads it: with a budget of [`MAX_REPLY_HEAD_BYTES`]
-/// until [`HeadRelease::release`] says the head is decoded; writes pass through.
-///
-/// Every read that returns bytes also wakes the task once more. async-h1's chunked decoder
-/// returns `Pending` without arranging a wake-up when the bytes it has leave a chunk trailer
-/// incomplete (they may have been read, and buffered, in the same poll); the task would then
-/// sleep until a timeout. The extra wake-up costs one poll per read and makes it read on.
-pub struct HeadLimit<S> {
-    inner: S,
-    read: usize,
-    released: Arc<AtomicBool>,
-}
-
-/// Lifts the head budget of the [`HeadLimit`] it came with.
-pub struct HeadRelease(Arc<AtomicBool>);
-
-impl HeadRelease {
-    pub fn release(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-impl<S> HeadLimit<S> {
-    pub fn new(inner: S) -> (HeadLimit<S>, HeadRelease) {
-        let released = Arc::new(AtomicBool::new(false));
-        let limited = HeadLimit {
-            inner,
-            read: 0,
-            released: released.clone(),
-        };
-        (limited, HeadRelease(released))
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for HeadLimit<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let len = match this.released.load(Ordering::Relaxed) {
-            true => buf.len(),
-            false => {
-                let budget = MAX_REPLY_HEAD_BYTES.saturating_sub(this.read);
-                if budget == 0 {
-                    return Poll::Ready(Err(io::Error::other(format!(
-                        "the response head is longer than {MAX_REPLY_HEAD_BYTES} bytes"
-                    ))));
-                }
-                buf.len().min(budget)
-            }
-        };
-        let read = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut buf[..len]))?;
-        this.read = this.read.saturating_add(read);
-        if read > 0 {
-            cx.waker().wake_by_ref();
-        }
-        Poll::Ready(Ok(read))
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for HeadLimit<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_close(cx)
-    }
-}
-
 /// A whole reply read from `reader` as [`super::request`] reads one: the status and the body,
 /// within the same limits. For the property tests and the fuzzers.
 #[cfg(any(test, fuzzing))]
@@ -199,7 +112,7 @@ pub async fn decode_reply<R>(reader: R, limit: BodyLimit) -> Result<(u16, Vec<u8
 where
     R: AsyncRead + Unpin + Send + Sync + 'static,
 {
-    let (limited, head_read) = HeadLimit::new(reader);
+    let (limited, head_read) = HeadGuard::new(reader);
     let mut res = async_h1::client::decode(limited)
         .await
         .map_err(|e| Error::Transport(format!("no response: {e}")))?;

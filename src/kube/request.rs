@@ -8,7 +8,8 @@ use super::config::{Config, Credential};
 use super::connect::Connection;
 use super::error::or_timeout;
 use super::pool::Pool;
-use super::reply_limits::{BodyLimit, HeadLimit, read_body};
+use super::reply_head::HeadGuard;
+use super::reply_limits::{BodyLimit, read_body};
 use http_types::{Body, Method, Request, Response, Url};
 use std::time::Duration;
 
@@ -127,7 +128,7 @@ async fn exchange(
     req: Request,
     limit: BodyLimit,
 ) -> Result<Reply, Failure> {
-    let (limited, head_read) = HeadLimit::new(conn.clone());
+    let (limited, head_read) = HeadGuard::new(conn.clone());
     let mut res = async_h1::client::connect(limited, req)
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
@@ -165,7 +166,7 @@ pub async fn start_watch(
 ) -> Result<Body, Error> {
     let head = async {
         let conn = pool.dial(credential.identity.as_ref()).await?;
-        let (limited, head_read) = HeadLimit::new(conn);
+        let (limited, head_read) = HeadGuard::new(conn);
         let mut res = async_h1::client::connect(limited, spec.build(config, credential))
             .await
             .map_err(|e| Error::Transport(format!("no response to the watch request: {e}")))?;

@@ -126,6 +126,18 @@ fn a_trailer_cut_short_ends_the_reply_at_once() {
     );
 }
 
+/// Found by the fuzzer: a header value that is UTF-8 but not ASCII made http-types panic
+/// while async-h1 decoded the head. It must be an error naming the problem.
+#[test]
+fn a_head_that_is_not_ascii_is_an_error_not_a_panic() {
+    let found = include_bytes!("../../../fuzz/regressions/reply/non-ascii-header-value.http");
+    let message = transport_error(decode(Pieces::of(found, found.len()), BodyLimit::Object));
+    assert!(message.contains("not ASCII (0xd3)"), "{message}");
+    let reply = "HTTP/1.1 200 OK\r\nWarning: 299 - \"é\"\r\nContent-Length: 2\r\n\r\n{}";
+    let message = transport_error(decode(Pieces::of(reply.as_bytes(), 7), BodyLimit::Object));
+    assert!(message.contains("not ASCII"), "{message}");
+}
+
 #[test]
 fn the_limit_follows_the_request() {
     use http_types::Method;
