@@ -39,7 +39,7 @@ mod test_cert;
 #[cfg(test)]
 mod test_dir;
 mod tls_setup;
-pub(crate) mod tls_stream;
+pub mod tls_stream;
 mod tokenfile;
 pub(crate) mod tunnel;
 pub mod watch;

@@ -8,10 +8,12 @@
 //! thread cannot slow the attack down, and the attack cannot slow the test's own checks.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+use skiff::kube::tls_stream::{self, TlsStream};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::net::TcpStream;
 
@@ -198,13 +200,22 @@ async fn one(
 }
 
 /// A TLS session over `tcp`, trusting any certificate (as scrapers of a self-signed one do).
-async fn tls(tcp: TcpStream) -> Option<async_native_tls::TlsStream<TcpStream>> {
-    async_native_tls::TlsConnector::new()
-        .danger_accept_invalid_certs(true)
-        .danger_accept_invalid_hostnames(true)
-        .connect("localhost", tcp)
-        .await
-        .ok()
+/// One OpenSSL context serves every connection: building one per connection (as
+/// async-native-tls does) would make the attacker, not the server, the bottleneck.
+async fn tls(tcp: TcpStream) -> Option<TlsStream<TcpStream>> {
+    static CONTEXT: OnceLock<Option<SslConnector>> = OnceLock::new();
+    let context = CONTEXT.get_or_init(|| {
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).ok()?;
+        builder.set_verify(SslVerifyMode::NONE);
+        Some(builder.build())
+    });
+    let ssl = context
+        .as_ref()?
+        .configure()
+        .ok()?
+        .into_ssl("localhost")
+        .ok()?;
+    tls_stream::connect(ssl, tcp).await.ok()
 }
 
 /// Sends `start`, then `filler` bytes of `x` in pieces, then reads until the server closes.
