@@ -98,6 +98,9 @@ pub struct Launch<'a> {
     /// The run's tag: the source's name, and for the peer the source label key's suffix.
     pub tag: String,
     pub log_dir: PathBuf,
+    /// `--health-probe-bind-address` and `--metrics-bind-address` (`0`: metrics off).
+    pub probe_address: String,
+    pub metrics_address: String,
 }
 
 impl<'a> Launch<'a> {
@@ -116,6 +119,8 @@ impl<'a> Launch<'a> {
             selector: (selector_key, "true"),
             tag: format!("{prefix}-{}", operator.slug),
             log_dir: cp.dir().join("compare"),
+            probe_address: "127.0.0.1:0".into(),
+            metrics_address: "0".into(),
         }
     }
 
@@ -126,8 +131,8 @@ impl<'a> Launch<'a> {
             format!("--kubeconfig={}", self.kubeconfig.display()),
             "--leader-elect=true".into(),
             format!("--leader-election-namespace={namespace}"),
-            "--health-probe-bind-address=127.0.0.1:0".into(),
-            "--metrics-bind-address=0".into(),
+            format!("--health-probe-bind-address={}", self.probe_address),
+            format!("--metrics-bind-address={}", self.metrics_address),
             format!("--kube-api-qps={QPS}"),
             format!("--kube-api-burst={BURST}"),
         ];
