@@ -46,3 +46,4 @@ pub mod serve;
 pub mod signal;
 pub mod time;
 pub mod version;
+mod write_through;

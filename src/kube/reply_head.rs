@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
-use smol::io::{AsyncRead, AsyncWrite};
+use smol::io::AsyncRead;
 
 /// Bytes read from the connection before a response head is decoded: async-h1's own 8 KiB head
 /// limit plus its 8 KiB read-ahead, twice over. Past it, a status or header line that never
@@ -113,20 +113,4 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadGuard<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for HeadGuard<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_close(cx)
-    }
-}
+crate::write_through::write_through!(HeadGuard);

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use smol::io::{AsyncRead, AsyncWrite};
+use smol::io::AsyncRead;
 use smol::net::TcpStream;
 
 use super::refusals::{Refusal, ServerStats};
@@ -180,23 +180,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Touching<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Touching<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_close(cx)
-    }
-}
+crate::write_through::write_through!(Touching);
 
 impl Drop for Ticket {
     fn drop(&mut self) {

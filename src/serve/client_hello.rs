@@ -12,7 +12,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use smol::io::{AsyncRead, AsyncReadExt};
 
 use super::limits::{MAX_CLIENT_HELLO_BYTES, READ_CHUNK_BYTES};
 
@@ -126,23 +126,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Replay<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Replay<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_close(cx)
-    }
-}
+crate::write_through::write_through!(Replay);
 
 #[cfg(test)]
 mod tests {

@@ -90,17 +90,22 @@ async fn get_tls(addr: SocketAddr, token: Option<&str>) -> (StatusCode, String) 
     (res.status(), res.body_string().await.expect("body"))
 }
 
+/// A secure metrics server whose reviews cannot reach any API server.
+async fn start_secure_without_api_server() -> SocketAddr {
+    let nowhere = Url::parse("http://127.0.0.1:1").expect("url");
+    let client = crate::kube::Client::new(crate::kube::Config::new(nowhere)).expect("client");
+    let security = MetricsSecurity::Secure {
+        tls: metrics_tls_acceptor(None).expect("self-signed"),
+        auth: MetricsAuth::new(client),
+    };
+    start(None, Some(security)).await
+}
+
 #[test]
 fn secure_metrics_refuse_without_a_token_and_fail_closed_when_reviews_fail() {
     smol::block_on(async {
         crate::metrics::counter("skiff_serve_secure_test_total", "A test counter.", &[]).inc();
-        let nowhere = Url::parse("http://127.0.0.1:1").expect("url");
-        let client = crate::kube::Client::new(crate::kube::Config::new(nowhere)).expect("client");
-        let security = MetricsSecurity::Secure {
-            tls: metrics_tls_acceptor(None).expect("self-signed"),
-            auth: MetricsAuth::new(client),
-        };
-        let addr = start(None, Some(security)).await;
+        let addr = start_secure_without_api_server().await;
         let (status, body) = get_tls(addr, None).await;
         assert_eq!(status, StatusCode::Unauthorized, "{body}");
         assert!(!body.contains("skiff_serve_secure_test_total"), "{body}");
@@ -171,13 +176,7 @@ fn a_kept_alive_connection_serves_several_requests() {
 #[test]
 fn plain_http_on_the_secure_port_is_told_to_use_https() {
     smol::block_on(async {
-        let nowhere = Url::parse("http://127.0.0.1:1").expect("url");
-        let client = crate::kube::Client::new(crate::kube::Config::new(nowhere)).expect("client");
-        let security = MetricsSecurity::Secure {
-            tls: metrics_tls_acceptor(None).expect("self-signed"),
-            auth: MetricsAuth::new(client),
-        };
-        let addr = start(None, Some(security)).await;
+        let addr = start_secure_without_api_server().await;
         let answer = exchange(addr, b"GET /metrics HTTP/1.1\r\n\r\n").await;
         assert!(answer.starts_with("HTTP/1.0 400 "), "{answer}");
         assert!(answer.contains("HTTPS"), "{answer}");
