@@ -58,6 +58,8 @@ pub struct Flooded {
     pub scrape_median: Duration,
     pub anon_idle: u64,
     pub outcomes: Vec<Outcome>,
+    /// Why the floods stopped early: the operator exited or stopped answering `/healthz`.
+    pub down: Option<String>,
 }
 
 pub fn run(cp: &ControlPlane, operator: &Operator, identity: &Identity) -> Flooded {
@@ -96,6 +98,7 @@ pub fn run(cp: &ControlPlane, operator: &Operator, identity: &Identity) -> Flood
         scrape_median: scrape_median(&scrape),
         anon_idle: proc_status_kib(leader.pid(), "RssAnon").unwrap_or(0),
         outcomes: Vec::new(),
+        down: None,
     };
     let at = |port| SocketAddr::from(([127, 0, 0, 1], port));
     let scenarios = [
@@ -136,15 +139,35 @@ pub fn run(cp: &ControlPlane, operator: &Operator, identity: &Identity) -> Flood
             1,
         ),
     ];
+    let mut leader = leader;
     for (scenario, addr, attack, connections) in scenarios {
         println!("compare: {}: {scenario}", operator.label);
+        if let Some(why) = down(&mut leader, probes) {
+            println!("compare: {}: down before {scenario}: {why}", operator.label);
+            flooded.down = Some(format!("down before \"{scenario}\": {why}"));
+            break;
+        }
         let mut outcome = one(&leader, probes, &watch, &scrape, addr, attack, connections);
         outcome.scenario = scenario.to_owned();
+        println!("compare: {}: {outcome:?}", operator.label);
         flooded.outcomes.push(outcome);
     }
-    let mut leader = leader;
     let _ = leader.terminate(Duration::from_secs(40));
     flooded
+}
+
+/// Why the operator cannot be flooded any more (it exited, or `/healthz` fails), with the end
+/// of its log; `None` while it serves.
+fn down(leader: &mut Replica, probes: u16) -> Option<String> {
+    let why = match leader.exited() {
+        Some(code) => format!("exited with {code}"),
+        None if !healthz(probes) => "/healthz does not answer".to_owned(),
+        None => return None,
+    };
+    let logs = leader.logs();
+    let tail: Vec<&str> = logs.lines().rev().take(5).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    Some(format!("{why}; its log ends: {}", tail.join(" / ")))
 }
 
 fn scrape_median(scrape: &dyn Fn() -> u16) -> Duration {
@@ -169,7 +192,6 @@ fn one(
     connections: usize,
 ) -> Outcome {
     let pid = leader.pid();
-    assert!(healthz(probes), "no /healthz before the flood");
     reset_peak(pid);
     let anon = || proc_status_kib(pid, "RssAnon").unwrap_or(0);
     let anon_before = anon();
@@ -279,6 +301,11 @@ pub fn render(all: &[Flooded]) -> String {
                 o.scrapes_ok,
                 o.scrapes,
             );
+        }
+    }
+    for flooded in all {
+        if let Some(why) = &flooded.down {
+            let _ = writeln!(out, "\n{} went {why}", flooded.label);
         }
     }
     let _ = writeln!(
