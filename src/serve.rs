@@ -133,7 +133,7 @@ async fn serve(name: &'static str, listener: TcpListener, routes: Routes) {
     let server = Arc::new(Server {
         name,
         admission: admission::Admission::new(
-            limits::current_connection_cap(),
+            limits::server_connection_cap(on_own_thread),
             refusals::ServerStats::new(name),
         ),
         routes,

@@ -20,6 +20,10 @@ use std::time::Duration;
 /// Connections one server (probes or metrics) keeps open at once. The kubelet opens one per
 /// probe and closes it; a scraper keeps one or two. See [`crate::serve::admission`].
 pub const MAX_CONNECTIONS: usize = 128;
+/// Connections the metrics server keeps when it serves TLS. An established TLS session costs
+/// skiff about 38 KiB (OpenSSL's per-session state: 128 of them added 4.9 MiB of RssAnon), and
+/// a scraper keeps one or two, so fewer suffice.
+pub const MAX_TLS_CONNECTIONS: usize = 32;
 /// From accept (or, on a kept-alive connection, from the first byte of the next request) to
 /// the end of the request head, TLS handshake included: a slow sender (slowloris) is closed.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
@@ -71,6 +75,14 @@ pub fn connection_cap(open_files: u64) -> usize {
 /// The connection cap for the process's current open-file limit.
 pub fn current_connection_cap() -> usize {
     connection_cap(crate::fd_limit::soft_limit().unwrap_or(1024))
+}
+
+/// The cap of a server as it serves now: [`MAX_TLS_CONNECTIONS`] at most over TLS.
+pub fn server_connection_cap(tls: bool) -> usize {
+    match tls {
+        true => current_connection_cap().min(MAX_TLS_CONNECTIONS),
+        false => current_connection_cap(),
+    }
 }
 
 #[cfg(test)]
