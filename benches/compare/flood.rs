@@ -152,7 +152,9 @@ pub fn run(cp: &ControlPlane, operator: &Operator, identity: &Identity) -> Flood
         println!("compare: {}: {outcome:?}", operator.label);
         flooded.outcomes.push(outcome);
     }
-    let _ = leader.terminate(Duration::from_secs(40));
+    if leader.exited().is_none() {
+        let _ = leader.terminate(Duration::from_secs(40));
+    }
     flooded
 }
 
