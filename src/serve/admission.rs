@@ -67,6 +67,37 @@ pub struct Activity {
     admission: Arc<Admission>,
 }
 
+/// The waiting connection silent the longest. Bytes the kernel holds for a connection that
+/// its task has not read yet count as heard now: under a burst of accepts, a scraper's request
+/// can arrive before its task runs again, and it must not be the one that goes.
+fn quietest(table: &mut Table) -> Option<&mut Entry> {
+    let mut candidates: Vec<(Instant, u64)> = table
+        .open
+        .iter()
+        .filter(|(_, e)| e.waiting && !e.evicted)
+        .map(|(id, e)| (e.heard, *id))
+        .collect();
+    candidates.sort_unstable();
+    let now = Instant::now();
+    let mut chosen = candidates.first().map(|(_, id)| *id);
+    for (_, id) in &candidates {
+        let entry = table.open.get_mut(id)?;
+        if !has_unread_input(&entry.socket) {
+            chosen = Some(*id);
+            break;
+        }
+        entry.heard = now;
+    }
+    table.open.get_mut(&chosen?)
+}
+
+/// Whether bytes from the peer wait in the socket's receive queue (a peek, never blocking).
+fn has_unread_input(socket: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    matches!(rustix::net::recv(socket, &mut byte, flags), Ok((n, _)) if n > 0)
+}
+
 impl Admission {
     /// A table for at most `cap` connections, counting into `stats`.
     pub fn new(cap: usize, stats: ServerStats) -> Arc<Admission> {
@@ -83,12 +114,7 @@ impl Admission {
         let mut table = self.lock();
         let live = table.open.values().filter(|e| !e.evicted).count();
         if live >= self.cap {
-            let quietest = table
-                .open
-                .values_mut()
-                .filter(|e| e.waiting && !e.evicted)
-                .min_by_key(|e| e.heard);
-            let Some(quietest) = quietest else {
+            let Some(quietest) = quietest(&mut table) else {
                 self.stats.refused(Refusal::OverCapacity);
                 return None;
             };
@@ -260,6 +286,30 @@ mod tests {
             assert!(
                 !is_closed(busy_client).await,
                 "the older, talking one stays"
+            );
+        });
+    }
+
+    #[test]
+    fn a_request_not_yet_read_outlasts_newer_silent_ones() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-unread"));
+            let (sent_client, sent) = pair(&listener).await;
+            let (silent_client, silent) = pair(&listener).await;
+            let (_late_client, late) = pair(&listener).await;
+            let _sent_ticket = admission.admit(&sent).expect("room");
+            let _silent_ticket = admission.admit(&silent).expect("room");
+            let mut client = sent_client.clone();
+            smol::io::AsyncWriteExt::write_all(&mut client, b"GET /metrics")
+                .await
+                .expect("write");
+            smol::Timer::after(std::time::Duration::from_millis(20)).await;
+            let _late_ticket = admission.admit(&late).expect("room made");
+            assert!(is_closed(silent_client).await, "the silent one goes");
+            assert!(
+                !is_closed(sent_client).await,
+                "the older one whose request waits unread stays"
             );
         });
     }
