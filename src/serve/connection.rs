@@ -83,13 +83,14 @@ async fn wait_for_evictions(admission: &Admission) {
     }
 }
 
-/// Small buffers for the accepted sockets (they inherit the listener's), and a long accept
-/// queue: a burst of connections then waits in the kernel's queue instead of having its SYNs
-/// dropped, which would make a probe sent in the middle of it wait a second for a retry.
+/// A small receive buffer for the accepted sockets (they inherit the listener's; the send
+/// buffer stays the kernel's, so a response is not held back waiting for acknowledgements),
+/// and a long accept queue: a burst of connections then waits in the kernel's queue instead
+/// of having its SYNs dropped, which would make a probe sent in the middle of it wait a
+/// second for a retry.
 fn tune_listener(listener: &TcpListener) -> std::io::Result<()> {
     use rustix::net::sockopt;
     sockopt::set_socket_recv_buffer_size(listener, SOCKET_BUFFER_BYTES)?;
-    sockopt::set_socket_send_buffer_size(listener, SOCKET_BUFFER_BYTES)?;
     rustix::net::listen(listener, ACCEPT_QUEUE)?;
     Ok(())
 }

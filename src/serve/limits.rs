@@ -48,7 +48,8 @@ pub const MAX_CLIENT_HELLO_BYTES: usize = 8 * 1024;
 /// every other ready task has run once, so a flood of ClientHellos delays `/healthz` and the
 /// controllers by at most this many handshake computations.
 pub const HANDSHAKE_SLOTS: usize = 4;
-/// Receive and send buffer asked of the kernel for each accepted socket (Linux doubles it).
+/// Receive buffer asked of the kernel for each accepted socket (Linux doubles it): what a
+/// sender can make the kernel queue before skiff reads it.
 pub const SOCKET_BUFFER_BYTES: usize = 8 * 1024;
 /// After refusing a request (4xx), how much more input is read and dropped, and for how long,
 /// so the client sees the answer instead of a reset; then the connection is closed.
