@@ -63,10 +63,13 @@ HELM ?= $(if $(wildcard bin/helm),bin/helm,helm)
 # built them); what the binaries weigh and why is in BENCHMARKS.md, "Binary size".
 MAX_BINARY_BYTES ?= 6000000
 ARGS ?=
+# `make fuzz`: seconds per target (10 minutes each by default), and which targets.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large compare static size docker-build \
 	docker-push image install uninstall deploy undeploy build-installer demo clean \
-	static-arm64 test-arm64 docker-buildx chart helm-package
+	static-arm64 test-arm64 docker-buildx chart helm-package fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -110,6 +113,21 @@ peer: ## build the controller-runtime peer of make compare into bin/skiff-peer (
 
 compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (about 14 min on 2 cores; COMPARE_SQUEEZE=3m for the longer squeeze, about 24)
 	$(CARGO) bench --bench compare
+
+fuzz: ## coverage-guided fuzzing of every parser (fuzz/README.md): FUZZ_SECONDS each (600), FUZZ_TARGETS; installs nightly and cargo-fuzz when missing
+	@rustup run nightly rustc --version >/dev/null 2>&1 || { \
+		echo "make fuzz: installing the nightly toolchain cargo-fuzz needs"; \
+		rustup toolchain install nightly --profile minimal; }
+	@command -v cargo-fuzz >/dev/null || { \
+		echo "make fuzz: installing cargo-fuzz"; $(CARGO) install cargo-fuzz --locked; }
+	@# rustix 0.37 (async-io 1) probes nightly for attributes newer nightlies refuse: libc backend.
+	@for target in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$target && \
+		echo "make fuzz: $$target for $(FUZZ_SECONDS) s" && \
+		(cd fuzz && RUSTFLAGS="--cfg rustix_use_libc" $(CARGO) +nightly fuzz run $$target \
+			corpus/$$target seeds/$$target -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-rss_limit_mb=2048 -malloc_limit_mb=64 -print_final_stats=1) || exit 1; \
+	done
 
 static: ## statically linked release binary for the image (target/<arch>-unknown-linux-gnu/release/skiff), OpenSSL built from source; STATIC_TARGET=... cross-compiles
 	@if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx '$(STATIC_TARGET)'; then \

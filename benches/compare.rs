@@ -4,7 +4,8 @@
 //!
 //! Scenarios, per operator: footprint idle and converged, fan-out to every target namespace and
 //! the writes of a restart (`compare/lifecycle.rs`); handover rounds (`compare/handover.rs`);
-//! the Lease under controller load with APF squeezed (`compare/squeeze.rs`). Scales come from
+//! the Lease under controller load with APF squeezed (`compare/squeeze.rs`); hostile traffic on
+//! the probe and metrics ports (`compare/flood.rs`). Scales come from
 //! the environment (`compare/settings.rs`); `cargo test --all-targets` skips this program.
 
 #[path = "../tests/support/mod.rs"]
@@ -19,6 +20,8 @@ mod far;
 mod faults;
 #[path = "compare/faults_report.rs"]
 mod faults_report;
+#[path = "compare/flood.rs"]
+mod flood;
 #[path = "compare/handover.rs"]
 mod handover;
 #[path = "compare/lease_watch.rs"]
@@ -189,6 +192,17 @@ fn run(settings: &Settings) {
         );
         column.squeezed = Some(squeezed);
     }
+    let floods: Vec<flood::Flooded> = operators()
+        .into_iter()
+        .filter(|o| chosen(o) && (o.is_skiff() || o.slug == "scaffold"))
+        .map(|o| {
+            progress(
+                started,
+                &format!("{}: hostile traffic on both ports", o.label),
+            );
+            flood::run(&cp, &o, identity(&o))
+        })
+        .collect();
     progress(started, "done");
     let svg = settings.write_report.then(|| write_svg(&columns, settings));
     let ctx = report::Context {
@@ -202,7 +216,7 @@ fn run(settings: &Settings) {
         took: started.elapsed(),
         svg_path: svg,
     };
-    let section = report::render(&columns, &ctx);
+    let section = report::render(&columns, &ctx) + &flood::render(&floods);
     println!("{section}");
     if settings.write_report {
         let path = repo().join(BENCHMARKS);

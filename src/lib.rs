@@ -23,12 +23,16 @@
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 //! - [`version`]: the version and git revision skiff reports.
 //! - [`heap`]: one malloc arena, and free memory returned to the system.
+//! - [`fd_limit`]: the open-file limit, raised at start to the hard limit.
 // Unsafe code is denied everywhere but `heap`, the one place that calls the C allocator.
 #![deny(unsafe_code)]
 
 pub mod deadline;
 pub mod duration;
+pub mod fd_limit;
 pub mod flags;
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 pub mod heap;
 pub mod kube;
 pub mod leader;
@@ -36,6 +40,8 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod mirror;
+#[cfg(test)]
+mod property;
 pub mod random;
 pub mod replica;
 pub mod runtime;
@@ -43,3 +49,4 @@ pub mod serve;
 pub mod signal;
 pub mod time;
 pub mod version;
+mod write_through;

@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     log::info!("starting {} {settings}", skiff::version::describe());
+    skiff::fd_limit::raise_and_log();
     skiff::version::register_build_info();
     match smol::block_on(run(&settings)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,38 +1,51 @@
-//! The probes and metrics HTTP server: `/healthz`, `/readyz` and `/metrics` over async-h1.
+//! The probes and metrics HTTP servers: `/healthz`, `/readyz` and `/metrics`.
 //!
-//! It starts before leader election on every replica, so the kubelet sees a standby as alive
+//! They start before leader election on every replica, so the kubelet sees a standby as alive
 //! and ready, and Prometheus scrapes every replica. The caller binds the listeners first (see
 //! [`bind`]) so that "address in use" stops the process at start, naming the flag.
 //!
 //! `/metrics` is served as kubebuilder's scaffold serves it: over HTTPS ([`tls`]) to callers the
 //! API server vouches for ([`authz`]), unless `--metrics-secure=false` asks for plain HTTP.
 //! Probes stay plain HTTP: the kubelet calls them without credentials.
+//!
+//! Anyone who can reach a port can send bytes before anything is authenticated, so each server
+//! holds a bounded number of connections ([`admission`]), each within deadlines and sizes
+//! ([`limits`]): request heads are read and parsed here ([`head`]), TLS handshakes start only
+//! once the whole ClientHello is in ([`client_hello`], [`handshake`]), and what is refused is
+//! counted ([`refusals`]).
 
+mod admission;
 mod authz;
+pub(crate) mod client_hello;
+mod connection;
+mod handshake;
+pub(crate) mod head;
+pub mod limits;
+mod refusals;
+mod reply;
 mod review_cache;
+mod routes;
 mod tls;
 
-pub use authz::{Decision, MAX_REVIEWS_IN_FLIGHT, MetricsAuth};
+pub use authz::{
+    Decision, MAX_REVIEWS_IN_FLIGHT, MetricsAuth, NEW_TOKEN_REVIEW_BURST,
+    NEW_TOKEN_REVIEWS_PER_SECOND,
+};
 pub use review_cache::{ALLOWED_TTL, DENIED_TTL};
-pub use tls::{CERT_FILE, KEY_FILE, acceptor as metrics_tls_acceptor};
+pub use tls::{CERT_FILE, KEY_FILE, MetricsTls, acceptor as metrics_tls_acceptor};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use async_native_tls::TlsAcceptor;
-use http_types::{Request, Response, StatusCode};
-use smol::io::{AsyncRead, AsyncWrite};
-use smol::net::{TcpListener, TcpStream};
+use smol::net::TcpListener;
+
+use connection::Server;
+use routes::Routes;
 
 /// Content type of the Prometheus text exposition format.
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4";
-/// Pause after a failed `accept` (e.g. out of file descriptors) so the loop never spins hot.
-const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
-/// A TLS client that does not finish its handshake in this time is dropped, so idle
-/// connections cannot pile up.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A liveness check at a given instant: `Err(why)` makes `/healthz` answer 500 with the reason.
 pub type Check = Box<dyn Fn(Instant) -> Result<(), String> + Send + Sync>;
@@ -83,7 +96,7 @@ pub enum MetricsSecurity {
     Plain,
     /// HTTPS, answering only callers `auth` admits.
     Secure {
-        tls: TlsAcceptor,
+        tls: MetricsTls,
         auth: Arc<MetricsAuth>,
     },
 }
@@ -94,233 +107,52 @@ pub async fn serve_probes(listener: TcpListener, probes: Arc<Probes>) {
         probes: Some(probes),
         metrics: None,
     };
-    serve(listener, routes).await
+    serve("probes", listener, routes).await
 }
 
-/// Serves `/metrics` on `listener`, as `security` says, until the future is dropped.
+/// Serves `/metrics` on `listener`, as `security` says, until the future is dropped (over TLS,
+/// on a thread of its own that lives as long as the process).
 pub async fn serve_metrics(listener: TcpListener, security: MetricsSecurity) {
     let routes = Routes {
         probes: None,
         metrics: Some(security),
     };
-    serve(listener, routes).await
+    serve("metrics", listener, routes).await
 }
 
-/// Which paths a listener answers: probes, metrics, or both.
-#[derive(Clone)]
-struct Routes {
-    probes: Option<Arc<Probes>>,
-    metrics: Option<MetricsSecurity>,
-}
-
-async fn serve(listener: TcpListener, routes: Routes) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _peer)) => {
-                smol::spawn(serve_connection(stream, routes.clone())).detach();
-            }
-            Err(e) => {
-                log::warn!("probe/metrics server: accept failed: {e}");
-                smol::Timer::after(ACCEPT_ERROR_PAUSE).await;
-            }
-        }
-    }
-}
-
-async fn serve_connection(stream: TcpStream, routes: Routes) {
-    let Some(MetricsSecurity::Secure { tls, .. }) = &routes.metrics else {
-        return serve_http(stream, routes).await;
+/// Runs one server until the future is dropped. Its connections are tasks of an executor of
+/// its own: run here, on the caller's executor, for plain HTTP; on a thread of its own for
+/// TLS, so a flood of handshakes never delays `/healthz` or the controllers.
+async fn serve(name: &'static str, listener: TcpListener, routes: Routes) {
+    let tls = match &routes.metrics {
+        Some(MetricsSecurity::Secure { tls, .. }) => Some(handshake::Handshakes::new(tls.clone())),
+        _ => None,
     };
-    let handshake = async { Some(tls.accept(stream).await) };
-    let timeout = async {
-        smol::Timer::after(HANDSHAKE_TIMEOUT).await;
-        None
-    };
-    match smol::future::or(handshake, timeout).await {
-        Some(Ok(stream)) => {
-            let stream = async_dup::Arc::new(async_dup::Mutex::new(stream));
-            serve_http(stream, routes).await
-        }
-        Some(Err(e)) => log::debug!("metrics TLS handshake failed: {e}"),
-        None => log::debug!("metrics TLS handshake timed out after {HANDSHAKE_TIMEOUT:?}"),
+    let on_own_thread = tls.is_some();
+    let executor = Arc::new(smol::Executor::new());
+    let server = Arc::new(Server {
+        name,
+        admission: admission::Admission::new(
+            limits::server_connection_cap(on_own_thread),
+            refusals::ServerStats::new(name),
+        ),
+        routes,
+        tls,
+        executor: executor.clone(),
+    });
+    if !on_own_thread {
+        return executor
+            .run(connection::accept_loop(listener, server))
+            .await;
     }
-}
-
-async fn serve_http<S>(stream: S, routes: Routes)
-where
-    S: AsyncRead + AsyncWrite + Clone + Send + Sync + Unpin + 'static,
-{
-    let result = async_h1::accept(stream, |req| {
-        let routes = routes.clone();
-        async move { Ok(respond(&req, &routes).await) }
-    })
-    .await;
-    if let Err(e) = result {
-        log::debug!("probe/metrics connection ended: {e}");
+    let thread = std::thread::Builder::new()
+        .name(format!("skiff-{name}"))
+        .spawn(move || smol::block_on(executor.run(connection::accept_loop(listener, server))));
+    match thread {
+        Ok(_) => std::future::pending().await,
+        Err(e) => log::error!("{name} server: cannot start its thread: {e}; not serving"),
     }
-}
-
-async fn respond(req: &Request, routes: &Routes) -> Response {
-    match (req.url().path(), &routes.probes, &routes.metrics) {
-        ("/healthz", Some(probes), _) => match probes.health(Instant::now()) {
-            Ok(()) => text(StatusCode::Ok, "ok"),
-            Err(why) => text(StatusCode::InternalServerError, &why),
-        },
-        ("/readyz", Some(probes), _) if probes.is_ready() => text(StatusCode::Ok, "ok"),
-        ("/readyz", Some(_), _) => text(StatusCode::InternalServerError, "not ready"),
-        ("/metrics", _, Some(security)) => metrics(req, security).await,
-        _ => text(StatusCode::NotFound, "not found"),
-    }
-}
-
-async fn metrics(req: &Request, security: &MetricsSecurity) -> Response {
-    if let MetricsSecurity::Secure { auth, .. } = security {
-        let authorization = req.header("Authorization").map(|v| v.as_str());
-        if let Decision::Deny(status, message) = auth.check(authorization).await {
-            let mut res = text(status, &message);
-            if status == StatusCode::Unauthorized {
-                res.insert_header("WWW-Authenticate", "Bearer");
-            }
-            return res;
-        }
-    }
-    let mut res = Response::new(StatusCode::Ok);
-    res.insert_header("Content-Type", METRICS_CONTENT_TYPE);
-    res.set_body(crate::metrics::render());
-    res
-}
-
-fn text(status: StatusCode, body: &str) -> Response {
-    let mut res = Response::new(status);
-    res.insert_header("Content-Type", "text/plain; charset=utf-8");
-    res.set_body(body);
-    res
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use http_types::{Method, Url};
-
-    async fn get(addr: SocketAddr, path: &str) -> (StatusCode, String, Option<String>) {
-        let stream = TcpStream::connect(addr).await.expect("connect");
-        let url = Url::parse(&format!("http://{addr}{path}")).expect("url");
-        let mut res = async_h1::connect(stream, Request::new(Method::Get, url))
-            .await
-            .expect("response");
-        let content_type = res.header("Content-Type").map(|v| v.as_str().to_owned());
-        let body = res.body_string().await.expect("body");
-        (res.status(), body, content_type)
-    }
-
-    async fn start(probes: Option<Arc<Probes>>, metrics: Option<MetricsSecurity>) -> SocketAddr {
-        let loopback = "127.0.0.1:0".parse().expect("addr");
-        let listener = bind(loopback, "--test-address").await.expect("bind");
-        let addr = listener.local_addr().expect("local addr");
-        smol::spawn(serve(listener, Routes { probes, metrics })).detach();
-        addr
-    }
-
-    #[test]
-    fn probes_answer_healthz_and_readyz() {
-        smol::block_on(async {
-            let probes = Arc::new(Probes::new(Vec::new()));
-            let addr = start(Some(probes.clone()), None).await;
-            assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
-            assert_eq!(
-                get(addr, "/readyz").await.0,
-                StatusCode::InternalServerError
-            );
-            probes.set_ready(true);
-            let (status, body, _) = get(addr, "/readyz").await;
-            assert_eq!((status, body.as_str()), (StatusCode::Ok, "ok"));
-            assert_eq!(get(addr, "/metrics").await.0, StatusCode::NotFound);
-            assert_eq!(get(addr, "/other").await.0, StatusCode::NotFound);
-        });
-    }
-
-    #[test]
-    fn a_failing_check_makes_healthz_fail_with_its_message() {
-        smol::block_on(async {
-            let healthy = Arc::new(AtomicBool::new(true));
-            let flag = healthy.clone();
-            let ok: Check = Box::new(|_| Ok(()));
-            let lease: Check = Box::new(move |_| match flag.load(Ordering::Relaxed) {
-                true => Ok(()),
-                false => Err("last renew 40s ago".to_owned()),
-            });
-            let probes = Arc::new(Probes::new(vec![("ok-check", ok), ("lease", lease)]));
-            let addr = start(Some(probes.clone()), None).await;
-            assert_eq!(get(addr, "/healthz").await.0, StatusCode::Ok);
-            healthy.store(false, Ordering::Relaxed);
-            let (status, body, _) = get(addr, "/healthz").await;
-            assert_eq!(status, StatusCode::InternalServerError);
-            assert_eq!(body, "lease: last renew 40s ago");
-        });
-    }
-
-    #[test]
-    fn metrics_are_served_in_prometheus_text_format() {
-        smol::block_on(async {
-            crate::metrics::counter("skiff_serve_test_total", "A test counter.", &[]).inc();
-            let addr = start(None, Some(MetricsSecurity::Plain)).await;
-            let (status, body, content_type) = get(addr, "/metrics").await;
-            assert_eq!(status, StatusCode::Ok);
-            assert_eq!(content_type.as_deref(), Some(METRICS_CONTENT_TYPE));
-            assert!(body.contains("skiff_serve_test_total 1"), "{body}");
-            assert_eq!(get(addr, "/healthz").await.0, StatusCode::NotFound);
-        });
-    }
-
-    async fn get_tls(addr: SocketAddr, token: Option<&str>) -> (StatusCode, String) {
-        let tcp = TcpStream::connect(addr).await.expect("connect");
-        let tls = async_native_tls::TlsConnector::new()
-            .danger_accept_invalid_certs(true)
-            .connect("localhost", tcp)
-            .await
-            .expect("TLS handshake");
-        let url = Url::parse("https://localhost/metrics").expect("url");
-        let mut req = Request::new(Method::Get, url);
-        if let Some(token) = token {
-            req.insert_header("Authorization", format!("Bearer {token}"));
-        }
-        let stream = async_dup::Arc::new(async_dup::Mutex::new(tls));
-        let mut res = async_h1::connect(stream, req).await.expect("response");
-        (res.status(), res.body_string().await.expect("body"))
-    }
-
-    #[test]
-    fn secure_metrics_refuse_without_a_token_and_fail_closed_when_reviews_fail() {
-        smol::block_on(async {
-            crate::metrics::counter("skiff_serve_secure_test_total", "A test counter.", &[]).inc();
-            let nowhere = Url::parse("http://127.0.0.1:1").expect("url");
-            let client =
-                crate::kube::Client::new(crate::kube::Config::new(nowhere)).expect("client");
-            let security = MetricsSecurity::Secure {
-                tls: metrics_tls_acceptor(None).expect("self-signed"),
-                auth: MetricsAuth::new(client),
-            };
-            let addr = start(None, Some(security)).await;
-            let (status, body) = get_tls(addr, None).await;
-            assert_eq!(status, StatusCode::Unauthorized, "{body}");
-            assert!(!body.contains("skiff_serve_secure_test_total"), "{body}");
-            let (status, body) = get_tls(addr, Some("some-token")).await;
-            assert_eq!(status, StatusCode::InternalServerError, "{body}");
-            assert!(!body.contains("skiff_serve_secure_test_total"), "{body}");
-        });
-    }
-
-    #[test]
-    fn binding_a_taken_address_names_the_flag() {
-        smol::block_on(async {
-            let loopback = "127.0.0.1:0".parse().expect("addr");
-            let first = bind(loopback, "--a").await.expect("bind");
-            let taken = first.local_addr().expect("local addr");
-            let err = bind(taken, "--health-probe-bind-address")
-                .await
-                .unwrap_err();
-            assert!(err.contains("--health-probe-bind-address"), "{err}");
-            assert!(err.contains(&taken.to_string()), "{err}");
-        });
-    }
-}
+mod tests;

@@ -100,6 +100,9 @@ pub struct Launch<'a> {
     pub log_dir: PathBuf,
     /// The client's QPS and burst ([`QPS`] and [`BURST`] unless a scenario sets its own).
     pub qps: (&'static str, &'static str),
+    /// `--health-probe-bind-address` and `--metrics-bind-address` (`0`: metrics off).
+    pub probe_address: String,
+    pub metrics_address: String,
 }
 
 impl<'a> Launch<'a> {
@@ -119,6 +122,8 @@ impl<'a> Launch<'a> {
             tag: format!("{prefix}-{}", operator.slug),
             log_dir: cp.dir().join("compare"),
             qps: (QPS, BURST),
+            probe_address: "127.0.0.1:0".into(),
+            metrics_address: "0".into(),
         }
     }
 
@@ -129,8 +134,8 @@ impl<'a> Launch<'a> {
             format!("--kubeconfig={}", self.kubeconfig.display()),
             "--leader-elect=true".into(),
             format!("--leader-election-namespace={namespace}"),
-            "--health-probe-bind-address=127.0.0.1:0".into(),
-            "--metrics-bind-address=0".into(),
+            format!("--health-probe-bind-address={}", self.probe_address),
+            format!("--metrics-bind-address={}", self.metrics_address),
             format!("--kube-api-qps={}", self.qps.0),
             format!("--kube-api-burst={}", self.qps.1),
         ];

@@ -121,6 +121,19 @@ fn read_file(path: &Path, source: &str) -> Result<KubeconfigFile, ConfigError> {
     })
 }
 
+/// One kubeconfig's text, parsed and resolved as [`load_files`] does a file's, its relative
+/// paths under `dir`. For the fuzzers and property tests.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn load_text(text: &str, dir: &Path) -> Result<Config, ConfigError> {
+    let file: KubeconfigFile = super::yaml::from_str(text).map_err(|e| ConfigError::Yaml {
+        path: dir.join("kubeconfig"),
+        error: e.to_string(),
+    })?;
+    let mut merged = Merged::default();
+    merged.add(file, dir);
+    resolve(&merged, None, "the fuzzed kubeconfig")
+}
+
 fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Config, ConfigError> {
     let context_name = context
         .map(str::to_owned)

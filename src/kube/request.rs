@@ -1,11 +1,14 @@
 //! One HTTP exchange with the API server: build the request, send it on a pooled connection,
-//! read the whole reply, and turn a non-2xx reply into an [`Error`].
+//! read the whole reply (within [`super::reply_limits`]), and turn a non-2xx reply into an
+//! [`Error`].
 
 use super::Error;
 use super::api::Status;
 use super::config::{Config, Credential};
 use super::connect::Connection;
 use super::pool::Pool;
+use super::reply_head::HeadGuard;
+use super::reply_limits::{BodyLimit, read_body};
 use crate::deadline::or_timeout;
 use http_types::{Body, Method, Request, Response, Url};
 use std::time::Duration;
@@ -24,6 +27,12 @@ pub struct RequestSpec {
 }
 
 impl RequestSpec {
+    /// How much of the reply to this request may be read ([`super::reply_limits`]).
+    pub fn body_limit(&self) -> BodyLimit {
+        let page_size = self.query.iter().find(|(key, _)| *key == "limit");
+        BodyLimit::for_reply(self.verb, page_size.map(|(_, value)| value.as_str()))
+    }
+
     pub fn new(method: Method, path: String, verb: &'static str) -> RequestSpec {
         RequestSpec {
             method,
@@ -97,12 +106,13 @@ pub async fn send_pooled(
 ) -> Result<Reply, Error> {
     let identity = credential.identity.as_ref();
     let checkout = pool.checkout(identity).await?;
-    match exchange(pool, checkout.conn, spec.build(config, credential)).await {
+    let limit = spec.body_limit();
+    match exchange(pool, checkout.conn, spec.build(config, credential), limit).await {
         Ok(reply) => Ok(reply),
         Err(Failure::BeforeResponse(e)) if checkout.reused && spec.method == Method::Get => {
             log::debug!("reused connection failed ({e}); redialing once");
             let conn = pool.dial(identity).await?;
-            exchange(pool, conn, spec.build(config, credential))
+            exchange(pool, conn, spec.build(config, credential), limit)
                 .await
                 .map_err(Failure::into_error)
         }
@@ -119,9 +129,14 @@ pub async fn send_fresh(
     credential: &Credential,
 ) -> Result<Reply, Error> {
     let conn = pool.dial(credential.identity.as_ref()).await?;
-    exchange(pool, conn, spec.build(config, credential))
-        .await
-        .map_err(Failure::into_error)
+    exchange(
+        pool,
+        conn,
+        spec.build(config, credential),
+        spec.body_limit(),
+    )
+    .await
+    .map_err(Failure::into_error)
 }
 
 impl Failure {
@@ -132,22 +147,29 @@ impl Failure {
     }
 }
 
-async fn exchange(pool: &Pool, conn: Connection, req: Request) -> Result<Reply, Failure> {
+async fn exchange(
+    pool: &Pool,
+    conn: Connection,
+    req: Request,
+    limit: BodyLimit,
+) -> Result<Reply, Failure> {
     let mutating = matches!(
         req.method(),
         Method::Post | Method::Put | Method::Patch | Method::Delete
     );
     let mut in_flight = mutating.then(|| pool.writes.track(&conn));
-    let mut res = async_h1::client::connect(conn.clone(), req)
+    let (limited, head_read) = HeadGuard::new(conn.clone());
+    let mut res = async_h1::client::connect(limited, req)
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
+    head_read.release();
     if let Some(write) = &mut in_flight {
         write.answered();
     }
     let expected_len = content_length(&res);
-    let body = res.body_bytes().await.map_err(|e| {
-        Failure::AfterResponse(Error::Transport(format!("reading the response body: {e}")))
-    })?;
+    let body = read_body(res.take_body(), limit, expected_len)
+        .await
+        .map_err(Failure::AfterResponse)?;
     // async-h1 ends a Content-Length body quietly at EOF: a reset mid-body must not pass.
     if let Some(expected) = expected_len.filter(|&n| n != body.len()) {
         return Err(Failure::AfterResponse(Error::Transport(format!(
@@ -177,16 +199,15 @@ pub async fn start_watch(
 ) -> Result<Body, Error> {
     let head = async {
         let conn = pool.dial(credential.identity.as_ref()).await?;
-        let mut res = async_h1::client::connect(conn, spec.build(config, credential))
+        let (limited, head_read) = HeadGuard::new(conn);
+        let mut res = async_h1::client::connect(limited, spec.build(config, credential))
             .await
             .map_err(|e| Error::Transport(format!("no response to the watch request: {e}")))?;
+        head_read.release();
         if res.status().is_success() {
             return Ok(res.take_body());
         }
-        let body = res
-            .body_bytes()
-            .await
-            .map_err(|e| Error::Transport(format!("reading the watch error reply: {e}")))?;
+        let body = read_body(res.take_body(), BodyLimit::Object, content_length(&res)).await?;
         Err(reply_error(&Reply {
             code: res.status() as u16,
             retry_after: retry_after(&res),

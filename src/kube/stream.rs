@@ -2,7 +2,8 @@
 //!
 //! The stream ends (returns `None`) after a clean end of the body and after any error: an
 //! `ERROR` event (410 → [`Error::Expired`]), a line that is not an event ([`Error::Decode`]),
-//! or a body cut short ([`Error::Transport`]). The caller then re-lists or re-watches.
+//! a body cut short or a line over [`MAX_LINE`] ([`Error::Transport`]). The caller then
+//! re-lists or re-watches.
 
 use super::Error;
 use super::api::{ObjectMeta, Resource, Status, WatchFrame};
@@ -13,9 +14,8 @@ use smol::io::{AsyncRead, AsyncReadExt};
 use std::marker::PhantomData;
 use std::pin::Pin;
 
-/// Longest event line accepted (the API server's default request size limit is 3 MiB per
-/// object; this leaves room for the envelope and JSON escaping).
-const MAX_LINE: usize = 16 * 1024 * 1024;
+/// Longest event line accepted: one object and its event ([`super::reply_limits`]).
+const MAX_LINE: usize = super::reply_limits::MAX_WATCH_LINE_BYTES;
 /// How much is read from the body at a time: one event of a watched kind is well under it
 /// (a real Namespace is about 1 KiB), and the reads come from the HTTP layer's own buffer.
 const READ_SIZE: usize = 4 * 1024;
@@ -91,7 +91,7 @@ impl<K: Resource> WatchStream<K> {
     /// every watch task's state that much larger for as long as the watch is open.
     async fn fill(&mut self) -> Result<(), Error> {
         let filled = self.buf.len();
-        self.buf.resize(filled + READ_SIZE, 0);
+        self.reserve_within_line_limit(filled);
         let read = self.body.read(&mut self.buf[filled..]).await;
         self.buf.truncate(filled + *read.as_ref().unwrap_or(&0));
         let read = read.map_err(|e| super::watch_body::read_error(&e))?;
@@ -104,12 +104,30 @@ impl<K: Resource> WatchStream<K> {
                 "watch stream ended in the middle of an event".into(),
             ));
         }
-        if self.buf.len() > MAX_LINE {
-            return Err(Error::Decode(format!(
-                "watch event longer than {MAX_LINE} bytes"
+        if self.buf.len() > MAX_LINE && !self.buf[filled..].contains(&b'\n') {
+            return Err(Error::Transport(format!(
+                "watch event longer than {MAX_LINE} bytes without a line end"
             )));
         }
         Ok(())
+    }
+
+    /// Room for one read, never taking the buffer (or its capacity) past one line over the limit.
+    fn reserve_within_line_limit(&mut self, filled: usize) {
+        let room = READ_SIZE.min((MAX_LINE + 1).saturating_sub(filled)).max(1);
+        if self.buf.capacity() < filled + room {
+            let doubled = (self.buf.capacity() * 2).min(MAX_LINE + 1);
+            self.buf.reserve_exact(doubled.max(filled + room) - filled);
+        }
+        self.buf.resize(filled + room, 0);
+    }
+}
+
+#[cfg(any(test, fuzzing))]
+impl<K> WatchStream<K> {
+    /// Bytes the line buffer holds room for.
+    pub(crate) fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
     }
 }
 

@@ -1,4 +1,5 @@
-//! TLS client streams on smol, from an OpenSSL context (`SslConnector`) built once per client.
+//! TLS streams on smol, from an OpenSSL context built once: each client's (`SslConnector`), and
+//! the metrics server's ([`accept`]).
 //!
 //! async-native-tls builds a new OpenSSL context (`SSL_CTX`) for every connection it dials:
 //! the cipher and signature tables, the trust store (the cluster CA), and first the system's
@@ -27,10 +28,27 @@ pub async fn connect<S>(ssl: Ssl, stream: S) -> io::Result<TlsStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    handshake(ssl, stream, Ssl::connect).await
+}
+
+/// Accepts a TLS connection over `stream` with `ssl` (made from a server context).
+pub async fn accept<S>(ssl: Ssl, stream: S) -> io::Result<TlsStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    handshake(ssl, stream, Ssl::accept).await
+}
+
+type Start<S> = fn(Ssl, Bridge<S>) -> Result<SslStream<Bridge<S>>, HandshakeError<Bridge<S>>>;
+
+async fn handshake<S>(ssl: Ssl, stream: S, start: Start<S>) -> io::Result<TlsStream<S>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut state = Handshake::Start(ssl, stream);
     poll_fn(|cx| {
         let attempt = match std::mem::replace(&mut state, Handshake::Finished) {
-            Handshake::Start(ssl, stream) => ssl.connect(Bridge::new(stream, cx)),
+            Handshake::Start(ssl, stream) => start(ssl, Bridge::new(stream, cx)),
             Handshake::Midway(mut midway) => {
                 midway.get_mut().set_waker(cx);
                 midway.handshake()

@@ -5,22 +5,32 @@
 //! The reviews are POSTs on the main client *without* the leader-election fence: a standby must
 //! answer its scrapes too, and a review writes nothing. They share the main client's connections
 //! and token bucket, never the lease client's, so a slow or failing review cannot delay a lease
-//! renewal. Two guards keep scrapers from costing the controllers their budget: outcomes are
-//! cached ([`ReviewCache`]), and at most [`MAX_REVIEWS_IN_FLIGHT`] reviews run at once; callers
-//! beyond that get 503 at once instead of queueing on the bucket.
+//! renewal. Three guards keep scrapers, or anyone sending random tokens, from costing the
+//! controllers their budget:
+//! - outcomes are cached ([`ReviewCache`]), refusals too, and refusals never push a reader out;
+//! - tokens never seen allowed are reviewed at most [`NEW_TOKEN_REVIEWS_PER_SECOND`] a second
+//!   (a burst of [`NEW_TOKEN_REVIEW_BURST`]); beyond that the caller gets 429 at once, so
+//!   random tokens take at most that share of the main client's requests. A known reader's
+//!   token, due for its review again, does not wait for this budget;
+//! - at most [`MAX_REVIEWS_IN_FLIGHT`] reviews run at once; callers beyond that get 503 at once
+//!   instead of queueing on the bucket.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http_types::StatusCode;
 use smol::lock::Semaphore;
 
-use super::review_cache::{Outcome, ReviewCache};
+use super::review_cache::{Lookup, Outcome, ReviewCache};
 use crate::kube::api::{SubjectAccessReview, TokenReview};
-use crate::kube::{Client, Error};
+use crate::kube::{Client, Error, TokenBucket};
 
 /// Token reviews running at once; a scraper or two never needs more.
 pub const MAX_REVIEWS_IN_FLIGHT: usize = 4;
+/// Reviews per second of tokens not known to be a reader's.
+pub const NEW_TOKEN_REVIEWS_PER_SECOND: f32 = 1.0;
+/// How many such reviews may come at once before the rate applies.
+pub const NEW_TOKEN_REVIEW_BURST: u32 = 4;
 /// The non-resource URL and verb a reader must be allowed (the `skiff-metrics-reader` role).
 const METRICS_PATH: &str = "/metrics";
 const METRICS_VERB: &str = "get";
@@ -38,6 +48,7 @@ pub struct MetricsAuth {
     client: Client,
     cache: Mutex<ReviewCache>,
     in_flight: Semaphore,
+    new_tokens: TokenBucket,
 }
 
 impl MetricsAuth {
@@ -47,27 +58,44 @@ impl MetricsAuth {
             client,
             cache: Mutex::new(ReviewCache::default()),
             in_flight: Semaphore::new(MAX_REVIEWS_IN_FLIGHT),
+            new_tokens: TokenBucket::new(NEW_TOKEN_REVIEWS_PER_SECOND, NEW_TOKEN_REVIEW_BURST),
         })
     }
 
     /// Decides on a request carrying `authorization` (its `Authorization` header, if any).
     pub async fn check(&self, authorization: Option<&str>) -> Decision {
+        self.check_at(authorization, Instant::now()).await
+    }
+
+    /// [`check`](Self::check) with the cache's clock at `now`.
+    async fn check_at(&self, authorization: Option<&str>, now: Instant) -> Decision {
         let Some(token) = authorization.and_then(bearer_token) else {
             return unauthorized();
         };
-        if let Some(outcome) = self.cached(token) {
-            return decision(outcome);
-        }
+        let known_reader = match self.cache_lock().get(token, now) {
+            Lookup::Cached(outcome) => return decision(outcome),
+            Lookup::KnownReader => true,
+            Lookup::Unknown => false,
+        };
         let Some(_permit) = self.in_flight.try_acquire() else {
             return Decision::Deny(
                 StatusCode::ServiceUnavailable,
                 "too many authorization reviews in flight; retry shortly".to_owned(),
             );
         };
+        // A token that is there now: waiting would hold one of the few review slots.
+        let now_or_never = Instant::now() + Duration::from_millis(1);
+        if !known_reader && self.new_tokens.acquire_before(now_or_never).await.is_err() {
+            return Decision::Deny(
+                StatusCode::TooManyRequests,
+                format!(
+                    "too many new tokens to review (at most {NEW_TOKEN_REVIEWS_PER_SECOND} a second); retry shortly"
+                ),
+            );
+        }
         match self.review(token).await {
             Ok(outcome) => {
-                self.cache_lock()
-                    .insert(token, outcome.clone(), Instant::now());
+                self.cache_lock().insert(token, outcome.clone(), now);
                 decision(outcome)
             }
             Err(e) => {
@@ -78,10 +106,6 @@ impl MetricsAuth {
                 )
             }
         }
-    }
-
-    fn cached(&self, token: &str) -> Option<Outcome> {
-        self.cache_lock().get(token, Instant::now())
     }
 
     fn cache_lock(&self) -> std::sync::MutexGuard<'_, ReviewCache> {
@@ -129,29 +153,4 @@ fn bearer_token(header: &str) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_non_empty_bearer_token_is_taken() {
-        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
-        assert_eq!(bearer_token("bearer  abc "), Some("abc"));
-        assert_eq!(bearer_token("Basic abc"), None);
-        assert_eq!(bearer_token("Bearer "), None);
-        assert_eq!(bearer_token("Bearer"), None);
-    }
-
-    #[test]
-    fn outcomes_map_to_401_403_and_allow() {
-        assert_eq!(decision(Outcome::Allowed), Decision::Allow);
-        assert!(matches!(
-            decision(Outcome::Unauthenticated),
-            Decision::Deny(StatusCode::Unauthorized, _)
-        ));
-        let Decision::Deny(status, message) = decision(Outcome::Forbidden("bob".into())) else {
-            panic!("forbidden must deny");
-        };
-        assert_eq!(status, StatusCode::Forbidden);
-        assert!(message.contains("bob") && message.contains("skiff-metrics-reader"));
-    }
-}
+mod tests;

@@ -5,6 +5,10 @@
 // copies each labelled source ConfigMap into every namespace a label selector picks. Writes
 // happen only when a copy is missing or differs, so a restart with nothing changed writes 0.
 //
+// Its metrics are served as kubebuilder scaffolds them: with --metrics-bind-address set, over
+// HTTPS (a self-signed certificate, HTTP/2 off) to callers the API server authenticates and
+// authorizes (filters.WithAuthenticationAndAuthorization); --metrics-secure=false for plain HTTP.
+//
 // --variant picks how the clients are configured:
 //
 //	scaffold         as kubebuilder scaffolds it: one rest.Config, QPS/burst on it; the
@@ -18,6 +22,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"maps"
@@ -37,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -44,12 +50,12 @@ import (
 const managedBy = "skiff-peer"
 
 type options struct {
-	variant, leaseID, leaseNamespace, probeAddr, metricsAddr string
-	sourceNamespace, sourceLabel, namespaceSelector          string
-	leaderElect, cacheAllNamespaces                          bool
-	qps                                                      float64
-	burst                                                    int
-	leaseDuration, renewDeadline, retryPeriod                time.Duration
+	variant, leaseID, leaseNamespace, probeAddr, metricsAddr    string
+	sourceNamespace, sourceLabel, namespaceSelector             string
+	leaderElect, cacheAllNamespaces, metricsSecure, enableHTTP2 bool
+	qps                                                         float64
+	burst                                                       int
+	leaseDuration, renewDeadline, retryPeriod                   time.Duration
 }
 
 func main() {
@@ -63,6 +69,8 @@ func main() {
 	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "0 disables")
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS with authn/authz")
+	flag.BoolVar(&o.enableHTTP2, "enable-http2", false, "allow HTTP/2 on the metrics server")
 	flag.Float64Var(&o.qps, "kube-api-qps", 20, "")
 	flag.IntVar(&o.burst, "kube-api-burst", 30, "")
 	flag.StringVar(&o.sourceNamespace, "source-namespace", "skiff-peer", "where sources live")
@@ -106,7 +114,7 @@ func run(o options) error {
 		RenewDeadline:                 &o.renewDeadline,
 		RetryPeriod:                   &o.retryPeriod,
 		HealthProbeBindAddress:        o.probeAddr,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       metricsOptions(o),
 		// Cache only what the reconciler reads: sources and copies, and the selected namespaces.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Label: sources},
@@ -229,4 +237,17 @@ func namespaceCache(selector labels.Selector, all bool) labels.Selector {
 		return nil
 	}
 	return selector
+}
+
+// metricsOptions is kubebuilder's scaffold: HTTPS with a self-signed certificate, HTTP/2 off
+// (its Rapid Reset and Stream Cancellation advisories), and the authn/authz filter.
+func metricsOptions(o options) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if !o.enableHTTP2 {
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	if o.metricsSecure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
 }

@@ -5,4 +5,5 @@
 mod support;
 
 mod helm_chart;
+mod networkpolicy;
 mod sbom;

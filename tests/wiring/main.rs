@@ -7,6 +7,7 @@ mod support;
 
 mod bad_input;
 mod cli_flags;
+mod hostile_fds;
 mod leader_expiry;
 mod leader_isolation;
 mod leader_probes;
@@ -15,4 +16,5 @@ mod leader_shutdown;
 mod leader_stall;
 mod liveness;
 mod metrics_reviews;
+mod review_budget;
 mod smoke;

@@ -1,0 +1,4 @@
+//! Fuzzes `skiff::fuzzing::request_head` (see its doc for the input and what is checked).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| skiff::fuzzing::request_head(data));

@@ -1,0 +1,333 @@
+//! Which connections a server holds, and which one goes when it is full.
+//!
+//! A server keeps at most its cap of connections. When a new one arrives at the cap, of the
+//! connections still *waiting* (for their TLS handshake, their request head, or idle between
+//! requests) the one silent the longest is closed to make room, and counted as evicted. Only
+//! when every held connection is being answered is the new one closed instead. A flood of
+//! silent or slow connections therefore cannot lock out the kubelet, nor a scraper: the
+//! kubelet's probe sends its request as soon as it connects, and a scraper's handshake keeps
+//! bytes flowing, so neither is ever the one silent the longest. Connections report what they
+//! read through [`Touching`].
+//!
+//! Closing means `shutdown(2)` on the socket: the peer sees the end at once, and the
+//! connection's task sees end of input on its next read and drops the file descriptor. Until
+//! it has, the evicted connection still holds its descriptor and stays in the table; the
+//! accept loop lets no more than [`MAX_EVICTING`] pile up (see [`Admission::evicting`]), so
+//! the descriptors a server holds stay within its cap plus that.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::Shutdown;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use smol::io::AsyncRead;
+use smol::net::TcpStream;
+
+use super::refusals::{Refusal, ServerStats};
+
+/// Evicted connections whose task has not yet closed them, at most, before the accept loop
+/// waits for them.
+pub const MAX_EVICTING: usize = 32;
+
+/// One server's open connections.
+pub struct Admission {
+    cap: usize,
+    table: Mutex<Table>,
+    pub stats: ServerStats,
+}
+
+#[derive(Default)]
+struct Table {
+    next_id: u64,
+    open: BTreeMap<u64, Entry>,
+}
+
+struct Entry {
+    waiting: bool,
+    /// When it was admitted or last sent bytes.
+    heard: Instant,
+    /// Shut down to make room; gone once its task drops its ticket.
+    evicted: bool,
+    socket: TcpStream,
+}
+
+/// A held connection's place in the table; dropping it gives the place back.
+pub struct Ticket {
+    id: u64,
+    admission: Arc<Admission>,
+}
+
+/// Records that a held connection sent bytes (see [`Touching`]).
+#[derive(Clone)]
+pub struct Activity {
+    id: u64,
+    admission: Arc<Admission>,
+}
+
+/// The waiting connection silent the longest. Bytes the kernel holds for a connection that
+/// its task has not read yet count as heard now: under a burst of accepts, a scraper's request
+/// can arrive before its task runs again, and it must not be the one that goes.
+fn quietest(table: &mut Table) -> Option<&mut Entry> {
+    let mut candidates: Vec<(Instant, u64)> = table
+        .open
+        .iter()
+        .filter(|(_, e)| e.waiting && !e.evicted)
+        .map(|(id, e)| (e.heard, *id))
+        .collect();
+    candidates.sort_unstable();
+    let now = Instant::now();
+    let mut chosen = candidates.first().map(|(_, id)| *id);
+    for (_, id) in &candidates {
+        let entry = table.open.get_mut(id)?;
+        if !has_unread_input(&entry.socket) {
+            chosen = Some(*id);
+            break;
+        }
+        entry.heard = now;
+    }
+    table.open.get_mut(&chosen?)
+}
+
+/// Whether bytes from the peer wait in the socket's receive queue (a peek, never blocking).
+fn has_unread_input(socket: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    matches!(rustix::net::recv(socket, &mut byte, flags), Ok((n, _)) if n > 0)
+}
+
+impl Admission {
+    /// A table for at most `cap` connections, counting into `stats`.
+    pub fn new(cap: usize, stats: ServerStats) -> Arc<Admission> {
+        Arc::new(Admission {
+            cap: cap.max(1),
+            table: Mutex::new(Table::default()),
+            stats,
+        })
+    }
+
+    /// Admits `socket` as waiting, evicting the oldest waiting connection if the table is full;
+    /// `None` (counted) when everything held is being answered.
+    pub fn admit(self: &Arc<Self>, socket: &TcpStream) -> Option<Ticket> {
+        let mut table = self.lock();
+        let live = table.open.values().filter(|e| !e.evicted).count();
+        if live >= self.cap {
+            let Some(quietest) = quietest(&mut table) else {
+                self.stats.refused(Refusal::OverCapacity);
+                return None;
+            };
+            quietest.evicted = true;
+            let _ = quietest.socket.shutdown(Shutdown::Both);
+            self.stats.refused(Refusal::Evicted);
+        }
+        let id = table.next_id;
+        table.next_id += 1;
+        let entry = Entry {
+            waiting: true,
+            heard: Instant::now(),
+            evicted: false,
+            socket: socket.clone(),
+        };
+        table.open.insert(id, entry);
+        self.stats.set_open(table.open.len());
+        Some(Ticket {
+            id,
+            admission: self.clone(),
+        })
+    }
+
+    /// Evicted connections whose task has not closed them yet.
+    pub fn evicting(&self) -> usize {
+        self.lock().open.values().filter(|e| e.evicted).count()
+    }
+
+    /// Connections held now.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.lock().open.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Ticket {
+    /// Marks the connection as being answered (not evictable) or waiting again.
+    pub fn set_waiting(&self, waiting: bool) {
+        if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
+            entry.waiting = waiting;
+        }
+    }
+
+    /// A handle that records the connection's reads.
+    pub fn activity(&self) -> Activity {
+        Activity {
+            id: self.id,
+            admission: self.admission.clone(),
+        }
+    }
+}
+
+impl Activity {
+    fn heard(&self) {
+        if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
+            entry.heard = Instant::now();
+        }
+    }
+}
+
+/// A stream that records, in its connection's entry, every read that brought bytes.
+pub struct Touching<S> {
+    inner: S,
+    activity: Activity,
+}
+
+impl<S> Touching<S> {
+    pub fn new(inner: S, activity: Activity) -> Touching<S> {
+        Touching { inner, activity }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Touching<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let read = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        if read > 0 {
+            this.activity.heard();
+        }
+        Poll::Ready(Ok(read))
+    }
+}
+
+crate::write_through::write_through!(Touching);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut table = self.admission.lock();
+        table.open.remove(&self.id);
+        self.admission.stats.set_open(table.open.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol::io::AsyncReadExt;
+    use smol::net::TcpListener;
+
+    /// A connected pair: (the client's end, the server's end).
+    async fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
+        let addr = listener.local_addr().expect("addr");
+        let (client, accepted) =
+            smol::future::zip(TcpStream::connect(addr), listener.accept()).await;
+        (client.expect("connect"), accepted.expect("accept").0)
+    }
+
+    async fn is_closed(mut client: TcpStream) -> bool {
+        let mut byte = [0u8; 1];
+        let read = smol::future::or(async { Some(client.read(&mut byte).await) }, async {
+            smol::Timer::after(std::time::Duration::from_millis(200)).await;
+            None
+        });
+        matches!(read.await, Some(Ok(0)) | Some(Err(_)))
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_waiting_connection_silent_the_longest() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-evict"));
+            let (first_client, first) = pair(&listener).await;
+            let (second_client, second) = pair(&listener).await;
+            let (_third_client, third) = pair(&listener).await;
+            let first_ticket = admission.admit(&first).expect("room");
+            let second_ticket = admission.admit(&second).expect("room");
+            first_ticket.set_waiting(false);
+            let _third_ticket = admission.admit(&third).expect("room made");
+            assert_eq!(admission.evicting(), 1, "until its task lets go of it");
+            assert!(
+                is_closed(second_client).await,
+                "the oldest waiting one goes"
+            );
+            drop(second_ticket);
+            assert_eq!((admission.len(), admission.evicting()), (2, 0));
+            assert!(!is_closed(first_client).await, "one being answered stays");
+            assert_eq!(admission.stats.count(Refusal::Evicted), 1);
+        });
+    }
+
+    #[test]
+    fn a_connection_that_keeps_sending_outlasts_newer_silent_ones() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-quiet"));
+            let (busy_client, busy) = pair(&listener).await;
+            let (silent_client, silent) = pair(&listener).await;
+            let (_late_client, late) = pair(&listener).await;
+            let busy_ticket = admission.admit(&busy).expect("room");
+            let _silent_ticket = admission.admit(&silent).expect("room");
+            smol::Timer::after(std::time::Duration::from_millis(5)).await;
+            let mut reading = Touching::new(busy.clone(), busy_ticket.activity());
+            let mut client = busy_client.clone();
+            smol::io::AsyncWriteExt::write_all(&mut client, b"GET")
+                .await
+                .expect("write");
+            let mut three = [0u8; 3];
+            reading.read_exact(&mut three).await.expect("read");
+            let _late_ticket = admission.admit(&late).expect("room made");
+            assert!(is_closed(silent_client).await, "the silent one goes");
+            assert!(
+                !is_closed(busy_client).await,
+                "the older, talking one stays"
+            );
+        });
+    }
+
+    #[test]
+    fn a_request_not_yet_read_outlasts_newer_silent_ones() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-unread"));
+            let (sent_client, sent) = pair(&listener).await;
+            let (silent_client, silent) = pair(&listener).await;
+            let (_late_client, late) = pair(&listener).await;
+            let _sent_ticket = admission.admit(&sent).expect("room");
+            let _silent_ticket = admission.admit(&silent).expect("room");
+            let mut client = sent_client.clone();
+            smol::io::AsyncWriteExt::write_all(&mut client, b"GET /metrics")
+                .await
+                .expect("write");
+            smol::Timer::after(std::time::Duration::from_millis(20)).await;
+            let _late_ticket = admission.admit(&late).expect("room made");
+            assert!(is_closed(silent_client).await, "the silent one goes");
+            assert!(
+                !is_closed(sent_client).await,
+                "the older one whose request waits unread stays"
+            );
+        });
+    }
+
+    #[test]
+    fn when_everything_is_being_answered_the_newcomer_is_refused() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(1, ServerStats::new("test-refuse"));
+            let (_busy_client, busy) = pair(&listener).await;
+            let (_late_client, late) = pair(&listener).await;
+            let ticket = admission.admit(&busy).expect("room");
+            ticket.set_waiting(false);
+            assert!(admission.admit(&late).is_none());
+            assert_eq!(admission.stats.count(Refusal::OverCapacity), 1);
+            drop(ticket);
+            assert_eq!(admission.len(), 0, "a dropped ticket frees its place");
+            assert!(admission.admit(&late).is_some());
+        });
+    }
+}

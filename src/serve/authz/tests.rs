@@ -1,0 +1,145 @@
+use super::*;
+
+#[test]
+fn only_a_non_empty_bearer_token_is_taken() {
+    assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+    assert_eq!(bearer_token("bearer  abc "), Some("abc"));
+    assert_eq!(bearer_token("Basic abc"), None);
+    assert_eq!(bearer_token("Bearer "), None);
+    assert_eq!(bearer_token("Bearer"), None);
+}
+
+#[test]
+fn outcomes_map_to_401_403_and_allow() {
+    assert_eq!(decision(Outcome::Allowed), Decision::Allow);
+    assert!(matches!(
+        decision(Outcome::Unauthenticated),
+        Decision::Deny(StatusCode::Unauthorized, _)
+    ));
+    let Decision::Deny(status, message) = decision(Outcome::Forbidden("bob".into())) else {
+        panic!("forbidden must deny");
+    };
+    assert_eq!(status, StatusCode::Forbidden);
+    assert!(message.contains("bob") && message.contains("skiff-metrics-reader"));
+}
+
+/// A stand-in API server that answers every TokenReview (authenticated only for the token
+/// `reader`) and every SubjectAccessReview (allowed), counting the reviews: `(url, reviews)`.
+fn review_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use smol::io::AsyncWriteExt;
+    use std::sync::atomic::Ordering;
+    let listener = smol::block_on(smol::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let reviews = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = reviews.clone();
+    let serve = async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            let counted = counted.clone();
+            smol::spawn(async move {
+                let request = read_request(&mut tcp).await;
+                counted.fetch_add(1, Ordering::Relaxed);
+                let body = if request.contains("tokenreviews") {
+                    let known = request.contains(r#""token":"reader""#);
+                    format!(r#"{{"status":{{"authenticated":{known},"user":{{"username":"reader"}}}}}}"#)
+                } else {
+                    r#"{"status":{"allowed":true}}"#.to_owned()
+                };
+                let reply = format!(
+                    "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tcp.write_all(reply.as_bytes()).await;
+            })
+            .detach();
+        }
+    };
+    smol::spawn(serve).detach();
+    (url, reviews)
+}
+
+/// A whole request: the head, then as many body bytes as its Content-Length says.
+async fn read_request(tcp: &mut smol::net::TcpStream) -> String {
+    use smol::io::AsyncReadExt;
+    let mut request = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&request).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("content-length: ")
+                        .or(l.strip_prefix("Content-Length: "))
+                })
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                return text;
+            }
+        }
+        match tcp.read(&mut chunk).await {
+            Ok(0) | Err(_) => return text,
+            Ok(n) => request.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn auth_against(url: &str) -> Arc<MetricsAuth> {
+    let url = url.parse().expect("url");
+    MetricsAuth::new(crate::kube::Client::new(crate::kube::Config::new(url)).expect("client"))
+}
+
+#[test]
+fn random_tokens_get_a_few_reviews_a_second_and_then_429() {
+    use std::sync::atomic::Ordering;
+    let (url, reviews) = review_server();
+    let auth = auth_against(&url);
+    let now = Instant::now();
+    let answers: Vec<Decision> = (0..40)
+        .map(|n| smol::block_on(auth.check_at(Some(&format!("Bearer random-{n}")), now)))
+        .collect();
+    let refused = |status| {
+        answers
+            .iter()
+            .filter(|d| matches!(d, Decision::Deny(s, _) if *s == status))
+            .count()
+    };
+    let reviewed = reviews.load(Ordering::Relaxed);
+    assert!(
+        reviewed <= NEW_TOKEN_REVIEW_BURST as usize + 2,
+        "{reviewed} reviews for 40 random tokens"
+    );
+    assert!(
+        refused(StatusCode::TooManyRequests) >= 40 - reviewed,
+        "{answers:?}"
+    );
+    assert!(
+        refused(StatusCode::Unauthorized) >= 1,
+        "reviewed ones are refused: {answers:?}"
+    );
+}
+
+#[test]
+fn a_known_reader_is_reviewed_again_while_strangers_spend_the_budget() {
+    let (url, _) = review_server();
+    let auth = auth_against(&url);
+    let start = Instant::now();
+    let reader = Some("Bearer reader");
+    assert_eq!(
+        smol::block_on(auth.check_at(reader, start)),
+        Decision::Allow
+    );
+    for n in 0..20 {
+        smol::block_on(auth.check_at(Some(&format!("Bearer stranger-{n}")), start));
+    }
+    let stranger = smol::block_on(auth.check_at(Some("Bearer one-more"), start));
+    assert!(
+        matches!(stranger, Decision::Deny(StatusCode::TooManyRequests, _)),
+        "the budget is spent: {stranger:?}"
+    );
+    let expired = start + super::super::ALLOWED_TTL + std::time::Duration::from_secs(1);
+    assert_eq!(
+        smol::block_on(auth.check_at(reader, expired)),
+        Decision::Allow
+    );
+}
