@@ -23,9 +23,10 @@ IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed 's|//[^
 # with the toolchain already on the machine (no musl target or musl C compiler needed). Its
 # OpenSSL is built by hack/openssl.sh from the openssl-src crate's source (the version Cargo.lock
 # pins) with only what skiff uses, once per clone, into the target directory (`make clean`
-# removes it); BENCHMARKS.md "Binary size and build cost" says what each step saved. The PIE's
-# relative relocations are packed (DT_RELR, glibc 2.36 and binutils 2.38 or later): 0.5 MB less
-# than one 24-byte RELA entry per pointer, with the same address randomisation. Identical
+# removes it; a cache outside the clone keeps a copy); docs/benchmarks-history.md, "Binary size
+# and build cost", says what each step saved. The PIE's relative relocations are packed (DT_RELR,
+# glibc 2.36 and binutils 2.38 or later) instead of one 24-byte RELA entry per pointer, with the
+# same address randomisation. Identical
 # functions and constants are folded into one by the linker (LLD's --icf=all).
 # STATIC_TARGET=aarch64-unknown-linux-gnu (make static-arm64) cross-compiles, linking with
 # Debian's cross gcc and its glibc (hack/cross-tools.sh installs them); Rust's aarch64 target
@@ -60,7 +61,7 @@ DIST ?= dist
 # Helm built by testbin/ when present, else the one on PATH.
 HELM ?= $(if $(wildcard bin/helm),bin/helm,helm)
 # Ceiling on each platform's static binary in bytes (`make size`, run by CI after the tests
-# built them); what the binaries weigh and why is in BENCHMARKS.md, "Binary size".
+# built them); what the binaries weigh and why is in docs/benchmarks-history.md, "Binary size and build cost".
 MAX_BINARY_BYTES ?= 6000000
 ARGS ?=
 # `make fuzz`: seconds per target (10 minutes each by default), and which targets.
@@ -152,7 +153,7 @@ size: ## fail when the static binary of a platform of PLATFORMS (default amd64 a
 		test -f $$binary || { echo "make size: $$binary missing; run make static STATIC_TARGET=$$target first (or make size PLATFORMS=linux/amd64)"; exit 1; }; \
 		size=$$(stat -c %s $$binary); \
 		if [ "$$size" -gt $(MAX_BINARY_BYTES) ]; then \
-			echo "make size: $$binary is $$size bytes, over the $(MAX_BINARY_BYTES)-byte ceiling; see BENCHMARKS.md (Binary size) for what it is made of"; exit 1; \
+			echo "make size: $$binary is $$size bytes, over the $(MAX_BINARY_BYTES)-byte ceiling; see docs/benchmarks-history.md (Binary size and build cost) for what it is made of"; exit 1; \
 		fi; \
 		echo "make size: $$binary is $$size bytes (ceiling $(MAX_BINARY_BYTES))"; \
 	done

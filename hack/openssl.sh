@@ -13,7 +13,7 @@
 # native-tls' acceptor: TLS 1.2 with ECDHE or DHE), X.509 parsing and chain verification, PEM
 # and PKCS#8 keys (RSA, EC, Ed25519), and a self-signed P-256 certificate. Hashing is done by
 # the sha2 crate, not OpenSSL. Everything else is configured out (see OPTIONS); the reasons,
-# and what each step saved, are in BENCHMARKS.md ("Binary size and build cost").
+# and what each step saved, are in docs/benchmarks-history.md ("Binary size and build cost").
 #
 # The result is reused while it exists (a clean clone compiles OpenSSL once); `make clean`
 # removes it with the rest of the target directory. A finished build is also kept in a cache

@@ -8,7 +8,7 @@
 #
 # OPENSSL_DIR names the OpenSSL the binary was linked with (default: hack/openssl.sh's, for the
 # default target dir). Static functions of the C libraries are matched by name, so a few
-# same-named ones may land in the wrong row; BENCHMARKS.md ("Binary size and build cost") has
+# same-named ones may land in the wrong row; docs/benchmarks-history.md ("Binary size and build cost") has
 # the figures this printed.
 set -euo pipefail
 

@@ -5,7 +5,7 @@
 //! buffers between the caches' small, long-lived entries. glibc's malloc keeps what was freed
 //! for reuse and returns only the top of the heap to the system, so without help the resident
 //! set stays at the high-water mark (measured: 1.9 MB in use, 5.5 MB held). Two settings fix
-//! that, measured in BENCHMARKS.md ("Footprint on real objects"):
+//! that, measured in docs/benchmarks-history.md ("Footprint on real objects"):
 //!
 //! - **One malloc arena** ([`configure`]): glibc gives each thread that allocates its own arena,
 //!   and each keeps its own free memory; skiff's threads (the main thread, smol's executor

@@ -6,7 +6,9 @@
 //! when every held connection is being answered is the new one closed instead. A flood of
 //! silent or slow connections therefore cannot lock out the kubelet, nor a scraper: the
 //! kubelet's probe sends its request as soon as it connects, and a scraper's handshake keeps
-//! bytes flowing, so neither is ever the one silent the longest. Connections report what they
+//! bytes flowing, so neither is ever the one silent the longest. Silence counts only while it
+//! is the peer's turn: a connection that skiff has just answered (a handshake computed, a
+//! reply sent) starts afresh. Connections report what they
 //! read through [`Touching`].
 //!
 //! Closing means `shutdown(2)` on the socket: the peer sees the end at once, and the
@@ -155,9 +157,14 @@ impl Admission {
 }
 
 impl Ticket {
-    /// Marks the connection as being answered (not evictable) or waiting again.
+    /// Marks the connection as being answered (not evictable) or waiting again. Waiting again
+    /// starts the peer's turn: its silence counts from now, not from before skiff's own part
+    /// (a handshake computed, a reply sent), so skiff's slowness is never held against it.
     pub fn set_waiting(&self, waiting: bool) {
         if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
+            if waiting && !entry.waiting {
+                entry.heard = Instant::now();
+            }
             entry.waiting = waiting;
         }
     }
@@ -260,6 +267,32 @@ mod tests {
             assert_eq!((admission.len(), admission.evicting()), (2, 0));
             assert!(!is_closed(first_client).await, "one being answered stays");
             assert_eq!(admission.stats.count(Refusal::Evicted), 1);
+        });
+    }
+
+    #[test]
+    fn a_connection_just_answered_outlasts_ones_silent_since_before() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-turn"));
+            let (answered_client, answered) = pair(&listener).await;
+            let (silent_client, silent) = pair(&listener).await;
+            let (_new_client, new) = pair(&listener).await;
+            let answered_ticket = admission.admit(&answered).expect("room");
+            let _silent_ticket = admission.admit(&silent).expect("room");
+            // skiff computes its part (a handshake), then hands the turn back.
+            answered_ticket.set_waiting(false);
+            smol::Timer::after(std::time::Duration::from_millis(5)).await;
+            answered_ticket.set_waiting(true);
+            let _new_ticket = admission.admit(&new).expect("room made");
+            assert!(
+                is_closed(silent_client).await,
+                "the one silent since before goes"
+            );
+            assert!(
+                !is_closed(answered_client).await,
+                "its silence began when skiff answered"
+            );
         });
     }
 
