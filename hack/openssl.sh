@@ -102,12 +102,13 @@ target_dir=$(printf '%s' "$metadata" | grep -o '"target_directory":"[^"]*"' |
 
 version=$(sed -n 's/^MAJOR=//p; s/^MINOR=//p; s/^PATCH=//p' "$source_dir/VERSION.dat" | paste -sd.)
 # The directory name changes with anything that changes the libraries: the crate (its version
-# names the OpenSSL release and its own patches), the options, the flags and this script.
+# names the OpenSSL release and its own patches), the options, the flags and this script's code
+# (not its comments, so a reworded comment keeps the cached build).
 hash=$(
   {
     basename "$crate_dir"
     printf '%s\n' "$platform" "${OPTIONS[@]}" "${CFLAGS_EXTRA[@]}"
-    cat "$script"
+    grep -v '^[[:space:]]*#' "$script"
   } | sha256sum | cut -c1-12
 )
 prefix=$target_dir/openssl/$target/$version-$hash
