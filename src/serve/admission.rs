@@ -8,7 +8,9 @@
 //! kubelet's probe sends its request as soon as it connects, and a scraper's handshake keeps
 //! bytes flowing, so neither is ever the one silent the longest. Silence counts only while it
 //! is the peer's turn: a connection that skiff has just answered (a handshake computed, a
-//! reply sent) starts afresh. Connections report what they
+//! reply sent) starts afresh. And a connection whose TLS handshake skiff has computed goes
+//! only when no connection without one is left: under a burst of new connections the newest
+//! evict each other, not a scraper that is one round trip from sending its request. Connections report what they
 //! read through [`Touching`].
 //!
 //! Closing means `shutdown(2)` on the socket: the peer sees the end at once, and the
@@ -49,6 +51,9 @@ struct Table {
 
 struct Entry {
     waiting: bool,
+    /// Its TLS handshake is computed: it has shown more than a connection that has not, so it
+    /// goes only when no unsettled one is left to evict.
+    settled: bool,
     /// When it was admitted or last sent bytes.
     heard: Instant,
     /// Shut down to make room; gone once its task drops its ticket.
@@ -73,16 +78,16 @@ pub struct Activity {
 /// its task has not read yet count as heard now: under a burst of accepts, a scraper's request
 /// can arrive before its task runs again, and it must not be the one that goes.
 fn quietest(table: &mut Table) -> Option<&mut Entry> {
-    let mut candidates: Vec<(Instant, u64)> = table
+    let mut candidates: Vec<(bool, Instant, u64)> = table
         .open
         .iter()
         .filter(|(_, e)| e.waiting && !e.evicted)
-        .map(|(id, e)| (e.heard, *id))
+        .map(|(id, e)| (e.settled, e.heard, *id))
         .collect();
     candidates.sort_unstable();
     let now = Instant::now();
-    let mut chosen = candidates.first().map(|(_, id)| *id);
-    for (_, id) in &candidates {
+    let mut chosen = candidates.first().map(|(_, _, id)| *id);
+    for (_, _, id) in &candidates {
         let entry = table.open.get_mut(id)?;
         if !has_unread_input(&entry.socket) {
             chosen = Some(*id);
@@ -128,6 +133,7 @@ impl Admission {
         table.next_id += 1;
         let entry = Entry {
             waiting: true,
+            settled: false,
             heard: Instant::now(),
             evicted: false,
             socket: socket.clone(),
@@ -166,6 +172,13 @@ impl Ticket {
                 entry.heard = Instant::now();
             }
             entry.waiting = waiting;
+        }
+    }
+
+    /// Marks the connection's TLS handshake as computed (see [`Entry::settled`]).
+    pub fn settle(&self) {
+        if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
+            entry.settled = true;
         }
     }
 
@@ -292,6 +305,29 @@ mod tests {
             assert!(
                 !is_closed(answered_client).await,
                 "its silence began when skiff answered"
+            );
+        });
+    }
+
+    #[test]
+    fn a_settled_connection_outlasts_newer_unsettled_ones() {
+        smol::block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let admission = Admission::new(2, ServerStats::new("test-settled"));
+            let (settled_client, settled) = pair(&listener).await;
+            let (fresh_client, fresh) = pair(&listener).await;
+            let (_new_client, new) = pair(&listener).await;
+            let settled_ticket = admission.admit(&settled).expect("room");
+            let _fresh_ticket = admission.admit(&fresh).expect("room");
+            settled_ticket.settle();
+            let _new_ticket = admission.admit(&new).expect("room made");
+            assert!(
+                is_closed(fresh_client).await,
+                "the unsettled one goes first"
+            );
+            assert!(
+                !is_closed(settled_client).await,
+                "older, but its handshake is done"
             );
         });
     }

@@ -87,6 +87,7 @@ impl Handshakes {
         let computed = smol::future::poll_once(handshake.as_mut()).await;
         smol::future::yield_now().await;
         drop(slot);
+        ticket.settle();
         ticket.set_waiting(true);
         let result = match computed {
             Some(result) => result,
