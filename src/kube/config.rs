@@ -1,4 +1,5 @@
-//! Config: where the API server is and how to authenticate, and the order it is loaded in.
+//! Config: where the API server is and how to authenticate. Where it is loaded from, and in
+//! which order, is [`super::load`]'s.
 //!
 //! The lease client's config is a copy made by [`Config::for_leader_election`]; a config holds
 //! no connection, bucket or pool, so two clients built from two configs share nothing.

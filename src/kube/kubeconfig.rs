@@ -112,10 +112,15 @@ fn read_file(path: &Path, source: &str) -> Result<KubeconfigFile, ConfigError> {
             error: e.to_string(),
         },
     })?;
+    parse(&text, path)
+}
+
+/// One file's text; an empty file is an empty kubeconfig, as kubectl reads it.
+fn parse(text: &str, path: &Path) -> Result<KubeconfigFile, ConfigError> {
     if text.trim().is_empty() {
         return Ok(KubeconfigFile::default());
     }
-    super::yaml::from_str(&text).map_err(|e| ConfigError::Yaml {
+    super::yaml::from_str(text).map_err(|e| ConfigError::Yaml {
         path: path.to_owned(),
         error: e.to_string(),
     })
@@ -125,10 +130,7 @@ fn read_file(path: &Path, source: &str) -> Result<KubeconfigFile, ConfigError> {
 /// paths under `dir`. For the fuzzers and property tests.
 #[cfg(any(test, fuzzing))]
 pub(crate) fn load_text(text: &str, dir: &Path) -> Result<Config, ConfigError> {
-    let file: KubeconfigFile = super::yaml::from_str(text).map_err(|e| ConfigError::Yaml {
-        path: dir.join("kubeconfig"),
-        error: e.to_string(),
-    })?;
+    let file = parse(text, &dir.join("kubeconfig"))?;
     let mut merged = Merged::default();
     merged.add(file, dir);
     resolve(&merged, None, "the fuzzed kubeconfig")
