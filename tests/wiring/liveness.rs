@@ -294,9 +294,10 @@ fn deaf_leader(latency: Duration) {
         "A's watches silenced (latency {latency:?}); B led {after:?} later (deafness timeout 4 s + \
          retry 0.5 s)"
     );
-    // The deafness timeout + the retry period, + 0.5 s for a busy machine.
+    // The deafness timeout + the retry period, + 1 s for a busy machine (CI builds the arm64
+    // binary in the background meanwhile; 5.23 s was seen there, 4.3-4.5 s on a quieter one).
     assert!(
-        after <= Duration::from_millis(5000),
+        after <= Duration::from_millis(5500),
         "B led only after {after:?}"
     );
     let release = records
