@@ -47,6 +47,8 @@ pub mod replica;
 pub mod runtime;
 pub mod serve;
 pub mod signal;
+#[cfg(test)]
+mod testing;
 pub mod time;
 pub mod version;
 mod write_through;

@@ -255,14 +255,11 @@ mod tests {
     use crate::deadline::within;
     use crate::leader::fake::{FakeApi, FakeStore};
     use crate::leader::{Fence, Timing};
+    use crate::testing::ms;
     use smol::future;
     use std::sync::{Arc, Mutex};
 
     const ME: &str = "me_abc";
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     fn shutdown(release_on_cancel: bool) -> Shutdown {
         Shutdown {

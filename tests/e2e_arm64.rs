@@ -134,7 +134,7 @@ fn arm64_binary_leads_mirrors_and_hands_over_under_emulation() {
         "--version: {version}"
     );
 
-    let cp = ControlPlane::shared().install_manifests();
+    let cp = ControlPlane::installed();
     let data = source_and_mirror(cp);
     let dir = TempDir::new("e2e-arm64");
     let poller = LeasePoller::start(cp, Duration::from_millis(50));

@@ -57,7 +57,7 @@ fn copy_data(cp: &ControlPlane, namespace: &str) -> Option<Value> {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn the_image_binary_runs_as_the_deployment_pod() {
     require_e2e_binaries();
-    let cp = ControlPlane::shared().install_manifests();
+    let cp = ControlPlane::installed();
     let data = source_and_mirror(cp);
     let namespaces = [
         cp.create_namespace("pod-team", &[LABEL]),

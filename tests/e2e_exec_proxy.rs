@@ -32,7 +32,7 @@ fn leads_and_mirrors(name: &str, cluster_extra: &[&str]) -> usize {
     let _turn = ONE_REPLICA_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let cp = ControlPlane::shared().install_manifests();
+    let cp = ControlPlane::installed();
     let dir = TempDir::new(&format!("e2e-exec-{name}"));
     let plugin = Plugin::write(&dir.0, &print_token(cp.operator_token()));
     let ca = cp.ca_pem().as_bytes();

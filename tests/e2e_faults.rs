@@ -38,10 +38,6 @@ const STEP: Duration = Duration::from_secs(30);
 /// Dead connections: a new namespace's copy and a source edit must land within this.
 const HEARD_AGAIN: Duration = Duration::from_secs(15);
 
-fn control_plane() -> &'static ControlPlane {
-    ControlPlane::shared().install_manifests()
-}
-
 /// The tests share skiff's one Lease: one at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
@@ -81,7 +77,7 @@ fn partition_on_a_10ms_link() {
 }
 
 fn dead_connections(latency: Duration) {
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let tag = format!("dead{}", latency.as_millis());
     let world = World::create(cp, &tag, 2);
     let dir = TempDir::new(&tag);
@@ -148,7 +144,7 @@ fn dead_connections(latency: Duration) {
 }
 
 fn partition(latency: Duration) {
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let tag = format!("part{}", latency.as_millis());
     // Enough namespaces at QPS 5 that the old leader is still writing when it is cut off.
     let world = World::create(cp, &tag, 120);

@@ -21,7 +21,7 @@ const CLASSIFICATION_TIMEOUT: Duration = Duration::from_secs(30);
 fn control_plane() -> &'static ControlPlane {
     static WITH_LEASE: OnceLock<&'static ControlPlane> = OnceLock::new();
     WITH_LEASE.get_or_init(|| {
-        let cp = ControlPlane::shared().install_manifests();
+        let cp = ControlPlane::installed();
         cp.apply(
             r#"{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": "skiff-leader", "namespace": "skiff-system"}, "spec": {}}"#,

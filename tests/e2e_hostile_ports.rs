@@ -252,7 +252,7 @@ fn run(attacks: &[(Attack, bool)], tag: &str) {
     require_e2e_binaries();
     let _one_at_a_time = LEASE.lock().unwrap_or_else(|e| e.into_inner());
     let _ = skiff::fd_limit::raise();
-    let cp = ControlPlane::shared().install_manifests();
+    let cp = ControlPlane::installed();
     let leader = leader(cp, tag);
     for (attack, on_metrics) in attacks {
         let (port, name, cap) = match on_metrics {

@@ -93,7 +93,7 @@ fn release_lease() -> String {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_hostile_proxy_is_cut_at_every_limit_and_skiff_recovers() {
     require_e2e_binaries();
-    let cp = ControlPlane::shared().install_manifests();
+    let cp = ControlPlane::installed();
     cp.apply(&release_lease());
     let proxy = HostileProxy::start(cp.ca_pem().as_bytes(), rules());
     let dir = TempDir::new("e2e-hostile-proxy");

@@ -26,10 +26,6 @@ const POLL: Duration = Duration::from_millis(100);
 /// Starting, acquiring and exiting are quick; the machine may be busy compiling.
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 
-fn control_plane() -> &'static ControlPlane {
-    ControlPlane::shared().install_manifests()
-}
-
 fn start_replica(cp: &ControlPlane, dir: &TempDir, name: &str) -> Skiff {
     let kubeconfig = cp.operator_kubeconfig();
     let mut args = vec![
@@ -160,7 +156,7 @@ fn last_replica_releases(poller: &LeasePoller, b: &mut Skiff, leading: &LeaseRec
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn two_replicas_hand_over_the_lease_on_sigterm_with_one_leader_throughout() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let dir = TempDir::new("e2e-leader");
     let poller = LeasePoller::start(cp, POLL);
     let [mut a, mut b] = first_replica_leads(cp, &dir, &poller);

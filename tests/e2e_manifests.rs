@@ -8,10 +8,6 @@ mod support;
 use support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
 use support::kubectl::succeeded;
 
-fn control_plane() -> &'static ControlPlane {
-    ControlPlane::shared().install_manifests()
-}
-
 /// `KIND/NAME=RESOURCEVERSION` of every object in `manifests/`, sorted.
 fn manifest_versions(cp: &ControlPlane) -> Vec<String> {
     let manifests = manifests_dir().display().to_string();
@@ -26,7 +22,7 @@ fn manifest_versions(cp: &ControlPlane) -> Vec<String> {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn manifests_apply_and_reapplying_changes_nothing() {
     require_e2e_binaries();
-    let cp = control_plane(); // the first `apply -k` succeeded
+    let cp = ControlPlane::installed(); // the first `apply -k` succeeded
     let before = manifest_versions(cp);
     for kind in [
         "Namespace/skiff-system",
@@ -64,7 +60,7 @@ fn manifests_apply_and_reapplying_changes_nothing() {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn mirror_crd_is_established_with_its_short_name() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let conditions = cp.kubectl_ok(&[
         "get",
         "crd",
@@ -85,7 +81,7 @@ fn mirror_crd_is_established_with_its_short_name() {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn samples_pass_server_side_dry_run_and_create_nothing() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let samples = manifests_dir().join("samples");
     let file = |name: &str| samples.join(name).display().to_string();
     let files = [
@@ -162,7 +158,7 @@ fn assert_refused<const N: usize>(
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn schema_rejects_invalid_mirrors_naming_the_field() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let ns = cp.create_namespace("e2e-schema", &[]);
     let selector = |expression: serde_json::Value| {
         serde_json::json!({"source": {"kind": "ConfigMap", "name": "app-ca"},
@@ -219,7 +215,7 @@ fn schema_rejects_invalid_mirrors_naming_the_field() {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_message() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let ns = cp.create_namespace("e2e-schema-metadata", &[]);
     let source = serde_json::json!({"kind": "ConfigMap", "name": "app-ca"});
     let target = |metadata: serde_json::Value| serde_json::json!({"source": source, "target": {"metadata": metadata}});
@@ -291,7 +287,7 @@ fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_me
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn get_mirrors_shows_source_selected_synced_ready_reason_and_age() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let ns = cp.create_namespace("e2e-columns", &[]);
     let spec = serde_json::json!({"source": {"kind": "ConfigMap", "name": "app-ca"}});
     cp.apply(&mirror(&ns, "columns", spec));

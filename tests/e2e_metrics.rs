@@ -29,10 +29,6 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The tests share the control plane's one `skiff-leader` Lease: one at a time.
 static LEASE: Mutex<()> = Mutex::new(());
 
-fn control_plane() -> &'static ControlPlane {
-    ControlPlane::shared().install_manifests()
-}
-
 /// The Lease held by a replica that is not running, for an hour: every skiff started now is a
 /// standby, whose main client is fenced.
 fn hold_lease_elsewhere(cp: &ControlPlane) {
@@ -93,7 +89,7 @@ fn posts(metrics: &str, client: &str) -> f64 {
 fn only_a_reader_token_is_let_in_on_a_standby_and_on_the_leader() {
     require_e2e_binaries();
     let _one_at_a_time = LEASE.lock().unwrap_or_else(|e| e.into_inner());
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     hold_lease_elsewhere(cp);
     let stranger = service_account_token(cp, "stranger", false);
     let reader = service_account_token(cp, "reader", true);
@@ -210,7 +206,7 @@ fn certificate(
 fn a_cert_dir_serves_a_certificate_scrapers_can_verify() {
     require_e2e_binaries();
     let _one_at_a_time = LEASE.lock().unwrap_or_else(|e| e.into_inner());
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     hold_lease_elsewhere(cp);
     let reader = service_account_token(cp, "verifying-reader", true);
     let dir = TempDir::new("e2e-metrics-cert-dir");

@@ -10,10 +10,6 @@ mod support;
 
 use support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries};
 
-fn control_plane() -> &'static ControlPlane {
-    ControlPlane::shared().install_manifests()
-}
-
 /// `kubectl auth can-i VERB RESOURCE [-n NS | --all-namespaces]`
 struct Check {
     verb: &'static str,
@@ -191,7 +187,7 @@ fn disagreements(cp: &ControlPlane, checks: &[Check], expected: bool) -> Vec<Str
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn operator_may_do_what_the_controller_needs() {
     require_e2e_binaries();
-    let wrong = disagreements(control_plane(), MUST_ALLOW, true);
+    let wrong = disagreements(ControlPlane::installed(), MUST_ALLOW, true);
     assert!(
         wrong.is_empty(),
         "refused but needed:\n{}",
@@ -203,7 +199,7 @@ fn operator_may_do_what_the_controller_needs() {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn operator_is_refused_everything_else() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     // The same question as the admin is yes: a "no" below comes from RBAC, not a broken setup.
     assert_eq!(
         cp.kubectl_ok(&["auth", "can-i", "*", "*", "--all-namespaces"])
@@ -222,7 +218,7 @@ fn operator_is_refused_everything_else() {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn lease_may_be_listed_and_watched_only_by_its_name() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let lease = r#"{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "skiff-leader", "namespace": "skiff-system"}, "spec": {}}"#;
     cp.apply(lease);
@@ -253,7 +249,7 @@ fn lease_may_be_listed_and_watched_only_by_its_name() {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn operator_token_is_the_service_account_and_cannot_grant_itself_more() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     let who = cp.kubectl_as_operator(&[
         "auth",
         "whoami",

@@ -150,7 +150,7 @@ impl Namespaces {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn secret_copies_need_the_component_and_stay_within_its_names() {
     require_e2e_binaries();
-    let cp = ControlPlane::shared().install_manifests();
+    let cp = ControlPlane::installed();
     let ns = Namespaces::create(cp);
     default_install_reads_no_secret(cp, &ns);
     let names = install_component(cp);

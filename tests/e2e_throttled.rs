@@ -62,10 +62,6 @@ const FLOW_SCHEMA: &str = r#"{
       "resourceRules": [{"apiGroups": ["", "skiff.dev", "events.k8s.io"], "resources": ["*"],
                          "verbs": ["*"], "clusterScope": true, "namespaces": ["*"]}]}]}}"#;
 
-fn control_plane() -> &'static ControlPlane {
-    ControlPlane::shared().install_manifests()
-}
-
 fn uid(cp: &ControlPlane, kind: &str, name: &str) -> String {
     cp.kubectl_ok(&["get", kind, name, "-o", "jsonpath={.metadata.uid}"])
 }
@@ -189,7 +185,7 @@ fn longest_unrenewed(records: &[LeaseRecord], leader: &str) -> (Duration, usize)
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
     require_e2e_binaries();
-    let cp = control_plane();
+    let cp = ControlPlane::installed();
     throttle_the_operator(cp);
     fan_out_namespaces(cp);
     let dir = TempDir::new("e2e-throttled");

@@ -87,11 +87,8 @@ pub async fn hedged<T, E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::ms;
     use std::sync::atomic::{AtomicBool, Ordering};
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     async fn after(
         delay: Duration,

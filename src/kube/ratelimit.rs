@@ -191,6 +191,7 @@ impl Drop for Reservation<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::ms;
     use std::pin::pin;
 
     /// A clock moved by hand; its instants are real so timers can be created from them.
@@ -215,10 +216,6 @@ mod tests {
         fn now(&self) -> Instant {
             self.start + *self.offset.lock().unwrap()
         }
-    }
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub fn read_error(e: &io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::ms;
     use smol::io::AsyncReadExt;
 
     /// A body that yields one byte every `every`, forever.
@@ -148,10 +149,6 @@ mod tests {
             every,
             next: Timer::after(every),
         }
-    }
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
     }
 
     /// Reads until the body fails; how many bytes came first, and the error as the client

@@ -98,12 +98,9 @@ impl Announcer {
 mod tests {
     use super::*;
     use crate::deadline::within;
+    use crate::testing::ms;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     /// Sets its flag when dropped: shows a posting future was cancelled.
     struct DropFlag(Arc<AtomicBool>);

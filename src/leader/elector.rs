@@ -245,13 +245,10 @@ mod tests {
     use super::*;
     use crate::deadline::within;
     use crate::leader::fake::{FakeApi, FakeStore};
+    use crate::testing::ms;
     use std::time::Duration;
 
     const ME: &str = "me_abc";
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     /// lease 300 ms (written as 1 s), renew deadline 200 ms, retry period 50 ms.
     fn short() -> Timing {

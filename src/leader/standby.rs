@@ -120,12 +120,9 @@ mod tests {
     use crate::deadline::within;
     use crate::leader::fake::{FakeApi, FakeStore};
     use crate::leader::{Elector, Timing};
+    use crate::testing::ms;
     use smol::Timer;
     use std::time::{Duration, Instant};
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     fn other_holds(store: &FakeStore) {
         store.write_as_other(|spec| {

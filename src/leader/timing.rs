@@ -142,10 +142,7 @@ pub const MAX_HEDGE_AFTER: Duration = Duration::from_secs(1);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
+    use crate::testing::ms;
 
     #[test]
     fn lease_requests_are_hedged_after_half_the_retry_period_at_most_a_second() {

@@ -186,6 +186,11 @@ impl ControlPlane {
         Ok(control_plane)
     }
 
+    /// The shared control plane with `manifests/` applied: what most e2e suites start from.
+    pub fn installed() -> &'static ControlPlane {
+        ControlPlane::shared().install_manifests()
+    }
+
     /// `kubectl apply -k manifests/` (once per control plane; later calls return at once), then
     /// waits until the Mirror CRD is Established. Panics unless both succeed.
     pub fn install_manifests(&self) -> &Self {

@@ -26,7 +26,7 @@ pub const SELECT_LABEL: &str = "mirror-e2e";
 /// The default install plus the secret-targets component, once per control plane.
 pub fn control_plane() -> &'static ControlPlane {
     static COMPONENT: OnceLock<()> = OnceLock::new();
-    let cp = ControlPlane::shared().install_manifests();
+    let cp = ControlPlane::installed();
     COMPONENT.get_or_init(|| {
         let overlay =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/secret-targets");
