@@ -78,7 +78,7 @@ help: ## list the targets
 build: ## release build of the skiff binary (target/release/skiff)
 	$(CARGO) build --release
 
-test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips the control plane and builds the e2e tests ignored
+test: ## unit, integration and e2e tests, two test programs at a time (hack/test-lanes.py); SKIFF_SKIP_E2E=1 skips the control plane and builds the e2e tests ignored
 	@if [ "$${CI:-}" = true ] && [ -n "$${SKIFF_SKIP_E2E:-}" ]; then \
 		echo "make test: SKIFF_SKIP_E2E is not allowed in CI"; exit 2; \
 	elif [ "$${SKIFF_SKIP_E2E:-}" = 1 ]; then \
@@ -87,7 +87,7 @@ test: ## unit, integration and e2e tests; SKIFF_SKIP_E2E=1 skips the control pla
 		$(MAKE) testbin static; \
 	fi
 	$(CARGO) build --example demo
-	$(CARGO) test --all-targets
+	CARGO=$(CARGO) python3 hack/test-lanes.py
 
 testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
 	testbin/build.sh
