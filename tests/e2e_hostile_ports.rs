@@ -12,12 +12,12 @@ mod support;
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use skiff::serve::limits::{MAX_CONNECTIONS, MAX_TLS_CONNECTIONS};
 use support::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, require_e2e_binaries};
 use support::flood::{Attack, Fate, Flood};
-use support::lease::{LeasePoller, LeaseRecord};
+use support::lease::{LeasePoller, LeaseRecord, renew_gaps};
 use support::metrics_reader::service_account_token;
 use support::scrape::{Trust, scrape_https};
 use support::skiff::{Skiff, TempDir, eventually, free_port};
@@ -52,6 +52,8 @@ static LEASE: Mutex<()> = Mutex::new(());
 
 struct Leader {
     skiff: Skiff,
+    /// Its identity in the Lease.
+    holder: String,
     probes: u16,
     metrics: u16,
     reader_token: String,
@@ -84,7 +86,9 @@ fn leader(cp: &'static ControlPlane, tag: &str) -> Leader {
     let leads = poller.wait_for(Instant::now(), STEP_TIMEOUT, |r| {
         r.holder.starts_with(&mine)
     });
-    assert!(leads.is_some(), "no leader; log:\n{}", skiff.logs());
+    let Some(holder) = leads.map(|r| r.holder) else {
+        panic!("no leader; log:\n{}", skiff.logs());
+    };
     let scraped = eventually(STEP_TIMEOUT, || {
         matches!(
             scrape_https(metrics, Some(&reader_token), Trust::Any),
@@ -94,6 +98,7 @@ fn leader(cp: &'static ControlPlane, tag: &str) -> Leader {
     assert!(scraped, "no authorized scrape; log:\n{}", skiff.logs());
     Leader {
         skiff,
+        holder,
         probes,
         metrics,
         reader_token,
@@ -150,24 +155,19 @@ fn flood(cp: &'static ControlPlane, leader: &Leader, port: u16, attack: Attack) 
     Verdict {
         worst,
         baseline_anon,
-        renew_gap: longest_renew_gap(&records, started),
+        renew_gap: longest_renew_gap(&records, started, &leader.holder),
         scrapes,
         fates,
     }
 }
 
-/// The longest time between renewals the Lease recorded (its `renewTime`s), from the first
-/// reading after `since` to the last.
-fn longest_renew_gap(records: &[LeaseRecord], since: Instant) -> Duration {
-    let mut renewals: Vec<SystemTime> = records
-        .iter()
-        .filter(|r| r.at >= since)
-        .filter_map(|r| skiff::time::parse_rfc3339(&r.renew_time))
-        .collect();
-    renewals.dedup();
-    renewals
-        .windows(2)
-        .filter_map(|w| w[1].duration_since(w[0]).ok())
+/// The longest time between renewals of `holder`, each timed when the poller first saw its
+/// `renewTime` (the test's monotonic clock, not skiff's wall clock: a step of the wall clock,
+/// as when a virtual machine is paused and resumed, is not a missed renewal).
+fn longest_renew_gap(records: &[LeaseRecord], since: Instant, holder: &str) -> Duration {
+    let flooded: Vec<LeaseRecord> = records.iter().filter(|r| r.at >= since).cloned().collect();
+    renew_gaps(&flooded, holder)
+        .into_iter()
         .max()
         .unwrap_or(Duration::MAX)
 }
