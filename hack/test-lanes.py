@@ -10,8 +10,9 @@ Some programs measure timing (leader handover, renew gaps, probe latency) or loa
 at a lower CPU priority. They are also the longest, so they start first, one after another in
 one lane, while the other lane runs the rest.
 
-Each program's output is printed whole when it ends, headed as cargo heads it. The exit status
-is 1 when any program failed, and the failed ones are listed at the end.
+Each program's output is printed whole when it ends, headed as cargo heads it; one still running
+is named every five minutes. The exit status is 1 when any program failed, and the failed ones
+are listed at the end.
 
 Usage: hack/test-lanes.py [--jobs N] [-- ARGS passed to every test program]
 """
@@ -35,6 +36,8 @@ QUIET = {
 }
 # The others run at this lower CPU priority, so a QUIET program beside them gets the CPU first.
 NICE = 10
+# How often a program still running is named, in seconds.
+STILL_RUNNING = 300
 
 
 def build():
@@ -92,12 +95,23 @@ class Lanes:
         while (program := self.next_program()) is not None:
             started = time.monotonic()
             with tempfile.TemporaryFile(mode="w+") as out:
-                code = subprocess.call(
+                child = subprocess.Popen(
                     [program[2], *self.args], stdout=out, stderr=subprocess.STDOUT,
                     preexec_fn=None if program[0] in QUIET else lambda: os.nice(NICE))
+                code = wait_telling(child, program[1], started)
                 out.seek(0)
                 output = out.read()
             self.finished(program, code, output, time.monotonic() - started)
+
+
+def wait_telling(child, name, started):
+    """Waits for `child`; says every STILL_RUNNING seconds that it has not ended, so a program
+    that hangs is named while it hangs (its output comes only at its end)."""
+    while True:
+        try:
+            return child.wait(timeout=STILL_RUNNING)
+        except subprocess.TimeoutExpired:
+            print(f"test-lanes: {name} still running after {time.monotonic() - started:.0f} s", flush=True)
 
 
 def main():
