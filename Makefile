@@ -92,9 +92,10 @@ test: ## unit, integration and e2e tests, two test programs at a time (hack/test
 testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
 	testbin/build.sh
 
-lint: ## rustfmt check, clippy with warnings as errors, and no import cycles between source files
+lint: ## rustfmt check, clippy with warnings as errors, no import cycles between source files, and the test lanes' scheduling
 	$(CARGO) fmt --check
 	python3 hack/cycles.py
+	python3 hack/test_lanes_check.py
 	$(CARGO) clippy --all-targets -- -D warnings
 
 fmt: ## format the code

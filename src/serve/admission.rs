@@ -10,8 +10,8 @@
 //! is the peer's turn: a connection that skiff has just answered (a handshake computed, a
 //! reply sent) starts afresh. And a connection whose TLS handshake skiff has computed goes
 //! only when no connection without one is left: under a burst of new connections the newest
-//! evict each other, not a scraper that is one round trip from sending its request. Connections report what they
-//! read through [`Touching`].
+//! evict each other, not a scraper that is one round trip from sending its request.
+//! Connections report what they read through [`Touching`].
 //!
 //! Closing means `shutdown(2)` on the socket: the peer sees the end at once, and the
 //! connection's task sees end of input on its next read and drops the file descriptor. Until
