@@ -145,7 +145,7 @@ static-arm64: ## the static binary for arm64 (target/cross/aarch64-unknown-linux
 	@$(MAKE) --no-print-directory static STATIC_TARGET=aarch64-unknown-linux-gnu
 
 test-arm64: static-arm64 ## the emulated arm64 smoke e2e: the arm64 binary under qemu-aarch64 leads, mirrors and hands over
-	$(CARGO) test --test e2e_arm64 -- --include-ignored
+	$(CARGO) test --test e2e -- arm64:: --include-ignored
 
 size: ## fail when the static binary of a platform of PLATFORMS (default amd64 and arm64) is larger than MAX_BINARY_BYTES
 	@for target in $(PLATFORM_TARGETS); do \

@@ -3,7 +3,9 @@
 
 Why: cargo runs test programs one after another. Most of skiff's test time is the e2e suites
 waiting on a real API server, so on two cores a second lane nearly halves it. Each program keeps
-its own process and its own control plane, as under `cargo test`; only whole programs overlap.
+its own process, as under `cargo test`; only whole programs overlap. The e2e program (one module
+a suite) runs as one process a suite, each with its own control plane: the jobs here are
+programs, and suites of the programs in APART.
 
 Some programs measure timing (leader handover, renew gaps, probe latency) or load the machine
 (floods): those are in QUIET and never run beside each other, only beside the rest, which run
@@ -26,12 +28,14 @@ import tempfile
 import threading
 import time
 
-# Programs that assert timing, or load the CPU enough to upset one that does.
+# Programs whose suites (top-level modules) each run in a process of their own, as `e2e/<suite>`.
+APART = {"e2e"}
+# Jobs that assert timing, or load the CPU enough to upset one that does.
 QUIET = {
-    "e2e_faults",
-    "e2e_throttled",
-    "e2e_hostile_ports",
-    "e2e_hostile_proxy",
+    "e2e/faults",
+    "e2e/throttled",
+    "e2e/hostile_ports",
+    "e2e/hostile_proxy",
     "wiring",
 }
 # The others run at this lower CPU priority, so a QUIET program beside them gets the CPU first.
@@ -41,7 +45,7 @@ STILL_RUNNING = 300
 
 
 def build():
-    """Builds every target in test mode; returns [(name, source path, executable)]."""
+    """Builds every target in test mode; returns its jobs: [(name, source path, command)]."""
     command = [os.environ.get("CARGO", "cargo"), "test", "--all-targets", "--no-run", "--message-format=json-render-diagnostics"]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if done.returncode != 0:
@@ -55,8 +59,26 @@ def build():
             continue
         target = message["target"]
         source = os.path.relpath(target["src_path"])
-        programs.append((target["name"], source, message["executable"]))
-    return programs
+        programs.append((target["name"], source, [message["executable"]]))
+    return [job for program in programs for job in split(program)]
+
+
+def split(program):
+    """One job a suite for a program in APART (its tests named exactly), else the program."""
+    name, source, command = program
+    if name not in APART:
+        return [program]
+    listing = subprocess.run([*command, "--list", "--format", "terse"], stdout=subprocess.PIPE, text=True)
+    if listing.returncode != 0:
+        sys.exit(f"test-lanes: {source} --list failed (exit {listing.returncode})")
+    suites = {}
+    for line in listing.stdout.splitlines():
+        test, _, kind = line.rpartition(": ")
+        if kind == "test":
+            suites.setdefault(test.split("::")[0], []).append(test)
+    directory = os.path.dirname(source)
+    return [(f"{name}/{suite}", os.path.join(directory, f"{suite}.rs"), [*command, "--exact", *tests])
+            for suite, tests in suites.items()]
 
 
 class Lanes:
@@ -87,7 +109,7 @@ class Lanes:
                 self.quiet_running = False
             if code != 0:
                 self.failed.append(f"{program[1]} (exit {code})")
-            sys.stdout.write(f"     Running {program[1]} ({program[2]}), {seconds:.1f} s\n{output}\n")
+            sys.stdout.write(f"     Running {program[1]} ({program[2][0]}), {seconds:.1f} s\n{output}\n")
             sys.stdout.flush()
             self.lock.notify_all()
 
@@ -96,7 +118,7 @@ class Lanes:
             started = time.monotonic()
             with tempfile.TemporaryFile(mode="w+") as out:
                 child = subprocess.Popen(
-                    [program[2], *self.args], stdout=out, stderr=subprocess.STDOUT,
+                    [*program[2], *self.args], stdout=out, stderr=subprocess.STDOUT,
                     preexec_fn=None if program[0] in QUIET else lambda: os.nice(NICE))
                 code = wait_telling(child, program[1], started)
                 out.seek(0)
@@ -123,8 +145,8 @@ def main():
     if options.jobs < 1:
         sys.exit("test-lanes: --jobs must be 1 or more")
     started = time.monotonic()
-    programs = build()
-    lanes = Lanes(programs, options.args)
+    jobs = build()
+    lanes = Lanes(jobs, options.args)
     threads = [threading.Thread(target=lanes.lane) for _ in range(options.jobs)]
     for thread in threads:
         thread.start()
@@ -132,9 +154,9 @@ def main():
         thread.join()
     seconds = time.monotonic() - started
     if lanes.failed:
-        print(f"test-lanes: {len(lanes.failed)} of {len(programs)} test programs failed:", *lanes.failed, sep="\n  ")
+        print(f"test-lanes: {len(lanes.failed)} of {len(jobs)} test processes failed:", *lanes.failed, sep="\n  ")
         sys.exit(1)
-    print(f"test-lanes: {len(programs)} test programs passed in {seconds:.0f} s, {options.jobs} at a time")
+    print(f"test-lanes: {len(jobs)} test processes passed in {seconds:.0f} s, {options.jobs} at a time")
 
 
 if __name__ == "__main__":

@@ -113,11 +113,11 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
-    /// One control plane per test binary, started on first use; tests share it, each in its own
-    /// namespaces. Its processes die with the test process.
+    /// The calling suite's control plane, started on first use; the suite's tests share it,
+    /// each in its own namespaces (one suite at a time in a process: `super::suites`). Its
+    /// processes die with the test process.
     pub fn shared() -> &'static ControlPlane {
-        static SHARED: OnceLock<ControlPlane> = OnceLock::new();
-        SHARED.get_or_init(ControlPlane::start)
+        super::suites::control_plane(ControlPlane::start)
     }
 
     /// A control plane of one's own, stopped and removed on drop.
@@ -184,6 +184,13 @@ impl ControlPlane {
         };
         control_plane.write_kubeconfigs()?;
         Ok(control_plane)
+    }
+
+    /// Stops the API server, then its storage, and removes the directory.
+    pub fn stop(&self) {
+        self.apiserver.kill();
+        self.etcd.kill();
+        let _ = fs::remove_dir_all(&self.dir);
     }
 
     /// The shared control plane with `manifests/` applied: what most e2e suites start from.
@@ -347,9 +354,7 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        self.apiserver.kill();
-        self.etcd.kill();
-        let _ = fs::remove_dir_all(&self.dir);
+        self.stop();
     }
 }
 

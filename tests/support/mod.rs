@@ -22,5 +22,6 @@ pub mod pod;
 pub mod proxy;
 pub mod scrape;
 pub mod skiff;
+pub mod suites;
 pub mod vitals;
 pub mod watchdog;

@@ -9,6 +9,7 @@ use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::control_plane::bin_dir;
 
@@ -29,7 +30,8 @@ exit $status
 /// A process started under the watchdog, as the leader of its own process group.
 pub struct Supervised {
     name: &'static str,
-    wrapper: Child,
+    /// Behind a lock so that a control plane shared by `&'static` can still be stopped.
+    wrapper: Mutex<Child>,
 }
 
 impl Supervised {
@@ -73,12 +75,15 @@ impl Supervised {
         }
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let wrapper = command.spawn().map_err(|e| format!("start {name}: {e}"))?;
-        Ok(Supervised { name, wrapper })
+        Ok(Supervised {
+            name,
+            wrapper: Mutex::new(wrapper),
+        })
     }
 
     /// Err with the exit status if the process has already ended.
     pub fn check_running(&mut self) -> Result<(), String> {
-        match self.wrapper.try_wait() {
+        match self.wrapper().try_wait() {
             Ok(None) => Ok(()),
             Ok(Some(status)) => Err(format!("{} exited ({status})", self.name)),
             Err(e) => Err(format!("{}: {e}", self.name)),
@@ -87,12 +92,17 @@ impl Supervised {
 
     /// The watchdog shell's pid (the supervised program is its only child).
     pub fn id(&self) -> u32 {
-        self.wrapper.id()
+        self.wrapper().id()
     }
 
-    pub fn kill(&mut self) {
+    /// Kills the process and its watchdog, if still running, and reaps the watchdog.
+    pub fn kill(&self) {
+        let mut wrapper = self.wrapper();
+        if !matches!(wrapper.try_wait(), Ok(None)) {
+            return;
+        }
         // The wrapper leads the group, so this takes the process and its watchdog at once.
-        let group = format!("-{}", self.wrapper.id());
+        let group = format!("-{}", wrapper.id());
         let killed = Command::new("sh")
             .args(["-c", "kill -s KILL -- \"$0\"", &group])
             .status();
@@ -102,17 +112,19 @@ impl Supervised {
                 "control plane: could not kill process group {group} ({killed:?}); {} may live on",
                 self.name
             );
-            let _ = self.wrapper.kill();
+            let _ = wrapper.kill();
         }
-        let _ = self.wrapper.wait();
+        let _ = wrapper.wait();
+    }
+
+    fn wrapper(&self) -> MutexGuard<'_, Child> {
+        self.wrapper.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl Drop for Supervised {
     fn drop(&mut self) {
-        if matches!(self.wrapper.try_wait(), Ok(None)) {
-            self.kill();
-        }
+        self.kill();
     }
 }
 

@@ -8,14 +8,12 @@
 //! objects skiff otherwise never writes: both are only proven against the real thing. How skiff
 //! runs here: `support/mirror_e2e.rs`.
 
-mod support;
-
-use serde_json::{Value, json};
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
-use support::mirror_e2e::{
+use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use crate::support::mirror_e2e::{
     has_copy, has_event, mirror, mirror_with_source, ready_says, source_configmap, wait_until,
     with_skiff,
 };
+use serde_json::{Value, json};
 
 fn status_field(cp: &ControlPlane, mirror: &str, field: &str) -> Value {
     cp.object("mirror", OPERATOR_NAMESPACE, mirror)

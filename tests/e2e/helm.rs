@@ -8,17 +8,15 @@
 //! ServiceAccount are what is tested, and an upgrade is "rolled out" by stopping that process
 //! and starting one with the upgraded Deployment's args, as the kubelet would.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries, say};
+use crate::support::helm::{Helm, chart_dir, container_args, object_key, parse_objects};
+use crate::support::lease::LeaseReader;
+use crate::support::pod::PodSpec;
+use crate::support::skiff::{Skiff, TempDir, eventually, free_port, write_kubeconfig};
 use serde_json::{Value, json};
-use support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries, say};
-use support::helm::{Helm, chart_dir, container_args, object_key, parse_objects};
-use support::lease::LeaseReader;
-use support::pod::PodSpec;
-use support::skiff::{Skiff, TempDir, eventually, free_port, write_kubeconfig};
 
 const RELEASE: &str = "skiff";
 const NAMESPACE: &str = "skiff-system";

@@ -8,20 +8,18 @@
 //! once, the rest within 10 s. skiff runs as its ServiceAccount with the shipped RBAC, so the
 //! scrape's TokenReview and SubjectAccessReview are the API server's real ones.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::support::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, require_e2e_binaries};
+use crate::support::flood::{Attack, Fate, Flood};
+use crate::support::lease::{LeasePoller, LeaseRecord, renew_gaps};
+use crate::support::metrics_reader::service_account_token;
+use crate::support::scrape::{Trust, scrape_https};
+use crate::support::skiff::{Skiff, TempDir, eventually, free_port};
+use crate::support::vitals::{Vitals, Worst};
 use skiff::serve::limits::{MAX_CONNECTIONS, MAX_TLS_CONNECTIONS};
-use support::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, require_e2e_binaries};
-use support::flood::{Attack, Fate, Flood};
-use support::lease::{LeasePoller, LeaseRecord, renew_gaps};
-use support::metrics_reader::service_account_token;
-use support::scrape::{Trust, scrape_https};
-use support::skiff::{Skiff, TempDir, eventually, free_port};
-use support::vitals::{Vitals, Worst};
 
 /// Hostile connections per flood; giant headers are fewer, each one sending 10 MiB.
 const CONNECTIONS: usize = 3000;
@@ -127,7 +125,7 @@ struct Verdict {
 
 fn flood(cp: &'static ControlPlane, leader: &Leader, port: u16, attack: Attack) -> Verdict {
     let pid = leader.skiff.child.id();
-    let baseline_anon = support::skiff::proc_status_kib(pid, "RssAnon").unwrap_or(0);
+    let baseline_anon = crate::support::skiff::proc_status_kib(pid, "RssAnon").unwrap_or(0);
     let vitals = Vitals::watch(pid, Some(leader.probes));
     let poller = LeasePoller::start(cp, Duration::from_millis(100));
     let started = Instant::now();

@@ -6,17 +6,15 @@
 //! clients (the lease is held, the controller mirrors under the shipped RBAC) and that the
 //! tunnelled TLS connections work end to end.
 
-mod support;
-
 use std::sync::Mutex;
 use std::time::Duration;
 
-use support::control_plane::{
+use crate::support::control_plane::{
     ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, require_e2e_binaries,
 };
-use support::plugin::{Plugin, exec_kubeconfig, print_token};
-use support::proxy::ConnectProxy;
-use support::skiff::{Skiff, TempDir, eventually};
+use crate::support::plugin::{Plugin, exec_kubeconfig, print_token};
+use crate::support::proxy::ConnectProxy;
+use crate::support::skiff::{Skiff, TempDir, eventually};
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The Lease name the shipped RBAC allows (the default `--leader-election-id`).

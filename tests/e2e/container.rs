@@ -4,20 +4,18 @@
 //! from the build machine, a writable root or a config other than what a pod gets would work
 //! in every other test and fail on the first rollout. Here the binary `make image` copies runs
 //! alone in an empty, read-only root, as the Deployment's user, with the Deployment's args and
-//! only the in-cluster configuration (see `support::pod`), against a real API server. Its
+//! only the in-cluster configuration (see `crate::support::pod`), against a real API server. Its
 //! `/metrics` is the manifest's: HTTPS, and only for a token bound to `skiff-metrics-reader`.
-
-mod support;
 
 use std::time::{Duration, Instant};
 
+use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use crate::support::lease::LeaseReader;
+use crate::support::metrics_reader::service_account_token;
+use crate::support::pod::{PodSpec, start_pod};
+use crate::support::scrape::{Trust, scrape_https};
+use crate::support::skiff::{TempDir, eventually, free_port, http_get};
 use serde_json::Value;
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
-use support::lease::LeaseReader;
-use support::metrics_reader::service_account_token;
-use support::pod::{PodSpec, start_pod};
-use support::scrape::{Trust, scrape_https};
-use support::skiff::{TempDir, eventually, free_port, http_get};
 
 /// Starting, acquiring, fanning out and exiting are quick; the machine may be busy compiling.
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);

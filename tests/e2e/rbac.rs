@@ -1,14 +1,12 @@
 //! e2e: the shipped RBAC gives skiff's ServiceAccount what the controller needs and no more.
 //! This is the default install (`manifests/`), where skiff holds no right on any Secret;
-//! `e2e_secret_targets` checks the opt-in component that adds Secret copies by name.
+//! `secret_targets` checks the opt-in component that adds Secret copies by name.
 //!
 //! Why: RBAC mistakes only show on a real authorizer, and too much is as wrong as too little.
 //! Every check runs twice: as the admin impersonating the ServiceAccount (`--as`), and with the
 //! ServiceAccount's own token, so the token file and the bindings are both exercised.
 
-mod support;
-
-use support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries};
+use crate::support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries};
 
 /// `kubectl auth can-i VERB RESOURCE [-n NS | --all-namespaces]`
 struct Check {

@@ -7,16 +7,14 @@
 //! the server answer 429. The shipped FlowSchema still routes the Lease requests to
 //! `leader-election`, and skiff's separate lease client must renew on time throughout.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::control_plane::{ControlPlane, require_e2e_binaries};
-use support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
-use support::load::ListLoad;
-use support::scrape::{scrape, sum_samples};
-use support::skiff::{Skiff, TempDir};
-use support::watchdog::free_ports;
+use crate::support::control_plane::{ControlPlane, require_e2e_binaries};
+use crate::support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
+use crate::support::load::ListLoad;
+use crate::support::scrape::{scrape, sum_samples};
+use crate::support::skiff::{Skiff, TempDir};
+use crate::support::watchdog::free_ports;
 
 /// How long the lease must be kept under throttling (a full minute).
 const THROTTLED_FOR: Duration = Duration::from_secs(60);

@@ -7,15 +7,13 @@
 //! the test accepts exactly that one leftover, and then finalizes the namespace itself, as the
 //! namespace controller of a real cluster would, before deploying again.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
-use support::kubectl::succeeded;
-use support::skiff::{TempDir, eventually};
+use crate::support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
+use crate::support::kubectl::succeeded;
+use crate::support::skiff::{TempDir, eventually};
 
 const NAMESPACE: &str = "skiff-system";
 /// Not to wait for the namespace, which never finishes terminating here (see the module doc).

@@ -1,11 +1,9 @@
 //! `make demo` end to end: the demo program runs its whole tour against a real control plane
 //! and says what happened in plain words.
 
-mod support;
-
+use crate::support::control_plane::require_e2e_binaries;
 use std::path::PathBuf;
 use std::process::Command;
-use support::control_plane::require_e2e_binaries;
 
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]

@@ -13,19 +13,17 @@
 //!
 //! The tests share the control plane and its one Lease, so they run one at a time.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use support::audit::AuditEvent;
-use support::control_plane::{
+use crate::support::audit::AuditEvent;
+use crate::support::control_plane::{
     ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_B_UID, OPERATOR_UID, require_e2e_binaries,
 };
-use support::fault_proxy::{FaultProxy, kubeconfig_through};
-use support::lease::{LeasePoller, LeaseRecord, renew_gaps};
-use support::skiff::{Skiff, TempDir, eventually};
+use crate::support::fault_proxy::{FaultProxy, kubeconfig_through};
+use crate::support::lease::{LeasePoller, LeaseRecord, renew_gaps};
+use crate::support::skiff::{Skiff, TempDir, eventually};
 
 /// E2E_REPLICA_FLAGS' lease timings.
 const LEASE_DURATION: Duration = Duration::from_secs(4);

@@ -8,16 +8,14 @@
 //! into the selected namespaces, while any other Secret there stays forbidden to skiff.
 //! `kubectl auth can-i --list` as the ServiceAccount is printed before and after.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
-use support::control_plane::{
+use crate::support::control_plane::{
     ControlPlane, OPERATOR_NAMESPACE, manifests_dir, require_e2e_binaries,
 };
-use support::skiff::{Skiff, TempDir, eventually};
+use crate::support::skiff::{Skiff, TempDir, eventually};
+use serde_json::Value;
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 /// What every run here passes besides `--secret-target-names`: sources in skiff's namespace,

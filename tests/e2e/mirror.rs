@@ -4,10 +4,10 @@
 //! columns, the Events and the finalizer work under the shipped RBAC. How skiff runs here:
 //! `support/mirror_e2e.rs`.
 
-mod support;
-
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
-use support::mirror_e2e::{absent, has_copy, mirror, source_configmap, wait_until, with_skiff};
+use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use crate::support::mirror_e2e::{
+    absent, has_copy, mirror, source_configmap, wait_until, with_skiff,
+};
 
 /// The `kubectl get mirror` row as the user sees it: SOURCE, SELECTED, SYNCED, READY.
 fn mirror_columns(cp: &ControlPlane, name: &str) -> Vec<String> {

@@ -6,13 +6,11 @@
 //! every 100 ms throughout, so a moment with two leaders would show as a holder change that is
 //! neither a release nor an expiry.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::control_plane::{ControlPlane, require_e2e_binaries};
-use support::lease::{LeasePoller, LeaseRecord, one_leader_violations, renew_gaps};
-use support::skiff::{Skiff, TempDir, eventually};
+use crate::support::control_plane::{ControlPlane, require_e2e_binaries};
+use crate::support::lease::{LeasePoller, LeaseRecord, one_leader_violations, renew_gaps};
+use crate::support::skiff::{Skiff, TempDir, eventually};
 
 /// Short timings, so an expiry-based takeover (≥ 3 s) is told apart from a release (well under).
 const LEASE_DURATION: Duration = Duration::from_secs(4);

@@ -8,16 +8,14 @@
 //! server has (the fake one models them); and what Argo CD sees on a copy is what matters to
 //! its users. How skiff runs here: `support/mirror_e2e.rs`.
 
-mod support;
-
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
-use support::mirror_e2e::{
+use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use crate::support::mirror_e2e::{
     Replica, has_copy, mirror_events, mirror_with_source, one_replica_at_a_time, ready_says,
     source_configmap, source_configmap_with, wait_until, with_replica, with_skiff,
 };
+use serde_json::{Value, json};
 
 /// How long a settled replica is watched for writes.
 const QUIET: Duration = Duration::from_secs(5);
@@ -296,7 +294,7 @@ fn steady_and_restarted_with_metadata_and_keys_in_use_skiff_writes_nothing() {
     });
 
     let _turn = one_replica_at_a_time();
-    let cp = support::mirror_e2e::control_plane();
+    let cp = crate::support::mirror_e2e::control_plane();
     let replica = Replica::start(cp, "mirror-settled-again");
     wait_until("the restarted replica reconciled", || {
         replica

@@ -10,19 +10,17 @@
 //! binary (`make static-arm64`; `hack/cross-tools.sh aarch64-unknown-linux-gnu` installs the
 //! toolchain and qemu) and runs it; CI does.
 
-mod support;
-
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use support::control_plane::{
+use crate::support::control_plane::{
     ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, require_e2e_binaries, say,
 };
-use support::lease::{LeasePoller, LeaseRecord};
-use support::skiff::{Skiff, TempDir, eventually, free_port, http_get};
+use crate::support::lease::{LeasePoller, LeaseRecord};
+use crate::support::skiff::{Skiff, TempDir, eventually, free_port, http_get};
+use serde_json::{Value, json};
 
 const TARGET: &str = "aarch64-unknown-linux-gnu";
 /// ELF e_machine of AArch64.

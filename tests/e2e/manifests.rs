@@ -3,10 +3,8 @@
 //! Why: a manifest that a fake server accepts can still be refused by Kubernetes (schema
 //! structure, CEL cost, kustomize). These tests apply `manifests/` to kube-apiserver itself.
 
-mod support;
-
-use support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
-use support::kubectl::succeeded;
+use crate::support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
+use crate::support::kubectl::succeeded;
 
 /// `KIND/NAME=RESOURCEVERSION` of every object in `manifests/`, sorted.
 fn manifest_versions(cp: &ControlPlane) -> Vec<String> {

@@ -5,13 +5,11 @@
 //! (and only those) to `leader-election`; the server says where a request went in the
 //! `X-Kubernetes-PF-PriorityLevel-UID` and `X-Kubernetes-PF-FlowSchema-UID` response headers.
 
-mod support;
-
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use support::control_plane::{ControlPlane, require_e2e_binaries};
-use support::lease::LEASE_PATH;
+use crate::support::control_plane::{ControlPlane, require_e2e_binaries};
+use crate::support::lease::LEASE_PATH;
 
 /// The API server picks up a new FlowSchema from its informer within a second or two.
 const CLASSIFICATION_TIMEOUT: Duration = Duration::from_secs(30);

@@ -7,13 +7,11 @@
 //! CA is the proxy's own (as behind a TLS-inspecting corporate proxy); the proxy passes every
 //! request on to the API server except the ones its rules pick.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
-use support::hostile_proxy::{HostileProxy, Mangle, Rule};
-use support::skiff::{Skiff, TempDir, eventually, proc_status_kib};
+use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use crate::support::hostile_proxy::{HostileProxy, Mangle, Rule};
+use crate::support::skiff::{Skiff, TempDir, eventually, proc_status_kib};
 
 /// Faults end after their first few requests; skiff's retries then succeed.
 const RECOVERY: Duration = Duration::from_secs(90);

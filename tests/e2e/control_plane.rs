@@ -3,12 +3,10 @@
 //! Why: every e2e suite relies on the admin and operator kubeconfigs being who they claim, and
 //! on a stopped control plane leaving no process and no temp dir behind.
 
-mod support;
-
-use support::control_plane::{
+use crate::support::control_plane::{
     ControlPlane, OPERATOR_NAMESPACE, OPERATOR_USER, require_e2e_binaries,
 };
-use support::kubectl::https_get;
+use crate::support::kubectl::https_get;
 
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
@@ -19,7 +17,7 @@ fn kubeconfigs_authenticate_as_admin_and_as_the_operator() {
     let admin = cp.kubectl_ok(&whoami);
     assert!(admin.contains(r#""username":"admin""#), "{admin}");
     assert!(admin.contains("system:masters"), "{admin}");
-    let operator = support::kubectl::succeeded(&whoami, cp.kubectl_as_operator(&whoami));
+    let operator = crate::support::kubectl::succeeded(&whoami, cp.kubectl_as_operator(&whoami));
     assert!(
         operator.contains(&format!(r#""username":"{OPERATOR_USER}""#)),
         "{operator}"
@@ -29,7 +27,8 @@ fn kubeconfigs_authenticate_as_admin_and_as_the_operator() {
         "{operator}"
     );
     let namespace = ["config", "view", "--minify", "-o", "jsonpath={..namespace}"];
-    let operator_ns = support::kubectl::succeeded(&namespace, cp.kubectl_as_operator(&namespace));
+    let operator_ns =
+        crate::support::kubectl::succeeded(&namespace, cp.kubectl_as_operator(&namespace));
     assert_eq!(operator_ns, OPERATOR_NAMESPACE);
 }
 

@@ -7,21 +7,19 @@
 //! and the reviews are POSTs, which the leader-election fence refuses on the main client: only
 //! a standby answering a scrape shows that the reviews bypass the fence as they must.
 
-mod support;
-
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use crate::support::metrics_reader::service_account_token;
+use crate::support::scrape::{Trust, scrape_https, sum_samples};
+use crate::support::skiff::{Skiff, TempDir, eventually, free_port};
 use openssl::asn1::Asn1Time;
 use openssl::bn::BigNum;
 use openssl::hash::MessageDigest;
 use openssl::pkey::{PKey, Private};
 use openssl::x509::extension::{BasicConstraints, SubjectAlternativeName};
 use openssl::x509::{X509, X509NameBuilder};
-use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
-use support::metrics_reader::service_account_token;
-use support::scrape::{Trust, scrape_https, sum_samples};
-use support::skiff::{Skiff, TempDir, eventually, free_port};
 
 /// Start-up, a review round trip and an election take well under this on a busy machine.
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
