@@ -6,3 +6,8 @@ use std::time::Duration;
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
+
+/// `n` seconds, as [`ms`] for longer timings.
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
