@@ -190,6 +190,7 @@ mod tests {
     use crate::kube::config::{Auth, ProxyConfig};
     use crate::kube::load_kubeconfig_files;
     use crate::kube::test_dir::temp_dir;
+    use crate::testing::assert_mentions;
 
     const FIRST: &str = r#"
 apiVersion: v1
@@ -245,13 +246,6 @@ contexts:
         load_kubeconfig_files(&[path.to_path_buf()], None)
     }
 
-    /// Fails unless the message names every one of `names`.
-    fn assert_names(text: &str, names: &[&str]) {
-        for name in names {
-            assert!(text.contains(name), "{name:?} is not named in: {text}");
-        }
-    }
-
     #[test]
     fn current_context_comes_from_the_first_file_that_sets_it() {
         let (_dir, paths) = two_files("kc-current");
@@ -289,7 +283,7 @@ contexts:
     fn unknown_context_lists_the_contexts_that_exist() {
         let (_dir, paths) = two_files("kc-unknown");
         let err = load_kubeconfig_files(&paths, Some("staging")).unwrap_err();
-        assert_names(&err.to_string(), &["staging", "dev", "shared", "prod"]);
+        assert_mentions(&err.to_string(), &["staging", "dev", "shared", "prod"]);
     }
 
     #[test]
@@ -300,7 +294,7 @@ contexts:
         let err = load_files(&[dir.join("absent")], None, Source::Env).unwrap_err();
         assert!(matches!(err, ConfigError::MissingFile { .. }), "{err}");
         let err = load_files(&[dir.join("absent")], None, Source::Flag).unwrap_err();
-        assert_names(&err.to_string(), &["absent", "--kubeconfig"]);
+        assert_mentions(&err.to_string(), &["absent", "--kubeconfig"]);
     }
 
     #[test]
@@ -316,7 +310,7 @@ contexts:
 
         let provider = "    auth-provider:\n      name: oidc";
         let err = load_one(&path, &FIRST.replace("    token: dev-token", provider)).unwrap_err();
-        assert_names(
+        assert_mentions(
             &err.to_string(),
             &["auth-provider", "exec credential plugin"],
         );
@@ -338,7 +332,7 @@ contexts:
             ProxyConfig::Url("http://proxy.corp:3128".into())
         );
         let err = load_one(&path, &with("socks5://proxy.corp:1080")).unwrap_err();
-        assert_names(&err.to_string(), &["dev-cluster", "socks5"]);
+        assert_mentions(&err.to_string(), &["dev-cluster", "socks5"]);
     }
 
     #[test]

@@ -188,6 +188,7 @@ pub fn name_some(namespaces: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::kube::api::ObjectMeta;
+    use crate::testing::assert_mentions;
 
     fn mirror() -> Mirror {
         let mut m = Mirror {
@@ -232,11 +233,7 @@ mod tests {
     fn conflicts_make_it_not_ready_and_are_named() {
         let s = first_status(&observed(3, 2, &["team-b"]), Reason::Synced);
         assert_eq!(ready(&s), ("False", "Conflict"));
-        let message = &s.conditions[0].message;
-        assert!(
-            message.contains("team-b") && message.contains("app-ca"),
-            "{message}"
-        );
+        assert_mentions(&s.conditions[0].message, &["team-b", "app-ca"]);
         assert_eq!(s.conflicts, 1);
     }
 
