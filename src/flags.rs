@@ -6,6 +6,8 @@
 
 mod argv;
 mod hearing;
+#[cfg(test)]
+mod testing;
 mod validate;
 
 use std::fmt;
@@ -292,15 +294,9 @@ impl fmt::Display for Settings {
 
 #[cfg(test)]
 mod tests {
+    use super::testing::{addr, try_parse};
     use super::*;
-
-    fn try_parse(args: &[&str]) -> Result<Settings, FlagError> {
-        parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
-    }
-
-    fn secs(n: u64) -> Duration {
-        Duration::from_secs(n)
-    }
+    use crate::testing::secs;
 
     #[test]
     fn defaults_match_the_flag_contract() {
@@ -321,14 +317,8 @@ mod tests {
         );
         assert!(s.release_on_cancel);
         assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (5.0, 10));
-        assert_eq!(
-            s.health_probe_bind_address,
-            "0.0.0.0:8081".parse().expect("addr")
-        );
-        assert_eq!(
-            s.metrics_bind_address,
-            Some("0.0.0.0:8443".parse().expect("addr"))
-        );
+        assert_eq!(s.health_probe_bind_address, addr("0.0.0.0:8081"));
+        assert_eq!(s.metrics_bind_address, Some(addr("0.0.0.0:8443")));
         assert!(s.metrics_secure);
         assert_eq!(s.metrics_cert_dir, None);
         assert_eq!(s.graceful_shutdown_timeout, secs(30));

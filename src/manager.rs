@@ -303,17 +303,27 @@ mod tests {
         smol::Timer::after(delay).await;
     }
 
+    /// Runs the manager to its end, electing on `store`, with the shutdown signal firing
+    /// after `signal_after`.
+    fn lead(
+        store: &FakeStore,
+        runnables: Vec<Runnable>,
+        signal_after: Duration,
+        release_on_cancel: bool,
+    ) -> Result<(), LeaderLost> {
+        finish(run(
+            Some(elector(store)),
+            runnables,
+            after(signal_after),
+            shutdown(release_on_cancel),
+            None,
+        ))
+    }
+
     #[test]
     fn controllers_stop_before_the_lease_is_released() {
         let (store, log) = (FakeStore::default(), Log::default());
-        let run = run(
-            Some(elector(&store)),
-            vec![recorder(&log, &store, ms(100))],
-            after(ms(200)),
-            shutdown(true),
-            None,
-        );
-        let result = finish(run);
+        let result = lead(&store, vec![recorder(&log, &store, ms(100))], ms(200), true);
         assert!(result.is_ok());
         let log = log.lock().expect("log lock").clone();
         assert_eq!(
@@ -341,14 +351,7 @@ mod tests {
             spec.holder_identity = Some("other_xyz".into());
             spec.lease_duration_seconds = Some(15);
         });
-        let run = run(
-            Some(elector(&store)),
-            vec![recorder(&log, &store, ms(0))],
-            after(ms(300)),
-            shutdown(true),
-            None,
-        );
-        assert!(finish(run).is_ok());
+        assert!(lead(&store, vec![recorder(&log, &store, ms(0))], ms(300), true).is_ok());
         assert!(
             log.lock().expect("log lock").is_empty(),
             "a standby started a controller"
@@ -363,14 +366,7 @@ mod tests {
     #[test]
     fn without_release_on_cancel_the_lease_is_left_to_expire() {
         let (store, log) = (FakeStore::default(), Log::default());
-        let run = run(
-            Some(elector(&store)),
-            vec![recorder(&log, &store, ms(0))],
-            after(ms(200)),
-            shutdown(false),
-            None,
-        );
-        assert!(finish(run).is_ok());
+        assert!(lead(&store, vec![recorder(&log, &store, ms(0))], ms(200), false).is_ok());
         assert_eq!(store.holder().as_deref(), Some(ME));
     }
 
@@ -420,14 +416,7 @@ mod tests {
         let (store, log) = (FakeStore::default(), Log::default());
         let stuck = recorder(&log, &store, Duration::from_secs(60));
         let started = Instant::now();
-        let run = run(
-            Some(elector(&store)),
-            vec![stuck],
-            after(ms(100)),
-            shutdown(true),
-            None,
-        );
-        assert!(finish(run).is_ok());
+        assert!(lead(&store, vec![stuck], ms(100), true).is_ok());
         assert!(started.elapsed() < ms(1500), "took {:?}", started.elapsed());
         assert_eq!(
             store.holder().as_deref(),

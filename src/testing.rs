@@ -2,7 +2,21 @@
 
 use std::time::Duration;
 
+/// Fails unless `text` contains each of `parts`: error and condition messages must name what
+/// the reader needs to act on.
+#[track_caller]
+pub fn assert_mentions(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{part:?} is not mentioned in: {text}");
+    }
+}
+
 /// `n` milliseconds: timings in tests read as `ms(250)`.
 pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
+}
+
+/// `n` seconds, as [`ms`] for longer timings.
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
 }

@@ -56,10 +56,7 @@ pub fn hearing(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn secs(n: u64) -> Duration {
-        Duration::from_secs(n)
-    }
+    use crate::testing::secs;
 
     #[test]
     fn deafness_must_outlast_the_watch_idle_timeout_or_be_off() {

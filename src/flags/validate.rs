@@ -182,12 +182,8 @@ fn secret_target_names(text: &str) -> Result<Vec<String>, FlagError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse;
+    use super::super::testing::{addr, try_parse};
     use super::*;
-
-    fn try_parse(args: &[&str]) -> Result<Settings, FlagError> {
-        parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
-    }
 
     fn rejected_flag(args: &[&str]) -> (&'static str, String) {
         match try_parse(args) {
@@ -260,19 +256,10 @@ mod tests {
             "127.0.0.1:7",
         ])
         .expect("valid addresses");
-        assert_eq!(
-            s.health_probe_bind_address,
-            "[::1]:9".parse().expect("addr")
-        );
-        assert_eq!(
-            s.metrics_bind_address,
-            Some("127.0.0.1:7".parse().expect("addr"))
-        );
+        assert_eq!(s.health_probe_bind_address, addr("[::1]:9"));
+        assert_eq!(s.metrics_bind_address, Some(addr("127.0.0.1:7")));
         let s = try_parse(&["--health-probe-bind-address=:9"]).expect("valid");
-        assert_eq!(
-            s.health_probe_bind_address,
-            "0.0.0.0:9".parse().expect("addr")
-        );
+        assert_eq!(s.health_probe_bind_address, addr("0.0.0.0:9"));
     }
 
     #[test]

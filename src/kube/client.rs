@@ -25,8 +25,6 @@ pub use super::transport::{DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER};
 /// Default page size of [`Client::list_all`] (client-go's pager uses 500).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 const JSON: &str = "application/json";
-const MERGE_PATCH: &str = "application/merge-patch+json";
-const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 
 /// How the API server reads a PATCH body: RFC 7386 merge patch, or the strategic merge patch of
 /// built-in kinds (with directives such as `$patch: replace`).
@@ -34,6 +32,16 @@ const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
 pub enum PatchKind {
     Merge,
     Strategic,
+}
+
+impl PatchKind {
+    /// The Content-Type that tells the API server which kind of patch the body is.
+    fn content_type(self) -> &'static str {
+        match self {
+            PatchKind::Merge => "application/merge-patch+json",
+            PatchKind::Strategic => "application/strategic-merge-patch+json",
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -188,11 +196,7 @@ impl Client {
         patch: &serde_json::Value,
         kind: PatchKind,
     ) -> Result<K, Error> {
-        let content_type = match kind {
-            PatchKind::Merge => MERGE_PATCH,
-            PatchKind::Strategic => STRATEGIC_MERGE_PATCH,
-        };
-        self.patch_typed(K::url_path(namespace, Some(name)), patch, content_type)
+        self.patch_typed(K::url_path(namespace, Some(name)), patch, kind)
             .await
     }
 
@@ -274,17 +278,17 @@ impl Client {
         path: String,
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
-        self.patch_typed(path, patch, MERGE_PATCH).await
+        self.patch_typed(path, patch, PatchKind::Merge).await
     }
 
     async fn patch_typed<K: Resource>(
         &self,
         path: String,
         patch: &serde_json::Value,
-        content_type: &'static str,
+        kind: PatchKind,
     ) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
-        spec.body = Some((encode(patch)?, content_type));
+        spec.body = Some((encode(patch)?, kind.content_type()));
         decode(&self.transport.execute(&spec).await?)
     }
 }

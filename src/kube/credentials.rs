@@ -186,7 +186,10 @@ mod tests {
         load_kubeconfig_files(&[path], None)
     }
 
-    fn assert_converted(config: Config, key: &PKey<Private>) {
+    /// Loads a kubeconfig whose client key is `key_pem` (a PEM of `key`) and checks that the
+    /// identity carries it as PKCS#8.
+    fn assert_loads_as_pkcs8(tag: &str, key: &PKey<Private>, key_pem: &[u8]) {
+        let config = config_with_key(tag, &self_signed(key), key_pem).unwrap();
         let identity = config.tls.identity.expect("client identity");
         let pem = String::from_utf8(identity.key_pkcs8_pem.clone()).unwrap();
         assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"), "{pem}");
@@ -200,9 +203,7 @@ mod tests {
         let rsa = Rsa::generate(2048).unwrap();
         let pkcs1 = rsa.private_key_to_pem().unwrap();
         assert!(String::from_utf8_lossy(&pkcs1).contains("BEGIN RSA PRIVATE KEY"));
-        let key = PKey::from_rsa(rsa).unwrap();
-        let config = config_with_key("creds-rsa", &self_signed(&key), &pkcs1).unwrap();
-        assert_converted(config, &key);
+        assert_loads_as_pkcs8("creds-rsa", &PKey::from_rsa(rsa).unwrap(), &pkcs1);
     }
 
     #[test]
@@ -211,17 +212,14 @@ mod tests {
         let ec = EcKey::generate(&group).unwrap();
         let sec1 = ec.private_key_to_pem().unwrap();
         assert!(String::from_utf8_lossy(&sec1).contains("BEGIN EC PRIVATE KEY"));
-        let key = PKey::from_ec_key(ec).unwrap();
-        let config = config_with_key("creds-ec", &self_signed(&key), &sec1).unwrap();
-        assert_converted(config, &key);
+        assert_loads_as_pkcs8("creds-ec", &PKey::from_ec_key(ec).unwrap(), &sec1);
     }
 
     #[test]
     fn pkcs8_key_is_kept_as_pkcs8() {
         let key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
         let pkcs8 = key.private_key_to_pem_pkcs8().unwrap();
-        let config = config_with_key("creds-pkcs8", &self_signed(&key), &pkcs8).unwrap();
-        assert_converted(config, &key);
+        assert_loads_as_pkcs8("creds-pkcs8", &key, &pkcs8);
     }
 
     #[test]

@@ -90,12 +90,22 @@ mod tests {
     use crate::testing::ms;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    async fn after(
-        delay: Duration,
-        result: Result<&'static str, &'static str>,
-    ) -> Result<&'static str, &'static str> {
+    type Answer = Result<&'static str, &'static str>;
+
+    async fn after(delay: Duration, result: Answer) -> Answer {
         Timer::after(delay).await;
         result
+    }
+
+    /// Races a primary against a backup hedged after 20 ms; each is (how many milliseconds it
+    /// takes to answer, its answer).
+    fn race(
+        (primary_ms, primary): (u64, Answer),
+        (backup_ms, backup): (u64, Answer),
+    ) -> (Answer, Winner) {
+        let primary = after(ms(primary_ms), primary);
+        let backup = after(ms(backup_ms), backup);
+        smol::block_on(hedged(primary, ms(20), backup))
     }
 
     #[test]
@@ -119,34 +129,18 @@ mod tests {
 
     #[test]
     fn a_late_primary_still_wins_if_it_answers_first() {
-        let result = smol::block_on(hedged(
-            after(ms(300), Ok("primary")),
-            ms(20),
-            after(ms(900), Ok("backup")),
-        ));
+        let result = race((300, Ok("primary")), (900, Ok("backup")));
         assert_eq!(result, (Ok("primary"), Winner::Primary));
     }
 
     /// Margins of hundreds of milliseconds, so a busy machine cannot reorder the attempts.
     #[test]
     fn a_failure_waits_for_the_other_attempt() {
-        let result = smol::block_on(hedged(
-            after(ms(300), Err("primary failed")),
-            ms(20),
-            after(ms(600), Ok("backup")),
-        ));
+        let result = race((300, Err("primary failed")), (600, Ok("backup")));
         assert_eq!(result, (Ok("backup"), Winner::Backup));
-        let result = smol::block_on(hedged(
-            after(ms(600), Ok("primary")),
-            ms(20),
-            after(ms(1), Err("backup failed")),
-        ));
+        let result = race((600, Ok("primary")), (1, Err("backup failed")));
         assert_eq!(result, (Ok("primary"), Winner::Primary));
-        let result = smol::block_on(hedged(
-            after(ms(300), Err("primary failed")),
-            ms(20),
-            after(ms(1), Err("backup failed")),
-        ));
+        let result = race((300, Err("primary failed")), (1, Err("backup failed")));
         assert_eq!(result, (Err("primary failed"), Winner::Primary));
     }
 }

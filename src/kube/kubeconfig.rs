@@ -190,6 +190,7 @@ mod tests {
     use crate::kube::config::{Auth, ProxyConfig};
     use crate::kube::load_kubeconfig_files;
     use crate::kube::test_dir::temp_dir;
+    use crate::testing::assert_mentions;
 
     const FIRST: &str = r#"
 apiVersion: v1
@@ -239,6 +240,12 @@ contexts:
         (dir, paths)
     }
 
+    /// Writes `text` as the only kubeconfig at `path` and loads it.
+    fn load_one(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        std::fs::write(path, text).unwrap();
+        load_kubeconfig_files(&[path.to_path_buf()], None)
+    }
+
     #[test]
     fn current_context_comes_from_the_first_file_that_sets_it() {
         let (_dir, paths) = two_files("kc-current");
@@ -276,10 +283,7 @@ contexts:
     fn unknown_context_lists_the_contexts_that_exist() {
         let (_dir, paths) = two_files("kc-unknown");
         let err = load_kubeconfig_files(&paths, Some("staging")).unwrap_err();
-        let text = err.to_string();
-        for name in ["staging", "dev", "shared", "prod"] {
-            assert!(text.contains(name), "{text}");
-        }
+        assert_mentions(&err.to_string(), &["staging", "dev", "shared", "prod"]);
     }
 
     #[test]
@@ -290,11 +294,7 @@ contexts:
         let err = load_files(&[dir.join("absent")], None, Source::Env).unwrap_err();
         assert!(matches!(err, ConfigError::MissingFile { .. }), "{err}");
         let err = load_files(&[dir.join("absent")], None, Source::Flag).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("absent") && text.contains("--kubeconfig"),
-            "{text}"
-        );
+        assert_mentions(&err.to_string(), &["absent", "--kubeconfig"]);
     }
 
     #[test]
@@ -302,20 +302,17 @@ contexts:
         let dir = temp_dir("kc-exec");
         let path = dir.join("config");
         let exec = "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: bin/get-token\n      args: [eks, get-token]";
-        std::fs::write(&path, FIRST.replace("    token: dev-token", exec)).unwrap();
-        let config = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
+        let config = load_one(&path, &FIRST.replace("    token: dev-token", exec)).unwrap();
         let Auth::Exec(plugin) = &config.auth else {
             panic!("expected an exec plugin, got {:?}", config.auth);
         };
         assert_eq!(plugin.command(), dir.join("bin/get-token"));
 
         let provider = "    auth-provider:\n      name: oidc";
-        std::fs::write(&path, FIRST.replace("    token: dev-token", provider)).unwrap();
-        let err = load_kubeconfig_files(&[path], None).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("auth-provider") && text.contains("exec credential plugin"),
-            "{text}"
+        let err = load_one(&path, &FIRST.replace("    token: dev-token", provider)).unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["auth-provider", "exec credential plugin"],
         );
     }
 
@@ -329,27 +326,20 @@ contexts:
                 &format!("    tls-server-name: api.dev\n    proxy-url: {line}"),
             )
         };
-        std::fs::write(&path, with("http://proxy.corp:3128")).unwrap();
-        let config = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap();
+        let config = load_one(&path, &with("http://proxy.corp:3128")).unwrap();
         assert_eq!(
             config.proxy,
             ProxyConfig::Url("http://proxy.corp:3128".into())
         );
-        std::fs::write(&path, with("socks5://proxy.corp:1080")).unwrap();
-        let err = load_kubeconfig_files(&[path], None).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("dev-cluster") && text.contains("socks5"),
-            "{text}"
-        );
+        let err = load_one(&path, &with("socks5://proxy.corp:1080")).unwrap_err();
+        assert_mentions(&err.to_string(), &["dev-cluster", "socks5"]);
     }
 
     #[test]
     fn malformed_yaml_names_the_file() {
         let dir = temp_dir("kc-yaml");
         let path = dir.join("broken");
-        std::fs::write(&path, "clusters: [\n  - name: x\n   oops: {").unwrap();
-        let err = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        let err = load_one(&path, "clusters: [\n  - name: x\n   oops: {").unwrap_err();
         assert!(matches!(err, ConfigError::Yaml { .. }), "{err}");
         assert!(err.to_string().contains("broken"), "{err}");
     }
@@ -358,22 +348,17 @@ contexts:
     fn missing_cluster_and_unreadable_ca_are_named() {
         let dir = temp_dir("kc-refs");
         let path = dir.join("config");
-        std::fs::write(
-            &path,
-            FIRST.replace(
-                "cluster: dev-cluster, user: dev-user, namespace",
-                "cluster: gone, user: dev-user, namespace",
-            ),
-        )
-        .unwrap();
-        let err = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        let text = FIRST.replace(
+            "cluster: dev-cluster, user: dev-user, namespace",
+            "cluster: gone, user: dev-user, namespace",
+        );
+        let err = load_one(&path, &text).unwrap_err();
         assert!(err.to_string().contains("gone"), "{err}");
         let text = FIRST.replace(
             "    insecure-skip-tls-verify: true",
             "    certificate-authority: certs/ca.pem",
         );
-        std::fs::write(&path, text).unwrap();
-        let err = load_kubeconfig_files(std::slice::from_ref(&path), None).unwrap_err();
+        let err = load_one(&path, &text).unwrap_err();
         assert!(err.to_string().contains("certs/ca.pem"), "{err}");
     }
 }

@@ -225,10 +225,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn secs(n: u64) -> Duration {
-        Duration::from_secs(n)
-    }
+    use crate::testing::secs;
 
     #[test]
     fn a_suspicion_moves_the_epoch_once_per_cooldown() {

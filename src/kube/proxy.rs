@@ -331,39 +331,34 @@ mod tests {
         let rules = NoProxy::parse(
             " Example.com, .internal, *.corp.net, 10.0.0.0/8, 192.168.1.7, 172.16.0.1:6443, api.other:443, fd00::/8, [2001:db8::1]:6443",
         );
-        let direct = [
-            ("example.com", 443),
-            ("api.example.com", 443),
-            ("x.internal", 6443),
-            ("a.b.corp.net", 1),
-            ("10.1.2.3", 6443),
-            ("192.168.1.7", 1),
-            ("172.16.0.1", 6443),
-            ("api.other", 443),
-            ("fd12::1", 443),
-            ("[2001:db8::1]", 6443),
-        ];
-        for (host, port) in direct {
-            assert!(
-                !rules.use_proxy(host, port),
-                "{host}:{port} should be direct"
-            );
-        }
-        let proxied = [
-            ("notexample.com", 443),
-            ("internal", 443),
-            ("corp.net", 443),
-            ("11.0.0.1", 443),
-            ("192.168.1.8", 443),
-            ("172.16.0.1", 443),
-            ("api.other", 6443),
-            ("2001:db8::1", 443),
-        ];
-        for (host, port) in proxied {
-            assert!(
-                rules.use_proxy(host, port),
-                "{host}:{port} should be proxied"
-            );
+        let route = |host: &str, port| {
+            if rules.use_proxy(host, port) {
+                "proxied"
+            } else {
+                "direct"
+            }
+        };
+        for (host, port, want) in [
+            ("example.com", 443, "direct"),
+            ("api.example.com", 443, "direct"),
+            ("x.internal", 6443, "direct"),
+            ("a.b.corp.net", 1, "direct"),
+            ("10.1.2.3", 6443, "direct"),
+            ("192.168.1.7", 1, "direct"),
+            ("172.16.0.1", 6443, "direct"),
+            ("api.other", 443, "direct"),
+            ("fd12::1", 443, "direct"),
+            ("[2001:db8::1]", 6443, "direct"),
+            ("notexample.com", 443, "proxied"),
+            ("internal", 443, "proxied"),
+            ("corp.net", 443, "proxied"),
+            ("11.0.0.1", 443, "proxied"),
+            ("192.168.1.8", 443, "proxied"),
+            ("172.16.0.1", 443, "proxied"),
+            ("api.other", 6443, "proxied"),
+            ("2001:db8::1", 443, "proxied"),
+        ] {
+            assert_eq!(route(host, port), want, "{host}:{port}");
         }
         assert!(!NoProxy::parse("a.com, *").use_proxy("anything.example", 443));
         let star = [PROXY, ("NO_PROXY", "*")];

@@ -295,6 +295,14 @@ mod tests {
         spec.acquire_time = Some("2026-01-01T00:00:00.000000Z".into());
     }
 
+    /// [`held_by_other`]'s lease with `holder` in its place (`""`: nobody holds it).
+    fn held_by(holder: &'static str) -> impl FnOnce(&mut LeaseSpec) {
+        move |spec| {
+            held_by_other(spec);
+            spec.holder_identity = Some(holder.into());
+        }
+    }
+
     #[test]
     fn creates_the_lease_on_404_as_holder_with_zero_transitions() {
         let store = FakeStore::default();
@@ -321,10 +329,7 @@ mod tests {
     #[test]
     fn takes_a_free_lease_with_one_more_transition_and_a_new_acquire_time() {
         let store = FakeStore::default();
-        store.write_as_other(|spec| {
-            held_by_other(spec);
-            spec.holder_identity = Some(String::new());
-        });
+        store.write_as_other(held_by(""));
         let attempt = smol::block_on(lock(&store).try_acquire_or_renew(soon()));
         assert_eq!(attempt, Ok(Attempt::Acquired));
         let spec = store.lease().unwrap().spec;
@@ -388,10 +393,7 @@ mod tests {
     #[test]
     fn release_clears_the_holder_sets_duration_one_and_keeps_transitions() {
         let store = FakeStore::default();
-        store.write_as_other(|spec| {
-            held_by_other(spec);
-            spec.holder_identity = Some(ME.into());
-        });
+        store.write_as_other(held_by(ME));
         let mut lock = lock(&store);
         assert_eq!(smol::block_on(lock.release(soon())), Ok(true));
         let spec = store.lease().unwrap().spec;

@@ -188,6 +188,7 @@ pub fn name_some(namespaces: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::kube::api::ObjectMeta;
+    use crate::testing::assert_mentions;
 
     fn mirror() -> Mirror {
         let mut m = Mirror {
@@ -209,34 +210,30 @@ mod tests {
         }
     }
 
+    /// The status of [`mirror`] built at `t1` from `observed`, with no message of its own.
+    fn first_status(observed: &Observed, reason: Reason) -> MirrorStatus {
+        build(&mirror(), observed, reason, "", "t1")
+    }
+
+    /// The Ready condition's status and reason.
+    fn ready(s: &MirrorStatus) -> (&str, &str) {
+        let c = &s.conditions[0];
+        (c.status.as_str(), c.reason.as_str())
+    }
+
     #[test]
     fn all_copies_synced_is_ready() {
-        let s = build(&mirror(), &observed(2, 2, &[]), Reason::Synced, "", "t1");
-        let c = &s.conditions[0];
-        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "Synced"));
+        let s = first_status(&observed(2, 2, &[]), Reason::Synced);
+        assert_eq!(ready(&s), ("True", "Synced"));
         assert_eq!(s.observed_generation, Some(3));
         assert_eq!((s.selected, s.synced, s.conflicts), (2, 2, 0));
     }
 
     #[test]
     fn conflicts_make_it_not_ready_and_are_named() {
-        let s = build(
-            &mirror(),
-            &observed(3, 2, &["team-b"]),
-            Reason::Synced,
-            "",
-            "t1",
-        );
-        let c = &s.conditions[0];
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_str()),
-            ("False", "Conflict")
-        );
-        assert!(
-            c.message.contains("team-b") && c.message.contains("app-ca"),
-            "{}",
-            c.message
-        );
+        let s = first_status(&observed(3, 2, &["team-b"]), Reason::Synced);
+        assert_eq!(ready(&s), ("False", "Conflict"));
+        assert_mentions(&s.conditions[0].message, &["team-b", "app-ca"]);
         assert_eq!(s.conflicts, 1);
     }
 
@@ -261,7 +258,7 @@ mod tests {
     fn a_long_conflict_list_is_summarised() {
         let many: Vec<String> = (0..15).map(|i| format!("ns{i}")).collect();
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
-        let s = build(&mirror(), &observed(15, 0, &refs), Reason::Synced, "", "t1");
+        let s = first_status(&observed(15, 0, &refs), Reason::Synced);
         assert!(
             s.conditions[0].message.ends_with("and 5 more"),
             "{}",
@@ -322,19 +319,9 @@ mod tests {
 
     #[test]
     fn progress_is_not_ready_and_counts_the_copies_done() {
-        let s = build(
-            &mirror(),
-            &observed(1000, 412, &[]),
-            Reason::Progressing,
-            "",
-            "t1",
-        );
-        let c = &s.conditions[0];
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_str()),
-            ("False", "Progressing")
-        );
-        assert_eq!(c.message, "412 of 1,000 copies up to date");
+        let s = first_status(&observed(1000, 412, &[]), Reason::Progressing);
+        assert_eq!(ready(&s), ("False", "Progressing"));
+        assert_eq!(s.conditions[0].message, "412 of 1,000 copies up to date");
         assert_eq!((s.selected, s.synced), (1000, 412));
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(999), "999");

@@ -253,16 +253,52 @@ mod tests {
         let _ = rx.recv().await;
     }
 
+    /// Runs a controller named `name` with `workers` on the keys `names` until a reconcile
+    /// closes the stop channel it is handed (fails the test after 5 s); returns its queue.
+    fn run_until_stopped<F, E>(
+        name: &str,
+        workers: usize,
+        names: &[&str],
+        reconcile: impl Fn(ObjectKey, Sender<()>) -> F + Send + Sync + 'static,
+    ) -> WorkQueue<ObjectKey>
+    where
+        F: Future<Output = Result<Action, E>> + Send + 'static,
+        E: Display + Send + 'static,
+    {
+        let controller = Controller::new(name, workers);
+        let queue = controller.queue();
+        for name in names {
+            queue.add(key(name));
+        }
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let reconcile = move |key| reconcile(key, stop_tx.clone());
+        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        queue
+    }
+
+    /// What each reconcile call was given or saw, in call order.
+    type Calls<T> = Arc<Mutex<Vec<T>>>;
+
+    /// Adds `call` to `calls`; how many calls there have been, this one included.
+    fn record<T>(calls: &Calls<T>, call: T) -> usize {
+        let mut calls = calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.push(call);
+        calls.len()
+    }
+
+    /// controller_runtime_reconcile_errors_total of the controller named `name`.
+    fn reconcile_errors(name: &str) -> u64 {
+        let labels = [("controller", name)];
+        metrics::counter("controller_runtime_reconcile_errors_total", "", &labels).get()
+    }
+
     #[test]
     fn workers_reconcile_different_keys_in_parallel() {
-        let controller = Controller::new("test-parallel", 3);
-        let queue = controller.queue();
-        let (stop_tx, stop_rx) = unbounded::<()>();
         let barrier = Arc::new(Barrier::new(3));
         let finished = Arc::new(Mutex::new(Vec::new()));
         let (b, f) = (Arc::clone(&barrier), Arc::clone(&finished));
-        let reconcile = move |key: ObjectKey| {
-            let (barrier, finished, stop) = (Arc::clone(&b), Arc::clone(&f), stop_tx.clone());
+        let reconcile = move |key: ObjectKey, stop: Sender<()>| {
+            let (barrier, finished) = (Arc::clone(&b), Arc::clone(&f));
             async move {
                 // Passes only when all three reconciles are running at once.
                 barrier.wait().await;
@@ -274,10 +310,7 @@ mod tests {
                 Ok::<_, String>(Action::Done)
             }
         };
-        for name in ["a", "b", "c"] {
-            queue.add(key(name));
-        }
-        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        run_until_stopped("test-parallel", 3, &["a", "b", "c"], reconcile);
         assert_eq!(finished.lock().unwrap().len(), 3);
     }
 
@@ -315,53 +348,35 @@ mod tests {
 
     #[test]
     fn a_failed_reconcile_is_retried_with_backoff_then_forgotten() {
-        let controller = Controller::new("test-retry", 2);
-        let queue = controller.queue();
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let (stop_tx, stop_rx) = unbounded::<()>();
+        let calls: Calls<Instant> = Arc::default();
         let c = Arc::clone(&calls);
-        let reconcile = move |_key: ObjectKey| {
-            let (calls, stop) = (Arc::clone(&c), stop_tx.clone());
+        let reconcile = move |_key: ObjectKey, stop: Sender<()>| {
+            let seen = record(&c, Instant::now());
             async move {
-                let mut calls = calls.lock().unwrap();
-                calls.push(Instant::now());
-                if calls.len() < 3 {
+                if seen < 3 {
                     return Err("transient");
                 }
                 stop.close();
                 Ok(Action::Done)
             }
         };
-        queue.add(key("a"));
-        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        let queue = run_until_stopped("test-retry", 2, &["a"], reconcile);
         let calls = calls.lock().unwrap();
         assert_eq!(calls.len(), 3);
         assert!(calls[1] - calls[0] >= Duration::from_millis(5));
         assert!(calls[2] - calls[1] >= Duration::from_millis(10));
         assert_eq!(queue.failures(&key("a")), 0);
-        let errors = metrics::counter(
-            "controller_runtime_reconcile_errors_total",
-            "",
-            &[("controller", "test-retry")],
-        );
-        assert_eq!(errors.get(), 2);
+        assert_eq!(reconcile_errors("test-retry"), 2);
     }
 
     #[test]
     fn a_panicking_reconcile_is_an_error_retried_and_the_worker_goes_on() {
-        let controller = Controller::new("test-panic", 1);
-        let queue = controller.queue();
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let (stop_tx, stop_rx) = unbounded::<()>();
+        let calls: Calls<String> = Arc::default();
         let c = Arc::clone(&calls);
-        let reconcile = move |key: ObjectKey| {
-            let (calls, stop) = (Arc::clone(&c), stop_tx.clone());
+        let reconcile = move |key: ObjectKey, stop: Sender<()>| {
+            let seen = record(&c, key.name);
+            // The panic is in the future, where the worker catches it.
             async move {
-                let seen = {
-                    let mut calls = calls.lock().unwrap_or_else(|e| e.into_inner());
-                    calls.push(key.name.clone());
-                    calls.len()
-                };
                 if seen == 1 {
                     panic!("bug in reconcile");
                 }
@@ -371,17 +386,10 @@ mod tests {
                 Ok::<_, String>(Action::Done)
             }
         };
-        queue.add(key("a"));
-        queue.add(key("b"));
-        block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+        run_until_stopped("test-panic", 1, &["a", "b"], reconcile);
         // One worker: after `a` panicked it still reconciled `b`, then `a` again.
         assert_eq!(*calls.lock().unwrap(), ["a", "b", "a"]);
-        let errors = metrics::counter(
-            "controller_runtime_reconcile_errors_total",
-            "",
-            &[("controller", "test-panic")],
-        );
-        assert_eq!(errors.get(), 1);
+        assert_eq!(reconcile_errors("test-panic"), 1);
     }
 
     /// Lists `a`, then watches: `b` is added, then nothing more happens.

@@ -201,11 +201,10 @@ mod tests {
     fn a_reader_refused_later_is_refused_and_the_other_way_round() {
         let start = Instant::now();
         let mut cache = ReviewCache::default();
-        cache.insert("token", Outcome::Allowed, start);
-        cache.insert("token", Outcome::Forbidden("bob".into()), start);
-        let forbidden = Lookup::Cached(Outcome::Forbidden("bob".into()));
-        assert_eq!(cache.get("token", start), forbidden);
-        cache.insert("token", Outcome::Allowed, start);
-        assert_eq!(cache.get("token", start), Lookup::Cached(Outcome::Allowed));
+        let forbidden = Outcome::Forbidden("bob".into());
+        for outcome in [Outcome::Allowed, forbidden, Outcome::Allowed] {
+            cache.insert("token", outcome.clone(), start);
+            assert_eq!(cache.get("token", start), Lookup::Cached(outcome));
+        }
     }
 }

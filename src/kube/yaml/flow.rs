@@ -138,49 +138,63 @@ impl<'a> Cursor<'a> {
     }
 
     fn sequence(&mut self) -> Result<Value, YamlError> {
-        self.eat('[');
         let mut items = Vec::new();
+        self.collection(['[', ']'], "[...] sequence", |cursor| {
+            items.push(cursor.node(true)?);
+            Ok(())
+        })?;
+        Ok(Value::Array(items))
+    }
+
+    fn mapping(&mut self) -> Result<Value, YamlError> {
+        let mut map = Map::new();
+        self.collection(['{', '}'], "{...} mapping", |cursor| {
+            let (key, value) = cursor.mapping_entry()?;
+            map.insert(key, value);
+            Ok(())
+        })?;
+        Ok(Value::Object(map))
+    }
+
+    /// A flow collection between `open` and `close` (a `what`, as errors name it): `entry`
+    /// reads each entry, and after one a `,` or `close` must follow.
+    fn collection(
+        &mut self,
+        [open, close]: [char; 2],
+        what: &str,
+        mut entry: impl FnMut(&mut Self) -> Result<(), YamlError>,
+    ) -> Result<(), YamlError> {
+        self.eat(open);
         loop {
             self.skip_spaces();
-            if self.eat(']') {
-                return Ok(Value::Array(items));
+            if self.eat(close) {
+                return Ok(());
             }
-            items.push(self.node(true)?);
+            entry(self)?;
             self.skip_spaces();
-            if !self.eat(',') && self.peek() != Some(']') {
-                return self.fail("a `,` or `]` was expected in a [...] sequence");
+            if !self.eat(',') && self.peek() != Some(close) {
+                return self.fail(format!("a `,` or `{close}` was expected in a {what}"));
             }
         }
     }
 
-    fn mapping(&mut self) -> Result<Value, YamlError> {
-        self.eat('{');
-        let mut map = Map::new();
-        loop {
+    /// `key: value` in a `{...}` mapping; a key without a value maps to null.
+    fn mapping_entry(&mut self) -> Result<(String, Value), YamlError> {
+        let key = match self.peek() {
+            Some('"' | '\'') => self.quoted()?,
+            _ => self.plain(true, true).to_owned(),
+        };
+        self.skip_spaces();
+        let value = if self.eat(':') {
             self.skip_spaces();
-            if self.eat('}') {
-                return Ok(Value::Object(map));
+            match self.peek() {
+                Some(',' | '}') => Value::Null,
+                _ => self.node(true)?,
             }
-            let key = match self.peek() {
-                Some('"' | '\'') => self.quoted()?,
-                _ => self.plain(true, true).to_owned(),
-            };
-            self.skip_spaces();
-            let value = if self.eat(':') {
-                self.skip_spaces();
-                match self.peek() {
-                    Some(',' | '}') => Value::Null,
-                    _ => self.node(true)?,
-                }
-            } else {
-                Value::Null
-            };
-            map.insert(key, value);
-            self.skip_spaces();
-            if !self.eat(',') && self.peek() != Some('}') {
-                return self.fail("a `,` or `}` was expected in a {...} mapping");
-            }
-        }
+        } else {
+            Value::Null
+        };
+        Ok((key, value))
     }
 
     /// A plain scalar up to the end, or in a collection up to `,` `]` `}` (and for a key

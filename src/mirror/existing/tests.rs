@@ -1,5 +1,5 @@
 use super::*;
-use crate::mirror::fixtures::map;
+use crate::mirror::fixtures::{map, mirror_of};
 use crate::mirror::render::{CopyObject, new_copy};
 use crate::mirror::source::SourceContent;
 use crate::mirror::types::{Mirror, SourceKind};
@@ -13,13 +13,7 @@ fn me() -> Owner {
 }
 
 fn mirror(kind: SourceKind) -> Mirror {
-    let mut m = Mirror {
-        metadata: ObjectMeta::named(Some("src"), "ca"),
-        ..Mirror::default()
-    };
-    m.spec.source.kind = kind;
-    m.spec.source.name = "app".into();
-    m
+    mirror_of("ca", kind)
 }
 
 fn data(value: &str) -> BTreeMap<String, String> {

@@ -39,6 +39,12 @@ fn note(m: Option<Mirror>) -> String {
     m.map(|m| m.spec.source.name).unwrap_or_default()
 }
 
+/// The note of the Mirror `w` answers with when the cache holds Mirror `m` at `rv`, noted
+/// `cached`.
+fn seen_over(w: &MirrorWrites, rv: &str, cached: &str) -> String {
+    note(w.resolve(&owner("m"), Some(mirror_at(rv, cached))))
+}
+
 #[test]
 fn a_create_the_cache_has_not_seen_reads_as_present() {
     let w = CopyWrites::default();
@@ -138,13 +144,9 @@ fn a_mirror_cache_two_writes_behind_reads_as_the_last_write() {
     w.record(owner("m"), Some("1"), Some(mirror_at("2", "finalizer")));
     w.record(owner("m"), Some("2"), Some(mirror_at("3", "status")));
     for stale in ["1", "2"] {
-        let seen = w.resolve(&owner("m"), Some(mirror_at(stale, "cached")));
-        assert_eq!(note(seen), "status", "cache at {stale}");
+        assert_eq!(seen_over(&w, stale, "cached"), "status", "cache at {stale}");
     }
-    assert_eq!(
-        note(w.resolve(&owner("m"), Some(mirror_at("3", "cached")))),
-        "cached"
-    );
+    assert_eq!(seen_over(&w, "3", "cached"), "cached");
     assert!(w.is_empty(), "the entry goes once the cache has caught up");
 }
 
@@ -152,14 +154,8 @@ fn a_mirror_cache_two_writes_behind_reads_as_the_last_write() {
 fn a_change_by_someone_else_drops_the_entry() {
     let w = MirrorWrites::default();
     w.record(owner("m"), Some("1"), Some(mirror_at("2", "ours")));
-    assert_eq!(
-        note(w.resolve(&owner("m"), Some(mirror_at("5", "theirs")))),
-        "theirs"
-    );
-    assert_eq!(
-        note(w.resolve(&owner("m"), Some(mirror_at("1", "old")))),
-        "old"
-    );
+    assert_eq!(seen_over(&w, "5", "theirs"), "theirs");
+    assert_eq!(seen_over(&w, "1", "old"), "old");
 }
 
 #[test]
@@ -167,10 +163,7 @@ fn a_write_not_on_top_of_ours_starts_over() {
     let w = MirrorWrites::default();
     w.record(owner("m"), Some("1"), Some(mirror_at("2", "first")));
     w.record(owner("m"), Some("7"), Some(mirror_at("8", "second")));
-    assert_eq!(
-        note(w.resolve(&owner("m"), Some(mirror_at("1", "cached")))),
-        "cached"
-    );
+    assert_eq!(seen_over(&w, "1", "cached"), "cached");
 }
 
 #[test]

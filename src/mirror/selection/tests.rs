@@ -15,6 +15,11 @@ fn namespace(name: &str, labels: &[(&str, &str)]) -> Namespace {
     ns
 }
 
+/// A namespace labelled only with its `team`, as the mirrors below select.
+fn team_namespace(name: &str, team: &str) -> Namespace {
+    namespace(name, &[("team", team)])
+}
+
 fn mirror(name: &str, team: &str) -> Mirror {
     let mut m = Mirror {
         metadata: ObjectMeta::named(Some("src"), name),
@@ -85,11 +90,11 @@ fn key(name: &str) -> ObjectKey {
 fn a_namespace_event_that_changes_no_selection_wakes_no_mirror() {
     let w = World::new(
         vec![mirror("a", "red"), mirror("b", "blue")],
-        vec![namespace("n1", &[("team", "red")])],
+        vec![team_namespace("n1", "red")],
     );
     let relabelled = namespace("n1", &[("team", "red"), ("cost-center", "42")]);
     assert!(w.namespace_event(Change::Applied(relabelled)).is_empty());
-    let unrelated = namespace("n2", &[("team", "green")]);
+    let unrelated = team_namespace("n2", "green");
     assert!(w.namespace_event(Change::Applied(unrelated)).is_empty());
     assert_eq!(w.selected("a"), ["n1"]);
 }
@@ -102,9 +107,9 @@ fn a_namespace_event_wakes_exactly_the_mirrors_whose_selection_changed() {
             mirror("b", "blue"),
             mirror("c", "green"),
         ],
-        vec![namespace("n1", &[("team", "red")])],
+        vec![team_namespace("n1", "red")],
     );
-    let moved = namespace("n1", &[("team", "blue")]);
+    let moved = team_namespace("n1", "blue");
     assert_eq!(
         w.namespace_event(Change::Applied(moved.clone())),
         [key("a"), key("b")]
@@ -124,7 +129,7 @@ fn a_namespace_event_wakes_exactly_the_mirrors_whose_selection_changed() {
         w.namespace_event(Change::Deleted(excluded)),
         Vec::<ObjectKey>::new()
     );
-    let mut terminating = namespace("n2", &[("team", "green")]);
+    let mut terminating = team_namespace("n2", "green");
     assert_eq!(
         w.namespace_event(Change::Applied(terminating.clone())),
         [key("c")]
@@ -138,15 +143,9 @@ fn a_namespace_event_wakes_exactly_the_mirrors_whose_selection_changed() {
 fn a_relist_drops_namespaces_that_went_and_adds_new_ones() {
     let w = World::new(
         vec![mirror("a", "red")],
-        vec![
-            namespace("n1", &[("team", "red")]),
-            namespace("n2", &[("team", "red")]),
-        ],
+        vec![team_namespace("n1", "red"), team_namespace("n2", "red")],
     );
-    let relist = vec![
-        namespace("n2", &[("team", "red")]),
-        namespace("n3", &[("team", "red")]),
-    ];
+    let relist = vec![team_namespace("n2", "red"), team_namespace("n3", "red")];
     assert_eq!(w.namespace_relist(relist), [key("a")]);
     assert_eq!(w.selected("a"), ["n2", "n3"]);
 }
@@ -155,10 +154,7 @@ fn a_relist_drops_namespaces_that_went_and_adds_new_ones() {
 fn a_mirror_is_re_evaluated_when_its_selector_changes() {
     let w = World::new(
         vec![mirror("a", "red")],
-        vec![
-            namespace("n1", &[("team", "red")]),
-            namespace("n2", &[("team", "blue")]),
-        ],
+        vec![team_namespace("n1", "red"), team_namespace("n2", "blue")],
     );
     assert_eq!(w.selected("a"), ["n1"]);
     w.mirror_event(Change::Applied(mirror("a", "blue")));
@@ -174,13 +170,13 @@ fn a_mirror_is_re_evaluated_when_its_selector_changes() {
 
 #[test]
 fn a_mirror_the_index_has_not_seen_is_computed_from_the_cache() {
-    let w = World::new(vec![], vec![namespace("n1", &[("team", "red")])]);
+    let w = World::new(vec![], vec![team_namespace("n1", "red")]);
     let unseen = mirror("a", "red");
     assert_eq!(
         w.selections.of(&unseen).into_iter().collect::<Vec<_>>(),
         ["n1"]
     );
-    let mut own = namespace("src", &[("team", "red")]);
+    let mut own = team_namespace("src", "red");
     own.metadata.name = Some("src".into());
     w.namespace_event(Change::Applied(own));
     assert_eq!(
@@ -201,21 +197,21 @@ fn mid_relist_no_namespace_is_dropped_and_at_its_end_the_unlisted_are() {
     let w = World::new(
         vec![mirror("a", "red"), mirror("b", "blue")],
         vec![
-            namespace("removed", &[("team", "red")]),
-            namespace("changed", &[("team", "red")]),
-            namespace("kept", &[("team", "red")]),
+            team_namespace("removed", "red"),
+            team_namespace("changed", "red"),
+            team_namespace("kept", "red"),
         ],
     );
     assert_eq!(w.selected("a"), ["changed", "kept", "removed"]);
     assert!(w.namespace_event(Change::Relisting).is_empty());
-    let moved = namespace("changed", &[("team", "blue")]);
+    let moved = team_namespace("changed", "blue");
     assert_eq!(
         w.namespace_event(Change::Listed(moved)),
         [key("a"), key("b")]
     );
-    let added = namespace("added", &[("team", "red")]);
+    let added = team_namespace("added", "red");
     assert_eq!(w.namespace_event(Change::Listed(added)), [key("a")]);
-    let kept = namespace("kept", &[("team", "red")]);
+    let kept = team_namespace("kept", "red");
     assert!(w.namespace_event(Change::Listed(kept)).is_empty());
     assert_eq!(
         w.selected("a"),
@@ -231,10 +227,7 @@ fn mid_relist_no_namespace_is_dropped_and_at_its_end_the_unlisted_are() {
 fn a_mirror_relist_computes_new_and_changed_selections_and_forgets_the_gone() {
     let w = World::new(
         vec![mirror("a", "red"), mirror("gone", "red")],
-        vec![
-            namespace("n1", &[("team", "red")]),
-            namespace("n2", &[("team", "blue")]),
-        ],
+        vec![team_namespace("n1", "red"), team_namespace("n2", "blue")],
     );
     let relist = vec![mirror("a", "blue"), mirror("new", "red")];
     for event in Change::relist(relist) {
@@ -245,7 +238,7 @@ fn a_mirror_relist_computes_new_and_changed_selections_and_forgets_the_gone() {
     assert!(w.mirrors.get("src", "gone").is_none());
     let gone = w.selections.lock().selections.contains_key(&key("gone"));
     assert!(!gone, "the index forgets a Mirror the relist did not list");
-    let relabelled = namespace("n1", &[("team", "blue")]);
+    let relabelled = team_namespace("n1", "blue");
     assert_eq!(
         w.namespace_event(Change::Applied(relabelled)),
         [key("a"), key("new")],
@@ -262,7 +255,7 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
             mirror_selecting("not-red", Some(expr("team", "NotIn", &["red"]))),
             mirror_selecting("none", None),
         ],
-        vec![namespace("n1", &[("team", "red")])],
+        vec![team_namespace("n1", "red")],
     );
     assert_eq!(w.selected("everything"), ["n1"]);
     assert!(w.selected("no-team").is_empty());
@@ -272,7 +265,7 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
         w.namespace_event(Change::Applied(created)),
         [key("everything"), key("no-team"), key("not-red")]
     );
-    let labelled = namespace("n2", &[("team", "blue")]);
+    let labelled = team_namespace("n2", "blue");
     assert_eq!(
         w.namespace_event(Change::Applied(labelled)),
         [key("no-team")]
@@ -284,7 +277,7 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
         w.namespace_event(Change::Applied(excluded.clone())),
         [key("everything"), key("not-red")]
     );
-    let included = namespace("n2", &[("team", "blue")]);
+    let included = team_namespace("n2", "blue");
     assert_eq!(
         w.namespace_event(Change::Applied(included.clone())),
         [key("everything"), key("not-red")]
@@ -297,7 +290,7 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
     );
     assert!(w.namespace_event(Change::Deleted(terminating)).is_empty());
     assert_eq!(
-        w.namespace_event(Change::Deleted(namespace("n1", &[("team", "red")]))),
+        w.namespace_event(Change::Deleted(team_namespace("n1", "red"))),
         [key("everything")]
     );
     assert!(w.selected("everything").is_empty());

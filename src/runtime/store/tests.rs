@@ -16,10 +16,21 @@ fn data_length(cm: &ConfigMap) -> usize {
     cm.data.values().map(String::len).sum()
 }
 
-fn sorted_keys<K: Resource, P: Clone>(store: &Store<K, P>) -> Vec<ObjectKey> {
+/// The keys `store` holds, sorted, as `namespace/name`.
+fn sorted_keys<K: Resource, P: Clone>(store: &Store<K, P>) -> Vec<String> {
     let mut keys = store.keys();
     keys.sort();
-    keys
+    keys.iter().map(ObjectKey::to_string).collect()
+}
+
+/// A task that ends once `store` is ready.
+fn ready_waiter<K, P>(store: &Store<K, P>) -> smol::Task<()>
+where
+    K: Resource + Send + Sync + 'static,
+    P: Clone + Send + Sync + 'static,
+{
+    let store = store.clone();
+    smol::spawn(async move { store.wait_until_ready().await })
 }
 
 #[test]
@@ -35,20 +46,14 @@ fn a_relist_replaces_everything_and_makes_the_store_ready() {
     let store = Store::whole();
     store.apply(&Change::Applied(config_map("a", "gone", "1")));
     assert!(!store.ready());
-    let waiter = {
-        let store = store.clone();
-        smol::spawn(async move { store.wait_until_ready().await })
-    };
+    let waiter = ready_waiter(&store);
     store.relist(vec![config_map("a", "x", "1"), config_map("b", "y", "2")]);
     assert!(store.ready());
     smol::block_on(waiter);
     smol::block_on(store.wait_until_ready());
     assert_eq!(store.len(), 2);
     assert!(store.get("a", "gone").is_none());
-    assert_eq!(
-        sorted_keys(&store),
-        [ObjectKey::new("a", "x"), ObjectKey::new("b", "y")]
-    );
+    assert_eq!(sorted_keys(&store), ["a/x", "b/y"]);
 }
 
 #[test]
@@ -69,18 +74,12 @@ fn half_way_through_a_relist_nothing_looks_gone_and_the_store_is_not_ready() {
         "not gone before the end"
     );
     assert_eq!(store.len(), 3);
-    let waiter = {
-        let store = store.clone();
-        smol::spawn(async move { store.wait_until_ready().await })
-    };
+    let waiter = ready_waiter(&store);
     store.apply(&Change::Relisted);
     smol::block_on(waiter);
     assert!(store.get("a", "removed").is_none());
     assert_eq!(store.get("a", "kept"), Some(3));
-    assert_eq!(
-        sorted_keys(&store),
-        [ObjectKey::new("a", "added"), ObjectKey::new("a", "kept")]
-    );
+    assert_eq!(sorted_keys(&store), ["a/added", "a/kept"]);
 }
 
 #[test]
@@ -91,7 +90,7 @@ fn a_relist_begun_again_drops_what_only_the_abandoned_one_listed() {
     store.apply(&Change::Listed(config_map("a", "brief", "1")));
     store.apply(&Change::Listed(config_map("a", "old", "1")));
     store.relist(vec![config_map("a", "new", "1")]);
-    assert_eq!(sorted_keys(&store), [ObjectKey::new("a", "new")]);
+    assert_eq!(sorted_keys(&store), ["a/new"]);
     assert!(store.ready());
 }
 
