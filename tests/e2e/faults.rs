@@ -238,9 +238,7 @@ struct World {
 
 impl World {
     fn create(cp: &ControlPlane, tag: &str, n: usize) -> World {
-        let namespaces = (0..n)
-            .map(|_| cp.create_namespace(tag, &[("fault", tag)]))
-            .collect();
+        let namespaces = cp.create_namespaces(tag, &[("fault", tag)], n);
         let world = World {
             label: tag.to_owned(),
             source: format!("src-{tag}"),

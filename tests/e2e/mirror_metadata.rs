@@ -265,9 +265,7 @@ fn steady_and_restarted_with_metadata_and_keys_in_use_skiff_writes_nothing() {
     let mut namespaces = Vec::new();
     let mut before = Vec::new();
     with_replica("mirror-settled", |cp, replica| {
-        namespaces = (0..3)
-            .map(|_| cp.create_namespace("settled", &[("mirror-e2e", label)]))
-            .collect();
+        namespaces = cp.create_namespaces("settled", &[("mirror-e2e", label)], 3);
         source_configmap_with(
             cp,
             "settled",

@@ -308,19 +308,40 @@ impl ControlPlane {
 
     /// Creates a namespace named `<prefix>-<n>`, unique in this process, with `labels`.
     pub fn create_namespace(&self, prefix: &str, labels: &[(&str, &str)]) -> String {
+        let mut created = self.create_namespaces(prefix, labels, 1);
+        created.remove(0)
+    }
+
+    /// Creates `count` namespaces as [`ControlPlane::create_namespace`] does, all in one `kubectl
+    /// apply` rather than one kubectl run each.
+    pub fn create_namespaces(
+        &self,
+        prefix: &str,
+        labels: &[(&str, &str)],
+        count: usize,
+    ) -> Vec<String> {
         static CREATED: AtomicUsize = AtomicUsize::new(0);
-        let name = format!("{prefix}-{}", CREATED.fetch_add(1, Ordering::Relaxed));
+        let first = CREATED.fetch_add(count, Ordering::Relaxed);
+        let names: Vec<String> = (first..first + count)
+            .map(|n| format!("{prefix}-{n}"))
+            .collect();
         let labels: serde_json::Map<String, serde_json::Value> = labels
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).into()))
             .collect();
-        let namespace = serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": name, "labels": labels},
-        });
-        self.apply(&namespace.to_string());
-        name
+        let items: Vec<serde_json::Value> = names
+            .iter()
+            .map(|name| {
+                serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name, "labels": labels},
+                })
+            })
+            .collect();
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+        self.apply(&list.to_string());
+        names
     }
 
     /// A GET with a bearer token, returning status, headers and body (kubectl hides headers).
