@@ -22,15 +22,14 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::Shutdown;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::Context;
 use std::time::Instant;
 
-use smol::io::AsyncRead;
 use smol::net::TcpStream;
 
 use super::refusals::{Refusal, ServerStats};
+use crate::hooked::{Hooked, ReadHook};
 
 /// Evicted connections whose task has not yet closed them, at most, before the accept loop
 /// waits for them.
@@ -200,33 +199,16 @@ impl Activity {
 }
 
 /// A stream that records, in its connection's entry, every read that brought bytes.
-pub struct Touching<S> {
-    inner: S,
-    activity: Activity,
-}
+pub type Touching<S> = Hooked<S, Activity>;
 
-impl<S> Touching<S> {
-    pub fn new(inner: S, activity: Activity) -> Touching<S> {
-        Touching { inner, activity }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Touching<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let read = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
-        if read > 0 {
-            this.activity.heard();
+impl ReadHook for Activity {
+    fn after_read(&mut self, _: &mut Context<'_>, read: &[u8]) -> io::Result<()> {
+        if !read.is_empty() {
+            self.heard();
         }
-        Poll::Ready(Ok(read))
+        Ok(())
     }
 }
-
-crate::write_through::write_through!(Touching);
 
 impl Drop for Ticket {
     fn drop(&mut self) {
