@@ -114,38 +114,14 @@ pub fn read_error(e: &io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::property::Pieces;
     use crate::testing::ms;
     use smol::io::{AsyncRead, AsyncReadExt};
+    use smol::stream::StreamExt;
 
     /// A body that yields one byte every `every`, forever.
-    struct Trickle {
-        every: Duration,
-        next: Timer,
-    }
-
-    impl AsyncRead for Trickle {
-        fn poll_read(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut [u8],
-        ) -> Poll<io::Result<usize>> {
-            let every = self.every;
-            match Pin::new(&mut self.next).poll(cx) {
-                Poll::Ready(_) => {
-                    self.next.set_after(every);
-                    buf[0] = b' ';
-                    Poll::Ready(Ok(1))
-                }
-                Poll::Pending => Poll::Pending,
-            }
-        }
-    }
-
-    fn trickle(every: Duration) -> Trickle {
-        Trickle {
-            every,
-            next: Timer::after(every),
-        }
+    fn trickle(every: Duration) -> Pieces {
+        Pieces::from_stream(Timer::interval(every).map(|_| Ok(b" ".to_vec())))
     }
 
     /// Reads until the body fails; how many bytes came first, and the error as the client
