@@ -34,6 +34,7 @@ pub mod flags;
 #[cfg(any(test, fuzzing))]
 pub mod fuzzing;
 pub mod heap;
+mod hooked;
 pub mod kube;
 pub mod leader;
 pub mod log;
@@ -51,4 +52,3 @@ pub mod signal;
 mod testing;
 pub mod time;
 pub mod version;
-mod write_through;

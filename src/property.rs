@@ -6,13 +6,13 @@
 //! A failing case names its seed; `SKIFF_PROPERTY_SEED=<seed>` reruns the cases from there.
 //! `SKIFF_PROPERTY_CASES` changes how many cases each property runs.
 
-use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use smol::io::AsyncRead;
+use smol::stream::{self, Stream, StreamExt};
 
 use crate::random::Rng;
 
@@ -109,64 +109,73 @@ pub fn mutate(seed: &[u8], g: &mut Gen) -> Vec<u8> {
     out
 }
 
-/// A body delivered in the given pieces, then its end, or a stall (never ready) if asked.
+/// A body delivered in pieces, as they come from a stream of them: a piece is read whole when
+/// the buffer has room, an error piece fails its read, and the stream's end is the body's.
 pub struct Pieces {
-    pieces: VecDeque<Vec<u8>>,
-    stall_at_end: bool,
+    pieces: Pin<Box<dyn Stream<Item = io::Result<Vec<u8>>> + Send + Sync>>,
+    /// The piece being read, and how much of it has been.
+    piece: Vec<u8>,
+    at: usize,
 }
 
 impl Pieces {
+    /// The pieces `pieces` yields, in turn.
+    pub fn from_stream(
+        pieces: impl Stream<Item = io::Result<Vec<u8>>> + Send + Sync + 'static,
+    ) -> Pieces {
+        Pieces {
+            pieces: Box::pin(pieces),
+            piece: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// `pieces` in turn, then the end.
+    pub fn each(pieces: Vec<io::Result<Vec<u8>>>) -> Pieces {
+        Pieces::from_stream(stream::iter(pieces))
+    }
+
     /// `bytes` in pieces of `size`, then the end.
     pub fn of(bytes: &[u8], size: usize) -> Pieces {
-        Pieces {
-            pieces: bytes.chunks(size.max(1)).map(<[u8]>::to_vec).collect(),
-            stall_at_end: false,
-        }
+        Pieces::each(bytes.chunks(size.max(1)).map(|c| Ok(c.to_vec())).collect())
     }
 
     /// `bytes` cut at random places (pieces of 1 byte to 4 KiB), then the end.
     pub fn random_split(bytes: &[u8], g: &mut Gen) -> Pieces {
-        let mut pieces = VecDeque::new();
+        let mut pieces = Vec::new();
         let mut rest = bytes;
         while !rest.is_empty() {
             let size = (g.below(4096) + 1).min(rest.len());
             let size = if g.chance(4) { 1 } else { size };
-            pieces.push_back(rest[..size].to_vec());
+            pieces.push(Ok(rest[..size].to_vec()));
             rest = &rest[size..];
         }
-        Pieces {
-            pieces,
-            stall_at_end: false,
-        }
+        Pieces::each(pieces)
     }
 
     /// `bytes`, then nothing ever again (a peer that went silent).
     pub fn stalled(bytes: Vec<u8>) -> Pieces {
-        Pieces {
-            pieces: [bytes].into_iter().filter(|b| !b.is_empty()).collect(),
-            stall_at_end: true,
-        }
+        Pieces::from_stream(stream::once(Ok(bytes)).chain(stream::pending()))
     }
 }
 
 impl AsyncRead for Pieces {
     fn poll_read(
         mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        let Some(piece) = self.pieces.front_mut() else {
-            return match self.stall_at_end {
-                true => Poll::Pending,
-                false => Poll::Ready(Ok(0)),
-            };
-        };
-        let n = piece.len().min(buf.len());
-        buf[..n].copy_from_slice(&piece[..n]);
-        piece.drain(..n);
-        if piece.is_empty() {
-            self.pieces.pop_front();
+        while self.at == self.piece.len() {
+            match std::task::ready!(self.pieces.as_mut().poll_next(cx)) {
+                None => return Poll::Ready(Ok(0)),
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                Some(Ok(piece)) => (self.piece, self.at) = (piece, 0),
+            }
         }
+        let at = self.at;
+        let n = (self.piece.len() - at).min(buf.len());
+        buf[..n].copy_from_slice(&self.piece[at..at + n]);
+        self.at += n;
         Poll::Ready(Ok(n))
     }
 }

@@ -287,16 +287,21 @@ mod tests {
     use http_types::Url;
     use smol::io::{AsyncReadExt, AsyncWriteExt};
 
+    /// A connection dialed by a connector for a plain `http://` server on this host, and the
+    /// server's end of it.
+    async fn dialed() -> (Connection, TcpStream) {
+        let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let connector = Connector::new(&Config::new(url)).unwrap();
+        let (conn, accepted) = smol::future::zip(connector.connect(), listener.accept()).await;
+        (conn.unwrap(), accepted.unwrap().0)
+    }
+
     #[test]
     fn plain_connection_round_trips_and_notices_the_peer_closing() {
         smol::block_on(async {
-            let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let port = listener.local_addr().unwrap().port();
-            let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-            let connector = Connector::new(&Config::new(url)).unwrap();
-            let (conn, accepted) = smol::future::zip(connector.connect(), listener.accept()).await;
-            let mut conn = conn.unwrap();
-            let (mut server, _) = accepted.unwrap();
+            let (mut conn, mut server) = dialed().await;
             assert!(conn.is_idle_and_open());
             conn.write_all(b"ping").await.unwrap();
             let mut buf = [0u8; 4];
@@ -311,12 +316,7 @@ mod tests {
     #[test]
     fn connections_are_dialed_with_nodelay_and_keep_alive() {
         smol::block_on(async {
-            let listener = smol::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let port = listener.local_addr().unwrap().port();
-            let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-            let connector = Connector::new(&Config::new(url)).unwrap();
-            let (conn, _accepted) = smol::future::zip(connector.connect(), listener.accept()).await;
-            let conn = conn.unwrap();
+            let (conn, _server) = dialed().await;
             let stream = conn.stream.lock();
             let Stream::Plain(tcp) = &*stream else {
                 panic!("an http:// server gets a plain stream");

@@ -1,4 +1,4 @@
-//! The connection as async-h1's response decoder reads it: [`HeadGuard`].
+//! The connection as async-h1's response decoder reads it: through a [`HeadGuard`].
 //!
 //! Until the response head is decoded (the caller says so with [`HeadRelease::release`]):
 //! - at most [`MAX_REPLY_HEAD_BYTES`] are read: async-h1 bounds a head only once its lines end,
@@ -13,25 +13,26 @@
 //! sleep until a timeout. The extra wake-up costs one poll per read and makes it read on.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
+use std::task::Context;
 
-use smol::io::AsyncRead;
+use crate::hooked::{Before, Hooked, ReadHook};
 
 /// Bytes read from the connection before a response head is decoded: async-h1's own 8 KiB head
 /// limit plus its 8 KiB read-ahead, twice over. Past it, a status or header line that never
 /// ends is an error.
 pub const MAX_REPLY_HEAD_BYTES: usize = 32 * 1024;
 
-/// A connection guarded while its response head is read; writes pass through.
-pub struct HeadGuard<S> {
-    inner: S,
+/// The guard on a connection while its response head is read: what [`HeadGuard::new`] reads
+/// the connection through.
+pub struct HeadGuard {
     read: usize,
     /// Line ends in a row (carriage returns aside) at the end of what was read; two end the head.
     line_ends: u8,
     head_read: bool,
+    /// Whether the read under way is checked: the head was not yet released when it began.
+    guarded: bool,
     released: Arc<AtomicBool>,
 }
 
@@ -44,17 +45,18 @@ impl HeadRelease {
     }
 }
 
-impl<S> HeadGuard<S> {
-    pub fn new(inner: S) -> (HeadGuard<S>, HeadRelease) {
+impl HeadGuard {
+    /// `inner` guarded until its response head is read; writes pass through.
+    pub fn new<S>(inner: S) -> (Hooked<S, HeadGuard>, HeadRelease) {
         let released = Arc::new(AtomicBool::new(false));
         let guard = HeadGuard {
-            inner,
             read: 0,
             line_ends: 0,
             head_read: false,
+            guarded: true,
             released: released.clone(),
         };
-        (guard, HeadRelease(released))
+        (Hooked::new(inner, guard), HeadRelease(released))
     }
 
     /// Checks the bytes just read up to the end of the head: all ASCII.
@@ -81,36 +83,29 @@ impl<S> HeadGuard<S> {
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for HeadGuard<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let guarded = !this.released.load(Ordering::Relaxed);
-        let len = match guarded {
-            false => buf.len(),
-            true => {
-                let budget = MAX_REPLY_HEAD_BYTES.saturating_sub(this.read);
-                if budget == 0 {
-                    return Poll::Ready(Err(io::Error::other(format!(
-                        "the response head is longer than {MAX_REPLY_HEAD_BYTES} bytes"
-                    ))));
-                }
-                buf.len().min(budget)
-            }
-        };
-        let read = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut buf[..len]))?;
-        this.read = this.read.saturating_add(read);
-        if guarded {
-            this.check(&buf[..read])?;
+impl ReadHook for HeadGuard {
+    fn before_read(&mut self, buf: &mut [u8]) -> Before {
+        self.guarded = !self.released.load(Ordering::Relaxed);
+        if !self.guarded {
+            return Before::Read(buf.len());
         }
-        if read > 0 {
+        let budget = MAX_REPLY_HEAD_BYTES.saturating_sub(self.read);
+        if budget == 0 {
+            return Before::Answer(Err(io::Error::other(format!(
+                "the response head is longer than {MAX_REPLY_HEAD_BYTES} bytes"
+            ))));
+        }
+        Before::Read(buf.len().min(budget))
+    }
+
+    fn after_read(&mut self, cx: &mut Context<'_>, read: &[u8]) -> io::Result<()> {
+        self.read = self.read.saturating_add(read.len());
+        if self.guarded {
+            self.check(read)?;
+        }
+        if !read.is_empty() {
             cx.waker().wake_by_ref();
         }
-        Poll::Ready(Ok(read))
+        Ok(())
     }
 }
-
-crate::write_through::write_through!(HeadGuard);

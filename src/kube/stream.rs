@@ -192,36 +192,16 @@ fn status_error(object: &str) -> Error {
 mod tests {
     use super::*;
     use crate::kube::api::ConfigMap;
-    use std::collections::VecDeque;
+    use crate::property::Pieces;
     use std::io;
-    use std::task::{Context, Poll};
 
-    /// A body delivered in the given pieces, then an optional error.
-    struct Pieces(VecDeque<io::Result<Vec<u8>>>);
-
-    impl AsyncRead for Pieces {
-        fn poll_read(
-            mut self: Pin<&mut Self>,
-            _: &mut Context<'_>,
-            buf: &mut [u8],
-        ) -> Poll<io::Result<usize>> {
-            match self.0.pop_front() {
-                None => Poll::Ready(Ok(0)),
-                Some(Err(e)) => Poll::Ready(Err(e)),
-                Some(Ok(piece)) => {
-                    buf[..piece.len()].copy_from_slice(&piece);
-                    Poll::Ready(Ok(piece.len()))
-                }
-            }
-        }
-    }
-
+    /// A body delivered in the given pieces, then its end.
     fn stream(pieces: Vec<io::Result<&str>>) -> WatchStream<ConfigMap> {
         let pieces = pieces
             .into_iter()
             .map(|p| p.map(|s| s.as_bytes().to_vec()))
             .collect();
-        WatchStream::from_reader(Pieces(pieces))
+        WatchStream::from_reader(Pieces::each(pieces))
     }
 
     fn all(mut s: WatchStream<ConfigMap>) -> Vec<Result<WatchEvent<ConfigMap>, Error>> {

@@ -16,7 +16,7 @@ use super::liveness::Liveness;
 use super::pool::{MAX_IDLE, Pool};
 use super::ratelimit::TokenBucket;
 use super::request::{Reply, RequestSpec, reply_error};
-use super::watch_body::GuardedBody;
+use super::watch_body::{Deadlines, GuardedBody};
 use crate::deadline::or_timeout;
 use crate::signal::Signal;
 use http_types::Body;
@@ -128,7 +128,7 @@ impl Transport {
         let result = self.authenticated(spec, attempt, |_| Some(200)).await;
         self.suspect_on_timeout(&result, spec);
         let (idle, liveness) = (config.watch_idle_timeout, &self.inner.liveness);
-        result.map(|body| GuardedBody::new(body, idle, liveness, epoch))
+        result.map(|body| GuardedBody::new(body, Deadlines::new(idle, liveness, epoch)))
     }
 
     /// Guard, rate limit, send, and retry 429s; the body of a 2xx reply.

@@ -12,8 +12,8 @@
 
 use super::Error;
 use super::liveness::Liveness;
+use crate::hooked::{Hooked, ReadHook};
 use smol::Timer;
-use smol::io::AsyncRead;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -49,20 +49,21 @@ impl fmt::Display for Abandoned {
 
 impl std::error::Error for Abandoned {}
 
-/// `body`, ending with an error once it has been silent for `idle`, or once `liveness` raises
-/// a suspicion after `epoch` (the epoch the watch was dialed at).
-pub struct GuardedBody<R> {
-    body: R,
+/// A watch body with its deadlines: see [`Deadlines`].
+pub type GuardedBody<R> = Hooked<R, Deadlines>;
+
+/// What ends a [`GuardedBody`]: silence for `idle`, or a suspicion that `liveness` raises after
+/// `epoch` (the epoch the watch was dialed at).
+pub struct Deadlines {
     idle: Duration,
     deadline: Timer,
     suspicion: Suspicion,
 }
 
-impl<R> GuardedBody<R> {
-    pub fn new(body: R, idle: Duration, liveness: &Liveness, epoch: u64) -> GuardedBody<R> {
+impl Deadlines {
+    pub fn new(idle: Duration, liveness: &Liveness, epoch: u64) -> Deadlines {
         let liveness = liveness.clone();
-        GuardedBody {
-            body,
+        Deadlines {
             idle,
             deadline: Timer::after(idle),
             suspicion: Box::pin(async move { liveness.suspected_after(epoch).await }),
@@ -70,24 +71,20 @@ impl<R> GuardedBody<R> {
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for GuardedBody<R> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if let Poll::Ready(read) = Pin::new(&mut this.body).poll_read(cx, buf) {
-            if matches!(read, Ok(n) if n > 0) {
-                this.deadline.set_after(this.idle);
-            }
-            return Poll::Ready(read);
+impl ReadHook for Deadlines {
+    fn after_read(&mut self, _: &mut Context<'_>, read: &[u8]) -> io::Result<()> {
+        if !read.is_empty() {
+            self.deadline.set_after(self.idle);
         }
-        if this.suspicion.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Err(abandoned(Abandoned::Suspect)));
+        Ok(())
+    }
+
+    fn while_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        if self.suspicion.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(abandoned(Abandoned::Suspect));
         }
-        if Pin::new(&mut this.deadline).poll(cx).is_ready() {
-            return Poll::Ready(Err(abandoned(Abandoned::Silent(this.idle))));
+        if Pin::new(&mut self.deadline).poll(cx).is_ready() {
+            return Poll::Ready(abandoned(Abandoned::Silent(self.idle)));
         }
         Poll::Pending
     }
@@ -117,38 +114,14 @@ pub fn read_error(e: &io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::property::Pieces;
     use crate::testing::ms;
-    use smol::io::AsyncReadExt;
+    use smol::io::{AsyncRead, AsyncReadExt};
+    use smol::stream::StreamExt;
 
     /// A body that yields one byte every `every`, forever.
-    struct Trickle {
-        every: Duration,
-        next: Timer,
-    }
-
-    impl AsyncRead for Trickle {
-        fn poll_read(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut [u8],
-        ) -> Poll<io::Result<usize>> {
-            let every = self.every;
-            match Pin::new(&mut self.next).poll(cx) {
-                Poll::Ready(_) => {
-                    self.next.set_after(every);
-                    buf[0] = b' ';
-                    Poll::Ready(Ok(1))
-                }
-                Poll::Pending => Poll::Pending,
-            }
-        }
-    }
-
-    fn trickle(every: Duration) -> Trickle {
-        Trickle {
-            every,
-            next: Timer::after(every),
-        }
+    fn trickle(every: Duration) -> Pieces {
+        Pieces::from_stream(Timer::interval(every).map(|_| Ok(b" ".to_vec())))
     }
 
     /// Reads until the body fails; how many bytes came first, and the error as the client
@@ -178,13 +151,13 @@ mod tests {
     #[test]
     fn a_body_that_keeps_talking_outlives_its_idle_timeout_and_a_silent_one_does_not() {
         let liveness = Liveness::new();
-        let talking = GuardedBody::new(trickle(ms(10)), ms(40), &liveness, 0);
+        let talking = GuardedBody::new(trickle(ms(10)), Deadlines::new(ms(40), &liveness, 0));
         let outcome = still_reading_after(ms(200), talking);
         assert!(
             outcome.is_none(),
             "a talking watch was abandoned: {outcome:?}"
         );
-        let silent = GuardedBody::new(trickle(ms(400)), ms(40), &liveness, 0);
+        let silent = GuardedBody::new(trickle(ms(400)), Deadlines::new(ms(40), &liveness, 0));
         let (bytes, error) = smol::block_on(read_until_error(silent));
         assert_eq!(bytes, 0);
         assert!(
@@ -197,7 +170,10 @@ mod tests {
     fn a_suspicion_after_the_dial_ends_the_body_and_an_earlier_one_does_not() {
         let earlier = Liveness::new();
         earlier.suspect("before the dial");
-        let body = GuardedBody::new(trickle(ms(5)), ms(1000), &earlier, earlier.epoch());
+        let body = GuardedBody::new(
+            trickle(ms(5)),
+            Deadlines::new(ms(1000), &earlier, earlier.epoch()),
+        );
         let outcome = still_reading_after(ms(100), body);
         assert!(
             outcome.is_none(),
@@ -205,7 +181,10 @@ mod tests {
         );
 
         let liveness = Liveness::new();
-        let body = GuardedBody::new(trickle(ms(5)), ms(1000), &liveness, liveness.epoch());
+        let body = GuardedBody::new(
+            trickle(ms(5)),
+            Deadlines::new(ms(1000), &liveness, liveness.epoch()),
+        );
         let raiser = liveness.clone();
         smol::spawn(async move {
             Timer::after(ms(50)).await;

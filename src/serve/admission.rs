@@ -22,15 +22,14 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::Shutdown;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::Context;
 use std::time::Instant;
 
-use smol::io::AsyncRead;
 use smol::net::TcpStream;
 
 use super::refusals::{Refusal, ServerStats};
+use crate::hooked::{Hooked, ReadHook};
 
 /// Evicted connections whose task has not yet closed them, at most, before the accept loop
 /// waits for them.
@@ -200,33 +199,16 @@ impl Activity {
 }
 
 /// A stream that records, in its connection's entry, every read that brought bytes.
-pub struct Touching<S> {
-    inner: S,
-    activity: Activity,
-}
+pub type Touching<S> = Hooked<S, Activity>;
 
-impl<S> Touching<S> {
-    pub fn new(inner: S, activity: Activity) -> Touching<S> {
-        Touching { inner, activity }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Touching<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let read = std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
-        if read > 0 {
-            this.activity.heard();
+impl ReadHook for Activity {
+    fn after_read(&mut self, _: &mut Context<'_>, read: &[u8]) -> io::Result<()> {
+        if !read.is_empty() {
+            self.heard();
         }
-        Poll::Ready(Ok(read))
+        Ok(())
     }
 }
-
-crate::write_through::write_through!(Touching);
 
 impl Drop for Ticket {
     fn drop(&mut self) {
@@ -239,15 +221,51 @@ impl Drop for Ticket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smol::io::AsyncReadExt;
+    use smol::io::{AsyncReadExt, AsyncWriteExt};
     use smol::net::TcpListener;
 
     /// A connected pair: (the client's end, the server's end).
-    async fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
+    type Pair = (TcpStream, TcpStream);
+
+    /// A new connection to `listener`.
+    async fn pair(listener: &TcpListener) -> Pair {
         let addr = listener.local_addr().expect("addr");
         let (client, accepted) =
             smol::future::zip(TcpStream::connect(addr), listener.accept()).await;
         (client.expect("connect"), accepted.expect("accept").0)
+    }
+
+    /// A table of `CAP` places, full: `CAP` connections admitted in turn, each with its ticket,
+    /// and one more connected, not yet admitted.
+    async fn full<const CAP: usize>(name: &str) -> (Arc<Admission>, [(Pair, Ticket); CAP], Pair) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let admission = Admission::new(CAP, ServerStats::new(name));
+        let mut held = Vec::new();
+        for _ in 0..CAP {
+            let (client, server) = pair(&listener).await;
+            let ticket = admission.admit(&server).expect("room");
+            held.push(((client, server), ticket));
+        }
+        let held = held
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("{CAP} held"));
+        let newcomer = pair(&listener).await;
+        (admission, held, newcomer)
+    }
+
+    /// Admits `newcomer` into a full table, which must close `goes` (a client's end) to make
+    /// room and keep `stays`; `why` is the rule that chooses. The newcomer's ticket.
+    async fn evicts(
+        admission: &Arc<Admission>,
+        newcomer: &Pair,
+        goes: TcpStream,
+        stays: TcpStream,
+        why: &str,
+    ) -> Ticket {
+        let ticket = admission.admit(&newcomer.1).expect("room made");
+        assert!(is_closed(goes).await, "the wrong one stayed: {why}");
+        assert!(!is_closed(stays).await, "the wrong one went: {why}");
+        ticket
     }
 
     async fn is_closed(mut client: TcpStream) -> bool {
@@ -262,23 +280,14 @@ mod tests {
     #[test]
     fn a_full_table_evicts_the_waiting_connection_silent_the_longest() {
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let admission = Admission::new(2, ServerStats::new("test-evict"));
-            let (first_client, first) = pair(&listener).await;
-            let (second_client, second) = pair(&listener).await;
-            let (_third_client, third) = pair(&listener).await;
-            let first_ticket = admission.admit(&first).expect("room");
-            let second_ticket = admission.admit(&second).expect("room");
+            let (admission, [(first, first_ticket), (second, second_ticket)], third) =
+                full::<2>("test-evict").await;
             first_ticket.set_waiting(false);
-            let _third_ticket = admission.admit(&third).expect("room made");
+            let why = "the oldest waiting one goes, one being answered stays";
+            let _third_ticket = evicts(&admission, &third, second.0, first.0, why).await;
             assert_eq!(admission.evicting(), 1, "until its task lets go of it");
-            assert!(
-                is_closed(second_client).await,
-                "the oldest waiting one goes"
-            );
             drop(second_ticket);
             assert_eq!((admission.len(), admission.evicting()), (2, 0));
-            assert!(!is_closed(first_client).await, "one being answered stays");
             assert_eq!(admission.stats.count(Refusal::Evicted), 1);
         });
     }
@@ -286,117 +295,67 @@ mod tests {
     #[test]
     fn a_connection_just_answered_outlasts_ones_silent_since_before() {
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let admission = Admission::new(2, ServerStats::new("test-turn"));
-            let (answered_client, answered) = pair(&listener).await;
-            let (silent_client, silent) = pair(&listener).await;
-            let (_new_client, new) = pair(&listener).await;
-            let answered_ticket = admission.admit(&answered).expect("room");
-            let _silent_ticket = admission.admit(&silent).expect("room");
+            let (admission, [(answered, answered_ticket), (silent, _silent_ticket)], new) =
+                full::<2>("test-turn").await;
             // skiff computes its part (a handshake), then hands the turn back.
             answered_ticket.set_waiting(false);
             smol::Timer::after(std::time::Duration::from_millis(5)).await;
             answered_ticket.set_waiting(true);
-            let _new_ticket = admission.admit(&new).expect("room made");
-            assert!(
-                is_closed(silent_client).await,
-                "the one silent since before goes"
-            );
-            assert!(
-                !is_closed(answered_client).await,
-                "its silence began when skiff answered"
-            );
+            let why = "the answered one's silence began when skiff answered";
+            evicts(&admission, &new, silent.0, answered.0, why).await;
         });
     }
 
     #[test]
     fn a_settled_connection_outlasts_newer_unsettled_ones() {
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let admission = Admission::new(2, ServerStats::new("test-settled"));
-            let (settled_client, settled) = pair(&listener).await;
-            let (fresh_client, fresh) = pair(&listener).await;
-            let (_new_client, new) = pair(&listener).await;
-            let settled_ticket = admission.admit(&settled).expect("room");
-            let _fresh_ticket = admission.admit(&fresh).expect("room");
+            let (admission, [(settled, settled_ticket), (fresh, _fresh_ticket)], new) =
+                full::<2>("test-settled").await;
             settled_ticket.settle();
-            let _new_ticket = admission.admit(&new).expect("room made");
-            assert!(
-                is_closed(fresh_client).await,
-                "the unsettled one goes first"
-            );
-            assert!(
-                !is_closed(settled_client).await,
-                "older, but its handshake is done"
-            );
+            let why = "the unsettled one goes first; the older one's handshake is done";
+            evicts(&admission, &new, fresh.0, settled.0, why).await;
         });
     }
 
     #[test]
     fn a_connection_that_keeps_sending_outlasts_newer_silent_ones() {
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let admission = Admission::new(2, ServerStats::new("test-quiet"));
-            let (busy_client, busy) = pair(&listener).await;
-            let (silent_client, silent) = pair(&listener).await;
-            let (_late_client, late) = pair(&listener).await;
-            let busy_ticket = admission.admit(&busy).expect("room");
-            let _silent_ticket = admission.admit(&silent).expect("room");
+            let (admission, [((busy_client, busy), busy_ticket), (silent, _silent_ticket)], late) =
+                full::<2>("test-quiet").await;
             smol::Timer::after(std::time::Duration::from_millis(5)).await;
             let mut reading = Touching::new(busy.clone(), busy_ticket.activity());
             let mut client = busy_client.clone();
-            smol::io::AsyncWriteExt::write_all(&mut client, b"GET")
-                .await
-                .expect("write");
+            client.write_all(b"GET").await.expect("write");
             let mut three = [0u8; 3];
             reading.read_exact(&mut three).await.expect("read");
-            let _late_ticket = admission.admit(&late).expect("room made");
-            assert!(is_closed(silent_client).await, "the silent one goes");
-            assert!(
-                !is_closed(busy_client).await,
-                "the older, talking one stays"
-            );
+            let why = "the silent one goes, the older, talking one stays";
+            evicts(&admission, &late, silent.0, busy_client, why).await;
         });
     }
 
     #[test]
     fn a_request_not_yet_read_outlasts_newer_silent_ones() {
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let admission = Admission::new(2, ServerStats::new("test-unread"));
-            let (sent_client, sent) = pair(&listener).await;
-            let (silent_client, silent) = pair(&listener).await;
-            let (_late_client, late) = pair(&listener).await;
-            let _sent_ticket = admission.admit(&sent).expect("room");
-            let _silent_ticket = admission.admit(&silent).expect("room");
-            let mut client = sent_client.clone();
-            smol::io::AsyncWriteExt::write_all(&mut client, b"GET /metrics")
-                .await
-                .expect("write");
+            let (admission, [(sent, _sent_ticket), (silent, _silent_ticket)], late) =
+                full::<2>("test-unread").await;
+            let mut client = sent.0.clone();
+            client.write_all(b"GET /metrics").await.expect("write");
             smol::Timer::after(std::time::Duration::from_millis(20)).await;
-            let _late_ticket = admission.admit(&late).expect("room made");
-            assert!(is_closed(silent_client).await, "the silent one goes");
-            assert!(
-                !is_closed(sent_client).await,
-                "the older one whose request waits unread stays"
-            );
+            let why = "the silent one goes, the older one whose request waits unread stays";
+            evicts(&admission, &late, silent.0, sent.0, why).await;
         });
     }
 
     #[test]
     fn when_everything_is_being_answered_the_newcomer_is_refused() {
         smol::block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let admission = Admission::new(1, ServerStats::new("test-refuse"));
-            let (_busy_client, busy) = pair(&listener).await;
-            let (_late_client, late) = pair(&listener).await;
-            let ticket = admission.admit(&busy).expect("room");
+            let (admission, [(_busy, ticket)], late) = full::<1>("test-refuse").await;
             ticket.set_waiting(false);
-            assert!(admission.admit(&late).is_none());
+            assert!(admission.admit(&late.1).is_none());
             assert_eq!(admission.stats.count(Refusal::OverCapacity), 1);
             drop(ticket);
             assert_eq!(admission.len(), 0, "a dropped ticket frees its place");
-            assert!(admission.admit(&late).is_some());
+            assert!(admission.admit(&late.1).is_some());
         });
     }
 }

@@ -8,13 +8,10 @@
 //! up to [`MAX_CLIENT_HELLO_BYTES`]; OpenSSL then gets the whole record at once, through
 //! [`Replay`], and does its work in one step.
 
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use smol::io::{AsyncRead, AsyncReadExt};
 
 use super::limits::{MAX_CLIENT_HELLO_BYTES, READ_CHUNK_BYTES};
+use crate::hooked::{Before, Hooked, ReadHook};
 
 /// A TLS record's header: content type, version, length.
 pub const RECORD_HEADER_BYTES: usize = 5;
@@ -88,45 +85,36 @@ async fn read_up_to<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut Vec<u8>, wan
     true
 }
 
-/// A stream that first yields `prefix` (the record already read), then reads from `inner`.
-pub struct Replay<S> {
-    prefix: Vec<u8>,
+/// A stream that first yields a prefix (the record already read), then reads from its own.
+pub type Replay<S> = Hooked<S, Prefix>;
+
+/// The bytes a [`Replay`] yields first.
+pub struct Prefix {
+    bytes: Vec<u8>,
     at: usize,
-    inner: S,
 }
 
-impl<S> Replay<S> {
-    pub fn new(prefix: Vec<u8>, inner: S) -> Replay<S> {
-        Replay {
-            prefix,
-            at: 0,
-            inner,
-        }
+impl Prefix {
+    pub fn new(bytes: Vec<u8>) -> Prefix {
+        Prefix { bytes, at: 0 }
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for Replay<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if this.at < this.prefix.len() {
-            let n = (this.prefix.len() - this.at).min(buf.len());
-            buf[..n].copy_from_slice(&this.prefix[this.at..this.at + n]);
-            this.at += n;
-            if this.at == this.prefix.len() {
-                this.prefix = Vec::new();
-                this.at = 0;
-            }
-            return Poll::Ready(Ok(n));
+impl ReadHook for Prefix {
+    fn before_read(&mut self, buf: &mut [u8]) -> Before {
+        if self.at == self.bytes.len() {
+            return Before::Read(buf.len());
         }
-        Pin::new(&mut this.inner).poll_read(cx, buf)
+        let n = (self.bytes.len() - self.at).min(buf.len());
+        buf[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+        self.at += n;
+        if self.at == self.bytes.len() {
+            self.bytes = Vec::new();
+            self.at = 0;
+        }
+        Before::Answer(Ok(n))
     }
 }
-
-crate::write_through::write_through!(Replay);
 
 #[cfg(test)]
 mod tests {
@@ -199,7 +187,7 @@ mod tests {
 
     #[test]
     fn replay_yields_the_prefix_then_the_stream() {
-        let mut replay = Replay::new(b"hello ".to_vec(), Pieces::of(b"world", 2));
+        let mut replay = Replay::new(Pieces::of(b"world", 2), Prefix::new(b"hello ".to_vec()));
         let mut all = Vec::new();
         smol::block_on(replay.read_to_end(&mut all)).expect("read");
         assert_eq!(all, b"hello world");

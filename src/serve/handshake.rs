@@ -16,7 +16,7 @@ use smol::lock::Semaphore;
 use smol::net::TcpStream;
 
 use super::admission::{Ticket, Touching};
-use super::client_hello::{FirstRecord, Replay, read_first};
+use super::client_hello::{FirstRecord, Prefix, Replay, read_first};
 use super::limits::HANDSHAKE_SLOTS;
 use super::refusals::Refusal;
 use super::tls::MetricsTls;
@@ -81,7 +81,10 @@ impl Handshakes {
             log::warn!("metrics: cannot start a TLS connection: {e}");
             Refusal::HandshakeFailed
         })?;
-        let mut handshake = pin!(tls_stream::accept(ssl, Replay::new(record, tcp)));
+        let mut handshake = pin!(tls_stream::accept(
+            ssl,
+            Replay::new(tcp, Prefix::new(record))
+        ));
         ticket.set_waiting(false);
         let slot = self.slots.acquire().await;
         let computed = smol::future::poll_once(handshake.as_mut()).await;
