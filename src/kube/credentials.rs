@@ -7,7 +7,7 @@ use super::client_identity::{ClientIdentity, to_pkcs8};
 use super::config::{Auth, Config, TlsOptions, TokenFile};
 use super::config_error::ConfigError;
 use super::exec::{ClusterInfo, ExecPlugin};
-use super::kubeconfig_file::{ClusterEntry, Located, UserEntry};
+use super::kubeconfig_file::{ClusterEntry, Located, PemSource, UserEntry};
 use super::proxy::{ProxyConfig, parse_proxy_url};
 use base64::Engine;
 use std::path::Path;
@@ -15,12 +15,7 @@ use std::path::Path;
 pub(super) fn cluster_tls(cluster: &Located<ClusterEntry>) -> Result<TlsOptions, ConfigError> {
     let entry = &cluster.entry;
     let what = format!("certificate-authority of cluster {:?}", cluster.name);
-    let ca_pem = pem_from(
-        &what,
-        entry.certificate_authority_data.as_deref(),
-        entry.certificate_authority.as_deref(),
-        &cluster.dir,
-    )?;
+    let ca_pem = pem_from(&what, entry.certificate_authority_pem(), &cluster.dir)?;
     if let Some(pem) = &ca_pem {
         openssl::x509::X509::stack_from_pem(pem)
             .ok()
@@ -92,18 +87,8 @@ pub(super) fn user_identity(
     let entry = &user.entry;
     let cert_what = format!("client-certificate of user {:?}", user.name);
     let key_what = format!("client-key of user {:?}", user.name);
-    let cert = pem_from(
-        &cert_what,
-        entry.client_certificate_data.as_deref(),
-        entry.client_certificate.as_deref(),
-        &user.dir,
-    )?;
-    let key = pem_from(
-        &key_what,
-        entry.client_key_data.as_deref(),
-        entry.client_key.as_deref(),
-        &user.dir,
-    )?;
+    let cert = pem_from(&cert_what, entry.client_certificate_pem(), &user.dir)?;
+    let key = pem_from(&key_what, entry.client_key_pem(), &user.dir)?;
     match (cert, key) {
         (None, None) => Ok(None),
         (Some(cert_pem), Some(key)) => {
@@ -125,13 +110,8 @@ pub(super) fn user_identity(
 }
 
 /// The PEM bytes from inline base64 `data` (preferred, as kubectl does) or from a `file`.
-fn pem_from(
-    what: &str,
-    data: Option<&str>,
-    file: Option<&str>,
-    dir: &Path,
-) -> Result<Option<Vec<u8>>, ConfigError> {
-    if let Some(data) = data.filter(|d| !d.is_empty()) {
+fn pem_from(what: &str, pem: PemSource, dir: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
+    if let Some(data) = pem.data.filter(|d| !d.is_empty()) {
         let compact: String = data.split_whitespace().collect();
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(compact)
@@ -142,7 +122,7 @@ fn pem_from(
             })?;
         return Ok(Some(bytes));
     }
-    let Some(file) = file.filter(|f| !f.is_empty()) else {
+    let Some(file) = pem.file.filter(|f| !f.is_empty()) else {
         return Ok(None);
     };
     let path = dir.join(file);
@@ -230,13 +210,11 @@ mod tests {
             err.to_string().contains("client-key of user \"u\""),
             "{err}"
         );
-        let err = pem_from(
-            "certificate-authority",
-            Some("@@not base64@@"),
-            None,
-            Path::new("."),
-        )
-        .unwrap_err();
+        let inline = PemSource {
+            data: Some("@@not base64@@"),
+            file: None,
+        };
+        let err = pem_from("certificate-authority", inline, Path::new(".")).unwrap_err();
         assert!(err.to_string().contains("base64"), "{err}");
     }
 }

@@ -151,9 +151,13 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
         skiff.logs()
     );
     assert_eq!(runs_before, 2, "one run per client at start");
+    // skiff logs the plugin's stderr once the run has exited, a moment after its `ended` file.
     assert!(
-        skiff.logs().contains("plugin run 3"),
-        "the plugin's stderr is logged"
+        eventually(Duration::from_secs(5), || skiff
+            .logs()
+            .contains("plugin run 3")),
+        "the plugin's stderr is logged; log:\n{}",
+        skiff.logs()
     );
     assert_eq!(
         plugin.runs(),
