@@ -70,7 +70,7 @@ FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig p
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large compare static size docker-build \
 	docker-push image install uninstall deploy undeploy build-installer demo clean \
-	static-arm64 test-arm64 docker-buildx chart helm-package fuzz
+	static-arm64 test-arm64 docker-buildx chart helm-package fuzz test-builds
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -83,11 +83,18 @@ test: ## unit, integration and e2e tests, two test programs at a time (hack/test
 		echo "make test: SKIFF_SKIP_E2E is not allowed in CI"; exit 2; \
 	elif [ "$${SKIFF_SKIP_E2E:-}" = 1 ]; then \
 		echo "make test: SKIFF_SKIP_E2E=1, e2e tests built ignored"; \
+		$(CARGO) build --example demo; \
 	else \
-		$(MAKE) testbin static; \
+		$(MAKE) testbin && $(MAKE) test-builds; \
 	fi
-	$(CARGO) build --example demo
 	CARGO=$(CARGO) python3 hack/test-lanes.py
+
+# The image's static binary (the container suite runs it) builds beside the test programs: the
+# two share no build directory, and its long single-threaded link leaves a core to them.
+test-builds:
+	@$(MAKE) --no-print-directory static & static=$$!; \
+	$(CARGO) build --example demo && $(CARGO) test --all-targets --no-run; built=$$?; \
+	wait $$static && [ $$built = 0 ]
 
 testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
 	testbin/build.sh
@@ -96,7 +103,9 @@ lint: ## rustfmt check, clippy with warnings as errors, no import cycles between
 	$(CARGO) fmt --check
 	python3 hack/cycles.py
 	python3 hack/test_lanes_check.py
-	$(CARGO) clippy --all-targets -- -D warnings
+	@# In a target directory of its own: a check build shares nothing with the test builds, and
+	@# this way neither waits for the other's lock (CI runs lint beside the tests).
+	CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/lint $(CARGO) clippy --all-targets -- -D warnings
 
 fmt: ## format the code
 	$(CARGO) fmt
