@@ -72,7 +72,7 @@ pub use error::Error;
 pub use guard::WriteGuard;
 pub use liveness::Liveness;
 pub use load::{LoadOptions, load_kubeconfig_files};
-pub use params::{ListParams, WatchParams};
+pub use params::{ListParams, Selectors, WatchParams};
 pub use ratelimit::TokenBucket;
 pub use stream::WatchStream;
 pub use watch::WatchEvent;

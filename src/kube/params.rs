@@ -6,11 +6,41 @@ use std::time::Duration;
 /// live server always ends the watch, cleanly, before the client would give it up as silent.
 pub const WATCH_TIMEOUT_SHARE: f64 = 0.8;
 
+/// What a LIST or a WATCH selects: a label selector and a field selector, each optional. A
+/// watcher lists and watches with the same ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selectors {
+    /// e.g. `team in (a,b)`.
+    pub labels: Option<String>,
+    /// e.g. `metadata.name=app-tls`: what RBAC `resourceNames` permits for list and watch.
+    pub fields: Option<String>,
+}
+
+impl Selectors {
+    pub fn labels(selector: &str) -> Selectors {
+        Selectors {
+            labels: Some(selector.to_owned()),
+            fields: None,
+        }
+    }
+
+    pub fn fields(selector: &str) -> Selectors {
+        Selectors {
+            labels: None,
+            fields: Some(selector.to_owned()),
+        }
+    }
+
+    fn push_into(&self, query: &mut Vec<(&'static str, String)>) {
+        push(query, "labelSelector", &self.labels);
+        push(query, "fieldSelector", &self.fields);
+    }
+}
+
 /// Parameters of a LIST. `limit` + `continue_token` page through large collections.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListParams {
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
+    pub selectors: Selectors,
     pub limit: Option<u32>,
     pub continue_token: Option<String>,
     /// `Some("0")` lets the server answer from its cache.
@@ -20,8 +50,7 @@ pub struct ListParams {
 /// Parameters of a WATCH.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WatchParams {
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
+    pub selectors: Selectors,
     /// Where to resume: events after this version are delivered.
     pub resource_version: Option<String>,
     /// Ask the server to end the watch after this long (it then closes the stream cleanly).
@@ -34,8 +63,7 @@ impl ListParams {
     /// The query of a LIST with these parameters.
     pub fn query(&self) -> Vec<(&'static str, String)> {
         let mut query = Vec::new();
-        push(&mut query, "labelSelector", &self.label_selector);
-        push(&mut query, "fieldSelector", &self.field_selector);
+        self.selectors.push_into(&mut query);
         push(&mut query, "limit", &self.limit.map(|l| l.to_string()));
         push(&mut query, "continue", &self.continue_token);
         push(&mut query, "resourceVersion", &self.resource_version);
@@ -58,8 +86,7 @@ impl WatchParams {
     /// The query of a WATCH with these parameters.
     pub fn query(&self) -> Vec<(&'static str, String)> {
         let mut query = vec![("watch", "true".to_owned())];
-        push(&mut query, "labelSelector", &self.label_selector);
-        push(&mut query, "fieldSelector", &self.field_selector);
+        self.selectors.push_into(&mut query);
         push(&mut query, "resourceVersion", &self.resource_version);
         push(
             &mut query,
@@ -104,7 +131,7 @@ mod tests {
     #[test]
     fn empty_values_are_left_out_of_the_query() {
         let params = ListParams {
-            label_selector: Some(String::new()),
+            selectors: Selectors::labels(""),
             limit: Some(500),
             ..ListParams::default()
         };

@@ -6,7 +6,7 @@
 
 use super::lock::LeaseApi;
 use crate::kube::api::Lease;
-use crate::kube::{Client, Error, WatchEvent, WatchParams};
+use crate::kube::{Client, Error, Selectors, WatchEvent, WatchParams};
 use smol::stream::Stream;
 use std::pin::Pin;
 use std::time::Instant;
@@ -61,7 +61,7 @@ impl LeaseApi for ClientLeaseApi {
 
     async fn watch(&self) -> Result<LeaseEvents, Error> {
         let params = WatchParams {
-            field_selector: Some(format!("metadata.name={}", self.name)),
+            selectors: Selectors::fields(&format!("metadata.name={}", self.name)),
             ..WatchParams::default()
         };
         let stream = self

@@ -83,7 +83,7 @@ mod tests {
         let stores = SecretCopyStores::new(&targets);
         let selectors: Vec<_> = stores
             .watches("l=v")
-            .map(|(c, _)| (c.label_selector, c.field_selector))
+            .map(|(c, _)| (c.selectors.labels, c.selectors.fields))
             .collect();
         let wanted = |name: &str| (Some("l=v".into()), Some(format!("metadata.name={name}")));
         assert_eq!(selectors, [wanted("a"), wanted("b")]);

@@ -19,7 +19,7 @@ use super::hearing::Hearing;
 use super::list_watch::{EventStream, ListWatch};
 use crate::kube::api::{ObjectList, Resource};
 use crate::kube::client::DEFAULT_PAGE_SIZE;
-use crate::kube::{Error, ListParams, WatchEvent, WatchParams};
+use crate::kube::{Error, ListParams, Selectors, WatchEvent, WatchParams};
 use crate::random::{self, Rng};
 
 /// Server-side watch timeout before jitter (+ up to [`WATCH_TIMEOUT_JITTER`]): 45 s, so 45 to
@@ -40,9 +40,7 @@ pub const SHORT_WATCH: Duration = Duration::from_secs(1);
 /// random jitter, so watchers made from one config never retry in lockstep.
 #[derive(Debug, Clone)]
 pub struct WatcherConfig {
-    pub label_selector: Option<String>,
-    /// e.g. `metadata.name=app-tls`: what RBAC `resourceNames` permits for list and watch.
-    pub field_selector: Option<String>,
+    pub selectors: Selectors,
     /// Items per LIST page: the most decoded objects a relist holds at once.
     pub page_size: u32,
     pub watch_timeout: Duration,
@@ -54,8 +52,7 @@ pub struct WatcherConfig {
 impl Default for WatcherConfig {
     fn default() -> Self {
         WatcherConfig {
-            label_selector: None,
-            field_selector: None,
+            selectors: Selectors::default(),
             page_size: DEFAULT_PAGE_SIZE,
             watch_timeout: WATCH_TIMEOUT,
             backoff_initial: WATCH_BACKOFF_INITIAL,
@@ -66,12 +63,12 @@ impl Default for WatcherConfig {
 
 impl WatcherConfig {
     pub fn labels(mut self, selector: &str) -> Self {
-        self.label_selector = Some(selector.to_owned());
+        self.selectors.labels = Some(selector.to_owned());
         self
     }
 
     pub fn fields(mut self, selector: &str) -> Self {
-        self.field_selector = Some(selector.to_owned());
+        self.selectors.fields = Some(selector.to_owned());
         self
     }
 }
@@ -163,8 +160,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
 
     fn list_params(&self, continue_token: Option<String>) -> ListParams {
         ListParams {
-            label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
+            selectors: self.config.selectors.clone(),
             limit: Some(self.config.page_size),
             continue_token,
             ..ListParams::default()
@@ -223,8 +219,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
             return None;
         };
         let params = WatchParams {
-            label_selector: self.config.label_selector.clone(),
-            field_selector: self.config.field_selector.clone(),
+            selectors: self.config.selectors.clone(),
             resource_version: Some(resource_version.clone()),
             timeout_seconds: Some(self.jittered_timeout()),
             allow_bookmarks: true,
@@ -361,7 +356,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
 
 /// The watch's name in logs and deafness reports: the kind and its selectors.
 fn describe<K: Resource>(config: &WatcherConfig) -> String {
-    let selectors: Vec<&str> = [&config.label_selector, &config.field_selector]
+    let selectors: Vec<&str> = [&config.selectors.labels, &config.selectors.fields]
         .into_iter()
         .flatten()
         .map(String::as_str)

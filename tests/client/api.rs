@@ -4,7 +4,7 @@
 use crate::support::fake::FakeServer;
 use serde_json::json;
 use skiff::kube::api::{ConfigMap, Namespace, ObjectMeta};
-use skiff::kube::{Client, ListParams};
+use skiff::kube::{Client, ListParams, Selectors};
 use skiff::mirror::{Mirror, MirrorStatus};
 
 fn client_for(server: &FakeServer) -> Client {
@@ -255,12 +255,12 @@ fn label_and_field_selectors_reach_the_server_intact() {
         names
     };
     let by_label = names(ListParams {
-        label_selector: Some("team in (a,b),team!=b".into()),
+        selectors: Selectors::labels("team in (a,b),team!=b"),
         ..ListParams::default()
     });
     assert_eq!(by_label, ["one"]);
     let by_field = names(ListParams {
-        field_selector: Some("metadata.name=three".into()),
+        selectors: Selectors::fields("metadata.name=three"),
         ..ListParams::default()
     });
     assert_eq!(by_field, ["three"]);

@@ -106,17 +106,13 @@ pub struct WatchFrame<'a> {
     pub object: &'a RawValue,
 }
 
-/// The API server's error (and sometimes success) envelope, `kind: Status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The API server's error (and sometimes success) envelope, `kind: Status`. skiff only reads it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Status {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<u16>,
 }
 

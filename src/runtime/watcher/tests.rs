@@ -112,7 +112,7 @@ fn lists_every_page_then_watches_from_the_lists_version() {
     assert_eq!(tokens, [None, Some("c1".to_owned())]);
     assert!(lists.iter().all(|p| p.limit == Some(DEFAULT_PAGE_SIZE)));
     assert_eq!(watches[0].resource_version.as_deref(), Some("10"));
-    assert_eq!(watches[0].label_selector.as_deref(), Some("app=x"));
+    assert_eq!(watches[0].selectors.labels.as_deref(), Some("app=x"));
     assert!(watches[0].allow_bookmarks);
     assert!(
         matches!(watches[0].timeout_seconds, Some(45..=55)),
