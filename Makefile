@@ -66,6 +66,10 @@ MAX_BINARY_BYTES ?= 6000000
 ARGS ?=
 # `make fuzz`: seconds per target (10 minutes each by default), and which targets.
 FUZZ_SECONDS ?= 600
+# What `make lint` runs for clippy; empty leaves it out (CI lints in make test's build instead).
+# In a target directory of its own: a check build shares nothing with the test builds, and this
+# way neither waits for the other's lock.
+CLIPPY ?= CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/lint $(CARGO) clippy --all-targets -- -D warnings
 FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large compare static size docker-build \
@@ -103,9 +107,7 @@ lint: ## rustfmt check, clippy with warnings as errors, no import cycles between
 	$(CARGO) fmt --check
 	python3 hack/cycles.py
 	python3 hack/test_lanes_check.py
-	@# In a target directory of its own: a check build shares nothing with the test builds, and
-	@# this way neither waits for the other's lock (CI runs lint beside the tests).
-	CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/lint $(CARGO) clippy --all-targets -- -D warnings
+	$(CLIPPY)
 
 fmt: ## format the code
 	$(CARGO) fmt
@@ -147,7 +149,7 @@ static: ## statically linked release binary for the image (target/<arch>-unknown
 		echo "make static: $(RUST_GCC_LD)/ld.lld (rustc's LLD for gcc) not found; install Rust with rustup"; exit 1; })
 	@openssl=$$($(STATIC_CROSS) CARGO=$(CARGO) hack/openssl.sh $(STATIC_TARGET)) && \
 	echo "$(STATIC_CROSS) OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS=\"$(STATIC_RUSTFLAGS) $(STATIC_CROSS_RUSTFLAGS)\" $(CARGO) build --release --target $(STATIC_TARGET)" && \
-	$(STATIC_CROSS) OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS="$(STATIC_RUSTFLAGS) $(STATIC_CROSS_RUSTFLAGS)" \
+	$(STATIC_CROSS) OPENSSL_DIR=$$openssl OPENSSL_STATIC=1 RUSTFLAGS="$(STATIC_RUSTFLAGS) $(STATIC_CROSS_RUSTFLAGS)" RUSTC_WORKSPACE_WRAPPER= \
 		$(CARGO) build --release --target $(STATIC_TARGET)
 
 static-arm64: ## the static binary for arm64 (target/cross/aarch64-unknown-linux-gnu/release/skiff on an amd64 machine)
