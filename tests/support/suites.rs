@@ -17,19 +17,46 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::control_plane::ControlPlane;
 
-/// Who holds the gate: the suite, how many of its tests have entered and not ended, and the
-/// control plane they share.
-struct Gate {
+/// Who holds the gate: the suite, how many of its tests have entered and not ended, and what
+/// they share (the control plane; a plain value in the tests of these rules).
+struct Gate<P> {
     suite: Option<String>,
     running: usize,
-    control_plane: Option<&'static ControlPlane>,
+    shared: Option<P>,
 }
 
-static GATE: Mutex<Gate> = Mutex::new(Gate {
-    suite: None,
-    running: 0,
-    control_plane: None,
-});
+impl<P> Gate<P> {
+    const fn new() -> Gate<P> {
+        Gate {
+            suite: None,
+            running: 0,
+            shared: None,
+        }
+    }
+
+    /// A test of `suite` may enter when no test runs or the running ones are of its suite.
+    fn may_enter(&self, suite: &str) -> bool {
+        self.running == 0 || self.suite.as_deref() == Some(suite)
+    }
+
+    /// Enters a test of `suite` (once it may); returns what the previous suite shared, for the
+    /// caller to stop.
+    fn enter(&mut self, suite: &str) -> Option<P> {
+        let mut previous = None;
+        if self.suite.as_deref() != Some(suite) {
+            previous = self.shared.take();
+            self.suite = Some(suite.to_owned());
+        }
+        self.running += 1;
+        previous
+    }
+
+    fn leave(&mut self) {
+        self.running -= 1;
+    }
+}
+
+static GATE: Mutex<Gate<&'static ControlPlane>> = Mutex::new(Gate::new());
 static TURN: Condvar = Condvar::new();
 
 thread_local! {
@@ -47,16 +74,12 @@ pub fn control_plane(start: fn() -> ControlPlane) -> &'static ControlPlane {
         return joined(start);
     }
     let mut gate = lock();
-    while gate.running > 0 && gate.suite.as_deref() != Some(suite.as_str()) {
+    while !gate.may_enter(&suite) {
         gate = TURN.wait(gate).unwrap_or_else(PoisonError::into_inner);
     }
-    if gate.suite.as_deref() != Some(suite.as_str()) {
-        if let Some(previous) = gate.control_plane.take() {
-            previous.stop();
-        }
-        gate.suite = Some(suite);
+    if let Some(previous) = gate.enter(&suite) {
+        previous.stop();
     }
-    gate.running += 1;
     ENTERED.with(|entered| *entered.borrow_mut() = Some(Leave));
     started(&mut gate, start)
 }
@@ -68,12 +91,15 @@ fn joined(start: fn() -> ControlPlane) -> &'static ControlPlane {
 }
 
 /// The gate holder's control plane, started now if it has none yet.
-fn started(gate: &mut Gate, start: fn() -> ControlPlane) -> &'static ControlPlane {
-    if let Some(control_plane) = gate.control_plane {
+fn started(
+    gate: &mut Gate<&'static ControlPlane>,
+    start: fn() -> ControlPlane,
+) -> &'static ControlPlane {
+    if let Some(control_plane) = gate.shared {
         return control_plane;
     }
     let control_plane: &'static ControlPlane = Box::leak(Box::new(start()));
-    gate.control_plane = Some(control_plane);
+    gate.shared = Some(control_plane);
     control_plane
 }
 
@@ -84,7 +110,7 @@ fn current_suite() -> Option<String> {
     Some(suite.to_owned())
 }
 
-fn lock() -> MutexGuard<'static, Gate> {
+fn lock() -> MutexGuard<'static, Gate<&'static ControlPlane>> {
     GATE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -93,7 +119,44 @@ struct Leave;
 
 impl Drop for Leave {
     fn drop(&mut self) {
-        lock().running -= 1;
+        lock().leave();
         TURN.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Gate;
+
+    #[test]
+    fn a_suite_waits_for_the_running_one_and_then_gets_what_it_shared_to_stop() {
+        let mut gate = Gate::new();
+        assert_eq!(
+            gate.enter("faults"),
+            None,
+            "the first suite has nothing to stop"
+        );
+        gate.shared = Some("faults' control plane");
+        assert!(
+            gate.may_enter("faults"),
+            "a second test of the running suite"
+        );
+        assert_eq!(gate.enter("faults"), None);
+        gate.leave();
+        assert!(!gate.may_enter("leader"), "one test of faults still runs");
+        gate.leave();
+        assert!(gate.may_enter("leader"));
+        assert_eq!(gate.enter("leader"), Some("faults' control plane"));
+        assert_eq!(gate.shared, None, "the new suite starts its own");
+    }
+
+    #[test]
+    fn a_suite_coming_back_after_a_pause_keeps_what_it_shared() {
+        let mut gate = Gate::new();
+        gate.enter("mirror");
+        gate.shared = Some(1);
+        gate.leave();
+        assert_eq!(gate.enter("mirror"), None);
+        assert_eq!(gate.shared, Some(1));
     }
 }
