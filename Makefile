@@ -213,8 +213,8 @@ deploy: ## apply manifests/ with the Deployment's image set to IMG (tracked file
 		echo "$(KUBECTL) apply -k manifests/ (image $(IMG))" && \
 		$(KUBECTL) apply -k "$$overlay"
 
-undeploy: ## delete everything deploy created (objects already gone are no error)
-	$(KUBECTL) delete $(DELETE_FLAGS) -k manifests/
+undeploy: ## delete every Mirror (skiff deletes their copies), then everything deploy created (objects already gone are no error)
+	@KUBECTL='$(KUBECTL)' DELETE_FLAGS='$(DELETE_FLAGS)' hack/undeploy.sh
 
 build-installer: ## write INSTALLER (default dist/install.yaml): manifests/ in one file, image IMG
 	@mkdir -p $(dir $(INSTALLER))

@@ -9,26 +9,45 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard};
 
-use crate::support::control_plane::{ControlPlane, manifests_dir, require_e2e_binaries};
+use serde_json::json;
+
+use crate::support::control_plane::{
+    ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, READY_TIMEOUT, manifests_dir,
+    require_e2e_binaries,
+};
 use crate::support::kubectl::succeeded;
-use crate::support::skiff::{TempDir, eventually};
+use crate::support::mirror_e2e::{
+    SELECT_LABEL, STEP_TIMEOUT, absent, has_copy, mirror, source_configmap, wait_until,
+};
+use crate::support::skiff::{Skiff, TempDir};
 
 const NAMESPACE: &str = "skiff-system";
 /// Not to wait for the namespace, which never finishes terminating here (see the module doc).
 const DELETE_FLAGS: &str = "DELETE_FLAGS=--ignore-not-found --wait=false";
 
-/// `make ARGS` in the repository, against the control plane as its admin.
-fn make(cp: &ControlPlane, args: &[&str]) -> String {
-    let output: Output = Command::new("make")
+/// The tests of this suite deploy and undeploy the same objects: one at a time.
+fn one_deploy_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `make ARGS` in the repository, against the control plane as its admin, whatever it exits.
+fn make_output(cp: &ControlPlane, args: &[&str]) -> Output {
+    Command::new("make")
         .arg("--no-print-directory")
         .arg("-C")
         .arg(env!("CARGO_MANIFEST_DIR"))
         .args(args)
         .env("KUBECONFIG", cp.admin_kubeconfig())
         .output()
-        .expect("run make");
+        .expect("run make")
+}
+
+/// `make ARGS`, which must succeed; its standard output.
+fn make(cp: &ControlPlane, args: &[&str]) -> String {
+    let output = make_output(cp, args);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
@@ -51,16 +70,28 @@ fn leftovers(cp: &ControlPlane, file_args: &[&str]) -> Vec<String> {
     out.lines().map(str::to_owned).collect()
 }
 
-/// After a delete: nothing but the namespace, Terminating, which is then finalized. (The CRD
-/// goes once the API server's own finalizer has run, a moment after the delete.)
+/// After a delete: nothing but the namespace, Terminating, which is then finalized.
+///
+/// The CRD goes once the API server's `customresourcecleanup` finalizer has run, and that can
+/// take a while: the finalizer lists the Mirrors through a watch cache that the API server starts
+/// only then, and while it initialises the list fails ("storage is (re)initializing", 429) and
+/// the finalizer retries with its work queue's doubling backoff (from 5 ms). So the CRD's
+/// deletion takes up to about twice as long as that cache takes to start: a few milliseconds on
+/// an idle machine, and once (in `make test`, beside a timing suite at a higher CPU priority)
+/// over 30 s. The wait is kubectl's own (`kubectl wait --for=delete`), bounded by what the
+/// suite allows the whole API server to start under the same load (`READY_TIMEOUT`).
 fn assert_only_terminating_namespace_left(cp: &ControlPlane, file_args: &[&str]) {
-    let only_namespace = [format!("namespace/{NAMESPACE}")];
-    let mut left = Vec::new();
-    let gone = eventually(Duration::from_secs(30), || {
-        left = leftovers(cp, file_args);
-        left == only_namespace
-    });
-    assert!(gone, "left behind: {left:?}");
+    let crd = "customresourcedefinition/mirrors.skiff.dev";
+    let timeout = format!("--timeout={}s", READY_TIMEOUT.as_secs());
+    let waited = cp.kubectl(&["wait", "--for=delete", crd, &timeout]);
+    assert!(
+        waited.status.success(),
+        "the CRD is still there: {}\n{}",
+        String::from_utf8_lossy(&waited.stderr),
+        why_the_crd_stays(cp)
+    );
+    let left = leftovers(cp, file_args);
+    assert_eq!(left, [format!("namespace/{NAMESPACE}")], "left behind");
     let phase = cp.kubectl_ok(&[
         "get",
         "namespace",
@@ -71,6 +102,27 @@ fn assert_only_terminating_namespace_left(cp: &ControlPlane, file_args: &[&str])
     assert_eq!(phase, "Terminating");
     finalize_namespace(cp);
     assert!(leftovers(cp, file_args).is_empty());
+}
+
+/// What holds the Mirror CRD, if it is still there: its finalizers and the conditions its
+/// finalizer reports (`Terminating`, with the reason it is waiting), and the API server's log
+/// lines about it.
+fn why_the_crd_stays(cp: &ControlPlane) -> String {
+    let Some(crd) = cp.get_json(&["customresourcedefinition", "mirrors.skiff.dev"]) else {
+        return String::new();
+    };
+    let log = std::fs::read_to_string(cp.dir().join("kube-apiserver.log")).unwrap_or_default();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("mirrors.skiff.dev"))
+        .collect();
+    format!(
+        "the CRD: finalizers {}, deletionTimestamp {}, conditions {}\nkube-apiserver.log:\n{}",
+        crd["metadata"]["finalizers"],
+        crd["metadata"]["deletionTimestamp"],
+        crd["status"]["conditions"],
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    )
 }
 
 /// Clears the namespace's finalizers through its `finalize` subresource, as the namespace
@@ -91,6 +143,7 @@ fn read(path: &Path) -> Vec<u8> {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn make_targets_install_deploy_and_remove_everything_they_create() {
     require_e2e_binaries();
+    let _turn = one_deploy_at_a_time();
     let cp = ControlPlane::shared();
     let crd = "customresourcedefinition/mirrors.skiff.dev";
 
@@ -136,4 +189,100 @@ fn make_targets_install_deploy_and_remove_everything_they_create() {
     make(cp, &["undeploy", DELETE_FLAGS]);
     assert_only_terminating_namespace_left(cp, &["-k", &manifests]);
     make(cp, &["undeploy", DELETE_FLAGS]); // nothing left to delete is no error
+}
+
+/// A skiff replica of the operator's ServiceAccount, as the e2e suites run it.
+fn start_skiff(cp: &ControlPlane, dir: &TempDir, name: &str) -> Skiff {
+    let log = dir.0.join(format!("{name}.log"));
+    let skiff = Skiff::start_with_env(
+        &cp.operator_kubeconfig(),
+        log,
+        &E2E_REPLICA_FLAGS,
+        &[("POD_NAME", name)],
+    );
+    let lease = [
+        "lease",
+        "skiff-leader",
+        "-n",
+        OPERATOR_NAMESPACE,
+        "--ignore-not-found",
+    ];
+    let holder = "jsonpath={.spec.holderIdentity}";
+    wait_until("skiff leads", || {
+        cp.kubectl_ok(&[&["get"], &lease[..], &["-o", holder]].concat())
+            .starts_with(name)
+    });
+    skiff
+}
+
+/// `make undeploy` with Mirrors left: while no skiff leads, it deletes nothing and says what to
+/// do (their `skiff.dev/cleanup` finalizers would hold the CRD for good); while one leads, it
+/// deletes the Mirrors first, skiff deletes their copies, and then everything else goes.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn undeploy_lets_skiff_delete_the_mirrors_first_and_refuses_without_a_leader() {
+    require_e2e_binaries();
+    let _turn = one_deploy_at_a_time();
+    let cp = ControlPlane::shared();
+    let dir = TempDir::new("e2e-undeploy");
+    make(cp, &["deploy", "IMG=registry.example/skiff:v3"]);
+    let target = "undeploy-target";
+    cp.apply(&format!(
+        r#"{{"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {{"name": "{target}", "labels": {{"{SELECT_LABEL}": "undeploy"}}}}}}"#
+    ));
+    source_configmap(cp, "undeploy-source", r#"{"k": "v"}"#);
+    mirror(
+        cp,
+        "undeploy",
+        "ConfigMap",
+        "undeploy-source",
+        "",
+        "undeploy",
+    );
+    let copy = || {
+        has_copy(
+            cp,
+            "configmap",
+            target,
+            "undeploy-source",
+            &json!({"k": "v"}),
+        )
+    };
+
+    let mut skiff = start_skiff(cp, &dir, "undeploy-a");
+    wait_until("the copy", copy);
+    skiff.signal("TERM"); // releases the Lease
+    assert_eq!(skiff.wait_exit(STEP_TIMEOUT), Some(0), "{}", skiff.logs());
+
+    let refused = make_output(cp, &["undeploy", DELETE_FLAGS]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success(),
+        "undeploy without a leader: {stderr}"
+    );
+    assert!(
+        stderr.contains("no skiff leads") && stderr.contains("finalizers"),
+        "{stderr}"
+    );
+    assert!(
+        cp.object("deployment", OPERATOR_NAMESPACE, "skiff")
+            .is_some()
+    );
+    assert!(
+        cp.object("mirror", OPERATOR_NAMESPACE, "undeploy")
+            .is_some()
+    );
+    assert!(copy(), "a refused undeploy deleted the copy");
+
+    let skiff = start_skiff(cp, &dir, "undeploy-b");
+    make(cp, &["undeploy", DELETE_FLAGS]);
+    assert!(
+        absent(cp, "configmap", target, "undeploy-source"),
+        "skiff did not delete the copy before its Mirror went; log:\n{}",
+        skiff.logs()
+    );
+    skiff.signal("KILL");
+    let manifests = manifests_dir().display().to_string();
+    assert_only_terminating_namespace_left(cp, &["-k", &manifests]);
 }

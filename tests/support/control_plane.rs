@@ -22,7 +22,7 @@ use super::watchdog::{Supervised, free_ports};
 
 /// How long kube-apiserver may take to answer `/readyz` 200; it takes about 3 s on an idle
 /// 2-core machine, far more when the machine is busy compiling.
-const READY_TIMEOUT: Duration = Duration::from_secs(120);
+pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// Pause between `/readyz` polls.
 const READY_POLL: Duration = Duration::from_millis(100);
 /// Free ports are picked by binding port 0 and releasing it, so another process may take one
