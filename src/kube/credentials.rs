@@ -81,6 +81,37 @@ pub(super) fn user_auth(
     Ok(Auth::None)
 }
 
+/// Refuses a user that asks to act as someone else: running as the credential's own identity
+/// instead would give skiff the rights the kubeconfig's author meant to narrow away.
+pub(super) fn refuse_impersonation(user: &Located<UserEntry>) -> Result<(), ConfigError> {
+    let entry = &user.entry;
+    let set = [
+        ("as", entry.act_as.as_ref().is_some_and(|v| !v.is_empty())),
+        (
+            "as-uid",
+            entry.act_as_uid.as_ref().is_some_and(|v| !v.is_empty()),
+        ),
+        (
+            "as-groups",
+            entry.act_as_groups.as_ref().is_some_and(|v| !v.is_empty()),
+        ),
+        (
+            "as-user-extra",
+            entry
+                .act_as_user_extra
+                .as_ref()
+                .is_some_and(|v| !v.is_empty()),
+        ),
+    ];
+    match set.iter().find(|(_, set)| *set) {
+        None => Ok(()),
+        Some((field, _)) => Err(ConfigError::Invalid(format!(
+            "user {:?} sets `{field}` (impersonation), which skiff does not support: it would run with the credential's own rights instead; remove the `as*` fields or use a credential of the user to act as",
+            user.name
+        ))),
+    }
+}
+
 pub(super) fn user_identity(
     user: &Located<UserEntry>,
 ) -> Result<Option<ClientIdentity>, ConfigError> {
@@ -142,6 +173,7 @@ mod tests {
     use crate::kube::load_kubeconfig_files;
     use crate::kube::test_cert::self_signed;
     use crate::kube::test_dir::temp_dir;
+    use crate::testing::assert_mentions;
     use openssl::ec::{EcGroup, EcKey};
     use openssl::nid::Nid;
     use openssl::pkey::{PKey, Private};
@@ -216,5 +248,38 @@ mod tests {
         };
         let err = pem_from("certificate-authority", inline, Path::new(".")).unwrap_err();
         assert!(err.to_string().contains("base64"), "{err}");
+    }
+
+    /// Loads a kubeconfig whose token user `u` also has `user_lines` (indented under `user:`).
+    fn load_user(tag: &str, user_lines: &str) -> Result<Config, ConfigError> {
+        let dir = temp_dir(tag);
+        let text = format!(
+            "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://127.0.0.1:6443\nusers:\n- name: u\n  user:\n    token: t0ken\n{user_lines}\ncontexts:\n- name: c\n  context: {{cluster: k, user: u}}\n"
+        );
+        let path = dir.join("config");
+        std::fs::write(&path, text).unwrap();
+        load_kubeconfig_files(&[path], None)
+    }
+
+    #[test]
+    fn impersonation_fields_are_refused_naming_the_user_and_field_but_not_the_value() {
+        for (field, lines) in [
+            ("as", "    as: secret-view"),
+            ("as-uid", "    as-uid: secret-uid"),
+            ("as-groups", "    as-groups: [secret-group]"),
+            (
+                "as-user-extra",
+                "    as-user-extra:\n      scopes: [secret-scope]",
+            ),
+        ] {
+            let err = load_user("creds-as", lines).unwrap_err().to_string();
+            assert_mentions(
+                &err,
+                &["user \"u\"", &format!("`{field}`"), "impersonation"],
+            );
+            assert!(!err.contains("secret"), "{err}");
+        }
+        let empty = "    as: \"\"\n    as-groups: []\n    as-user-extra: {}";
+        assert!(load_user("creds-as-empty", empty).is_ok());
     }
 }

@@ -6,7 +6,9 @@
 
 use super::config::Config;
 use super::config_error::ConfigError;
-use super::credentials::{cluster_proxy, cluster_tls, user_auth, user_identity};
+use super::credentials::{
+    cluster_proxy, cluster_tls, refuse_impersonation, user_auth, user_identity,
+};
 use super::kubeconfig_file::{
     ClusterEntry, ContextEntry, KubeconfigFile, Located, Named, UserEntry,
 };
@@ -162,6 +164,7 @@ fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Confi
             context: context_name.clone(),
             user: user_name.to_owned(),
         })?;
+        refuse_impersonation(user)?;
         config.auth = user_auth(user, cluster, &config)?;
         config.tls.identity = user_identity(user)?;
     }
