@@ -7,6 +7,7 @@ use super::client_identity::{ClientIdentity, to_pkcs8};
 use super::config::{Auth, Config, TlsOptions, TokenFile};
 use super::config_error::ConfigError;
 use super::exec::{ClusterInfo, ExecPlugin};
+use super::impersonate::Impersonation;
 use super::kubeconfig_file::{ClusterEntry, Located, PemSource, UserEntry};
 use super::proxy::{ProxyConfig, parse_proxy_url};
 use base64::Engine;
@@ -81,35 +82,19 @@ pub(super) fn user_auth(
     Ok(Auth::None)
 }
 
-/// Refuses a user that asks to act as someone else: running as the credential's own identity
-/// instead would give skiff the rights the kubeconfig's author meant to narrow away.
-pub(super) fn refuse_impersonation(user: &Located<UserEntry>) -> Result<(), ConfigError> {
+/// Whom the user's requests act as (`as`, `as-uid`, `as-groups`, `as-user-extra`).
+pub(super) fn user_impersonation(
+    user: &Located<UserEntry>,
+) -> Result<Option<Impersonation>, ConfigError> {
     let entry = &user.entry;
-    let set = [
-        ("as", entry.act_as.as_ref().is_some_and(|v| !v.is_empty())),
-        (
-            "as-uid",
-            entry.act_as_uid.as_ref().is_some_and(|v| !v.is_empty()),
-        ),
-        (
-            "as-groups",
-            entry.act_as_groups.as_ref().is_some_and(|v| !v.is_empty()),
-        ),
-        (
-            "as-user-extra",
-            entry
-                .act_as_user_extra
-                .as_ref()
-                .is_some_and(|v| !v.is_empty()),
-        ),
-    ];
-    match set.iter().find(|(_, set)| *set) {
-        None => Ok(()),
-        Some((field, _)) => Err(ConfigError::Invalid(format!(
-            "user {:?} sets `{field}` (impersonation), which skiff does not support: it would run with the credential's own rights instead; remove the `as*` fields or use a credential of the user to act as",
-            user.name
-        ))),
-    }
+    Impersonation::from_fields(
+        &format!("user {:?}", user.name),
+        entry.act_as.clone(),
+        entry.act_as_uid.clone(),
+        entry.act_as_groups.clone().unwrap_or_default(),
+        entry.act_as_user_extra.clone().unwrap_or_default(),
+    )
+    .map_err(ConfigError::Invalid)
 }
 
 pub(super) fn user_identity(
@@ -262,24 +247,26 @@ mod tests {
     }
 
     #[test]
-    fn impersonation_fields_are_refused_naming_the_user_and_field_but_not_the_value() {
-        for (field, lines) in [
-            ("as", "    as: secret-view"),
-            ("as-uid", "    as-uid: secret-uid"),
-            ("as-groups", "    as-groups: [secret-group]"),
-            (
-                "as-user-extra",
-                "    as-user-extra:\n      scopes: [secret-scope]",
-            ),
-        ] {
-            let err = load_user("creds-as", lines).unwrap_err().to_string();
-            assert_mentions(
-                &err,
-                &["user \"u\"", &format!("`{field}`"), "impersonation"],
-            );
-            assert!(!err.contains("secret"), "{err}");
-        }
+    fn impersonation_fields_are_read_and_a_group_without_a_user_is_refused() {
+        let lines = "    as: jane\n    as-uid: \"1234\"\n    as-groups: [devs, ops]\n    as-user-extra:\n      example.com/scopes: [view]";
+        let config = load_user("creds-as", lines).unwrap();
+        let impersonate = config.impersonate.expect("impersonation");
+        assert_eq!(impersonate.user, "jane");
+        assert_eq!(impersonate.uid.as_deref(), Some("1234"));
+        assert_eq!(impersonate.groups, ["devs", "ops"]);
+        assert_eq!(impersonate.extra["example.com/scopes"], ["view"]);
+        assert!(matches!(&config.auth, Auth::Token(t) if t == "t0ken"));
+
+        let err = load_user("creds-as-groups", "    as-groups: [secret-group]").unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["user \"u\"", "`as-groups`", "without `as`"],
+        );
+        assert!(!err.to_string().contains("secret"), "{err}");
         let empty = "    as: \"\"\n    as-groups: []\n    as-user-extra: {}";
-        assert!(load_user("creds-as-empty", empty).is_ok());
+        assert_eq!(
+            load_user("creds-as-empty", empty).unwrap().impersonate,
+            None
+        );
     }
 }

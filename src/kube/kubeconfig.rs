@@ -7,7 +7,7 @@
 use super::config::Config;
 use super::config_error::ConfigError;
 use super::credentials::{
-    cluster_proxy, cluster_tls, refuse_impersonation, user_auth, user_identity,
+    cluster_proxy, cluster_tls, user_auth, user_identity, user_impersonation,
 };
 use super::kubeconfig_file::{
     ClusterEntry, ContextEntry, KubeconfigFile, Located, Named, UserEntry,
@@ -164,8 +164,8 @@ fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Confi
             context: context_name.clone(),
             user: user_name.to_owned(),
         })?;
-        refuse_impersonation(user)?;
         config.auth = user_auth(user, cluster, &config)?;
+        config.impersonate = user_impersonation(user)?;
         config.tls.identity = user_identity(user)?;
     }
     config.namespace = context.entry.namespace.clone().filter(|n| !n.is_empty());
