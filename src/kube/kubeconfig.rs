@@ -334,8 +334,8 @@ contexts:
             config.proxy,
             ProxyConfig::Url("http://proxy.corp:3128".into())
         );
-        let err = load_one(&path, &with("socks5://proxy.corp:1080")).unwrap_err();
-        assert_mentions(&err.to_string(), &["dev-cluster", "socks5"]);
+        let err = load_one(&path, &with("https://proxy.corp:443")).unwrap_err();
+        assert_mentions(&err.to_string(), &["dev-cluster", "https://"]);
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn serve(client: TcpStream, tunnels: &Mutex<Vec<Tunnel>>) {
 }
 
 /// Copies both ways until either side closes, then closes both.
-fn pipe(client: TcpStream, upstream: TcpStream) {
+pub fn pipe(client: TcpStream, upstream: TcpStream) {
     let (Ok(client_in), Ok(upstream_out)) = (client.try_clone(), upstream.try_clone()) else {
         return;
     };
