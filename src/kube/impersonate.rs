@@ -1,6 +1,6 @@
 //! Impersonation: every request of both clients asks the API server to act as another user,
 //! as client-go does for a kubeconfig user with `as`, `as-uid`, `as-groups` and
-//! `as-user-extra` (kubectl's `--as` and `--as-group`).
+//! `as-user-extra`, and for kubectl's `--as`, `--as-uid` and `--as-group` flags.
 //!
 //! Why: a kubeconfig that impersonates usually narrows a powerful credential down to a
 //! view-only or team identity. Running with the credential's own identity instead would grant
@@ -94,6 +94,36 @@ impl Impersonation {
             headers.extend(values.iter().map(|value| (name.clone(), value.as_str())));
         }
         headers
+    }
+}
+
+/// kubectl's `--as`, `--as-uid` and `--as-group`: each one given replaces the kubeconfig's
+/// `as`, `as-uid` or `as-groups` (client-go's config overrides); `as-user-extra` is kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub user: Option<String>,
+    pub uid: Option<String>,
+    pub groups: Vec<String>,
+}
+
+impl Overrides {
+    /// The impersonation of a loaded config (`loaded`) once these flags override it.
+    pub fn apply(&self, loaded: Option<Impersonation>) -> Result<Option<Impersonation>, String> {
+        if *self == Overrides::default() {
+            return Ok(loaded);
+        }
+        let base = loaded.unwrap_or_default();
+        let groups = match self.groups.is_empty() {
+            true => base.groups,
+            false => self.groups.clone(),
+        };
+        Impersonation::from_fields(
+            "the --as, --as-uid and --as-group flags, with the kubeconfig's impersonation,",
+            self.user.clone().or(Some(base.user)),
+            self.uid.clone().or(base.uid),
+            groups,
+            base.extra,
+        )
     }
 }
 
@@ -208,6 +238,43 @@ mod tests {
         for err in [uid, groups, extra] {
             assert!(!err.contains("secret"), "{err}");
         }
+    }
+
+    #[test]
+    fn flags_replace_the_kubeconfig_fields_they_name_and_keep_the_rest() {
+        let loaded = Impersonation {
+            user: "jane".into(),
+            uid: Some("1".into()),
+            groups: vec!["devs".into()],
+            extra: extra(&[("scopes", &["view"])]),
+        };
+        let none = Overrides::default();
+        assert_eq!(none.apply(Some(loaded.clone())), Ok(Some(loaded.clone())));
+        assert_eq!(none.apply(None), Ok(None));
+        let groups = Overrides {
+            groups: vec!["ops".into(), "sre".into()],
+            ..Overrides::default()
+        };
+        let applied = groups.apply(Some(loaded.clone())).unwrap().unwrap();
+        assert_eq!(
+            (applied.user.as_str(), applied.groups),
+            ("jane", vec!["ops".into(), "sre".into()])
+        );
+        assert_eq!(applied.extra, loaded.extra);
+        let user = Overrides {
+            user: Some("bob".into()),
+            ..Overrides::default()
+        };
+        let applied = user.apply(None).unwrap().unwrap();
+        assert_eq!(
+            applied,
+            Impersonation {
+                user: "bob".into(),
+                ..Impersonation::default()
+            }
+        );
+        let err = groups.apply(None).unwrap_err();
+        assert_mentions(&err, &["--as-group", "without `as`"]);
     }
 
     #[test]

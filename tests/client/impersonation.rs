@@ -1,12 +1,16 @@
-//! Impersonation from a kubeconfig, on the wire: every request of both clients (the main
-//! client's reads, writes and watches, the lease client's requests) carries the
-//! `Impersonate-*` headers beside the credential's own bearer token.
+//! Impersonation from a kubeconfig, and from the binary's `--as` flags, on the wire: every
+//! request of both clients (the main client's reads, writes and watches, the lease client's
+//! requests) carries the `Impersonate-*` headers beside the credential's own bearer token.
 
 use crate::support::fake::FakeServer;
-use crate::support::skiff::TempDir;
+use crate::support::fake::RequestClass;
+use crate::support::skiff::{
+    HOME_NS, SHORT_LEASE, Skiff, TempDir, eventually, is_lease_hold, write_kubeconfig,
+};
 use serde_json::json;
 use skiff::kube::api::{ConfigMap, Lease, ObjectMeta};
 use skiff::kube::{Client, ListParams, WatchParams, load_kubeconfig_files};
+use std::time::Duration;
 
 const NS: &str = "team-a";
 
@@ -99,5 +103,35 @@ fn every_request_of_both_clients_carries_the_impersonation_headers() {
             record.path
         );
         assert_eq!(record.token.as_deref(), Some("underlying"));
+    }
+}
+
+#[test]
+fn the_binary_with_as_flags_impersonates_on_every_request_of_both_clients() {
+    let server = FakeServer::start();
+    server.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME_NS}}));
+    let dir = TempDir::new("binary-impersonation");
+    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, Some("underlying"), HOME_NS);
+    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    args.extend(["--as=jane", "--as-group=devs", "--as-group", "ops"]);
+    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
+    let leading = eventually(Duration::from_secs(30), || {
+        let records = server.requests();
+        records.iter().any(is_lease_hold)
+            && records
+                .iter()
+                .any(|r| r.watch && r.class == RequestClass::Other)
+    });
+    assert!(leading, "not leading; log:\n{}", skiff.logs());
+    let mut want = vec![
+        ("impersonate-group".to_owned(), "devs".to_owned()),
+        ("impersonate-group".to_owned(), "ops".to_owned()),
+        ("impersonate-user".to_owned(), "jane".to_owned()),
+    ];
+    want.sort();
+    for record in server.requests() {
+        let mut seen = record.impersonation.clone();
+        seen.sort();
+        assert_eq!(seen, want, "{} {}", record.method, record.path);
     }
 }
