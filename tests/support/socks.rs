@@ -7,11 +7,10 @@
 //! host was asked for, so a server named `api.skiff.test`, which does not resolve, is reached
 //! only through the proxy.
 
+use super::proxy::Recording;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::net::TcpStream;
+use std::sync::Mutex;
 
 /// One CONNECT the proxy served.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,12 +23,8 @@ pub struct SocksTunnel {
     pub credentials: Option<(String, String)>,
 }
 
-/// A running proxy; dropping it stops accepting (open tunnels run until either side closes).
-pub struct SocksProxy {
-    port: u16,
-    tunnels: Arc<Mutex<Vec<SocksTunnel>>>,
-    stop: Arc<AtomicBool>,
-}
+/// A running SOCKS5 proxy.
+pub struct SocksProxy(Recording<SocksTunnel>);
 
 impl SocksProxy {
     /// A proxy that requires no authentication.
@@ -39,49 +34,20 @@ impl SocksProxy {
 
     /// A proxy that requires `credentials` (user, password) when given.
     pub fn start_requiring(credentials: Option<(&str, &str)>) -> SocksProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test SOCKS proxy");
-        let port = listener.local_addr().expect("proxy address").port();
-        let tunnels = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
         let required = credentials.map(|(u, p)| (u.to_owned(), p.to_owned()));
-        let (seen, stopped) = (tunnels.clone(), stop.clone());
-        thread::spawn(move || {
-            for client in listener.incoming() {
-                if stopped.load(Ordering::Relaxed) {
-                    break;
-                }
-                if let Ok(client) = client {
-                    let (seen, required) = (seen.clone(), required.clone());
-                    thread::spawn(move || serve(client, required.as_ref(), &seen));
-                }
-            }
-        });
-        SocksProxy {
-            port,
-            tunnels,
-            stop,
-        }
+        SocksProxy(Recording::start(move |client, tunnels| {
+            serve(client, required.as_ref(), tunnels)
+        }))
     }
 
     /// `127.0.0.1:<port>`
     pub fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("127.0.0.1:{}", self.0.port())
     }
 
     /// The tunnels opened so far, in order.
     pub fn tunnels(&self) -> Vec<SocksTunnel> {
-        self.tunnels
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-}
-
-impl Drop for SocksProxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        self.0.records()
     }
 }
 
