@@ -20,6 +20,7 @@ use argh::FromArgs;
 use log::LevelFilter;
 
 use crate::duration::{format_duration, parse_duration};
+use crate::kube::impersonate::Overrides;
 use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
 
@@ -54,6 +55,16 @@ struct Options {
     /// kubeconfig context to use (default: its current-context)
     #[argh(option, default = "String::new()")]
     context: String,
+    /// user to impersonate, as kubectl's --as (default: the kubeconfig user's `as`, if any)
+    #[argh(option, long = "as", default = "String::new()")]
+    act_as: String,
+    /// uid to impersonate, as kubectl's --as-uid (default: the kubeconfig user's `as-uid`)
+    #[argh(option, default = "String::new()")]
+    as_uid: String,
+    /// group to impersonate, repeatable, as kubectl's --as-group (default: the kubeconfig
+    /// user's `as-groups`)
+    #[argh(option)]
+    as_group: Vec<String>,
     /// queries per second of the main API client (default 20)
     #[argh(option, default = "DEFAULT_KUBE_API_QPS")]
     kube_api_qps: f32,
@@ -148,6 +159,8 @@ pub struct Settings {
     pub kubeconfig: Option<PathBuf>,
     /// `--context`; `None` = the kubeconfig's current-context.
     pub context: Option<String>,
+    /// `--as`, `--as-uid` and `--as-group`.
+    pub impersonate: Overrides,
     pub kube_api_qps: f32,
     pub kube_api_burst: NonZeroU32,
     pub leader_elect: bool,
@@ -238,6 +251,7 @@ impl fmt::Display for Settings {
             value.clone().unwrap_or_else(|| fallback.to_owned())
         };
         let kubeconfig = self.kubeconfig.as_ref().map(|p| p.display().to_string());
+        let impersonate = &self.impersonate;
         let metrics = self.metrics_bind_address.map(|a| a.to_string());
         let cert_dir = self
             .metrics_cert_dir
@@ -254,7 +268,8 @@ impl fmt::Display for Settings {
         };
         write!(
             f,
-            "kubeconfig={} context={} kube-api-qps={} kube-api-burst={} leader-elect={} \
+            "kubeconfig={} context={} as={} as-uid={} as-group={} kube-api-qps={} \
+             kube-api-burst={} leader-elect={} \
              leader-election-id={} leader-election-namespace={} \
              leader-elect-lease-duration={} leader-elect-renew-deadline={} \
              leader-elect-retry-period={} leader-elect-release-on-cancel={} \
@@ -264,6 +279,12 @@ impl fmt::Display for Settings {
              source-namespaces={} secret-target-names={} log-format={} log-level={}",
             or(&kubeconfig, "(auto)"),
             or(&self.context, "(current)"),
+            or(&impersonate.user, "(kubeconfig)"),
+            or(&impersonate.uid, "(kubeconfig)"),
+            match impersonate.groups.as_slice() {
+                [] => "(kubeconfig)".to_owned(),
+                groups => groups.join(","),
+            },
             self.kube_api_qps,
             self.kube_api_burst,
             self.leader_elect,
@@ -303,6 +324,7 @@ mod tests {
         let s = try_parse(&[]).expect("defaults are valid");
         assert_eq!(s.kubeconfig, None);
         assert_eq!(s.context, None);
+        assert_eq!(s.impersonate, Overrides::default());
         assert_eq!((s.kube_api_qps, s.kube_api_burst.get()), (20.0, 30));
         assert!(!s.leader_elect);
         assert_eq!(s.leader_election_id, "skiff-leader");
@@ -338,6 +360,12 @@ mod tests {
             "--kubeconfig=/k",
             "--context",
             "kind",
+            "--as=jane",
+            "--as-uid",
+            "1234",
+            "--as-group=devs",
+            "--as-group",
+            "ops",
             "--kube-api-qps=50.5",
             "--kube-api-burst",
             "60",
@@ -363,6 +391,12 @@ mod tests {
         .expect("valid flags");
         assert_eq!(s.kubeconfig, Some(PathBuf::from("/k")));
         assert_eq!(s.context.as_deref(), Some("kind"));
+        let impersonate = Overrides {
+            user: Some("jane".into()),
+            uid: Some("1234".into()),
+            groups: vec!["devs".into(), "ops".into()],
+        };
+        assert_eq!(s.impersonate, impersonate);
         assert_eq!((s.kube_api_qps, s.kube_api_burst.get()), (50.5, 60));
         assert!(s.leader_elect);
         assert_eq!(s.leader_election_id, "lock");

@@ -57,6 +57,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let config = LoadOptions {
         kubeconfig: settings.kubeconfig.clone(),
         context: settings.context.clone(),
+        impersonate: settings.impersonate.clone(),
     }
     .load()
     .map_err(|e| e.to_string())?;

@@ -21,6 +21,11 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
     Ok(Settings {
         kubeconfig: non_empty(o.kubeconfig).map(PathBuf::from),
         context: non_empty(o.context),
+        impersonate: crate::kube::impersonate::Overrides {
+            user: non_empty(o.act_as),
+            uid: non_empty(o.as_uid),
+            groups: o.as_group,
+        },
         kube_api_qps: qps("--kube-api-qps", o.kube_api_qps)?,
         kube_api_burst: burst("--kube-api-burst", o.kube_api_burst)?,
         leader_elect: o.leader_elect,

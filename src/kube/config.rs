@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::Error;
 pub use super::client_identity::ClientIdentity;
 pub use super::exec::{Credential, ExecPlugin};
+pub use super::impersonate::Impersonation;
 pub use super::proxy::ProxyConfig;
 pub use super::tokenfile::TokenFile;
 
@@ -36,6 +37,8 @@ pub struct Config {
     pub server: Url,
     pub tls: TlsOptions,
     pub auth: Auth,
+    /// The user every request acts as (`Impersonate-*` headers), on top of `auth`.
+    pub impersonate: Option<Impersonation>,
     /// The kubeconfig's `proxy-url`, else the environment's proxy settings.
     pub proxy: ProxyConfig,
     /// The in-cluster namespace, or the kubeconfig context's namespace.
@@ -116,6 +119,7 @@ impl Config {
             server,
             tls: TlsOptions::default(),
             auth: Auth::None,
+            impersonate: None,
             proxy: ProxyConfig::default(),
             namespace: None,
             qps: DEFAULT_QPS,
@@ -166,6 +170,14 @@ mod tests {
         assert_eq!(main.name, "main");
         assert!(main.user_agent.starts_with("skiff/0"));
         assert_eq!(main.retries_on_429, DEFAULT_RETRIES_ON_429);
+        assert_eq!(lease.impersonate, None);
+        let mut impersonating = base();
+        impersonating.impersonate = Some(Impersonation {
+            user: "jane".into(),
+            ..Impersonation::default()
+        });
+        let lease = impersonating.for_leader_election(5.0, 10);
+        assert_eq!(lease.impersonate, impersonating.impersonate);
     }
 
     #[test]

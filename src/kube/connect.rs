@@ -2,13 +2,13 @@
 //!
 //! Each [`Client`](super::Client) builds its own connector from its own config, so the lease
 //! client's connections are never the main client's, and a stuck main connection cannot hold
-//! up a lease renewal. Through a proxy, each connection is its own CONNECT tunnel. A client
-//! certificate from a credential plugin is passed per dial, so new connections present the
-//! current one.
+//! up a lease renewal. Through a proxy, each connection is its own tunnel (HTTP CONNECT or
+//! SOCKS5). A client certificate from a credential plugin is passed per dial, so new
+//! connections present the current one.
 
 use super::Error;
 use super::config::{ClientIdentity, Config};
-use super::proxy::HttpProxy;
+use super::proxy::{Proxy, ProxyScheme};
 use super::tls_setup::TlsSetup;
 use super::tls_stream::TlsStream;
 use crate::deadline::or_timeout;
@@ -25,7 +25,7 @@ pub struct Connector {
     host: String,
     port: u16,
     tls: Option<TlsSetup>,
-    proxy: Option<HttpProxy>,
+    proxy: Option<Proxy>,
     connect_timeout: Duration,
 }
 
@@ -99,7 +99,7 @@ impl Connector {
         .await
     }
 
-    /// TCP to the server, or to the proxy and then a CONNECT tunnel to the server.
+    /// TCP to the server, or to the proxy and then a tunnel (CONNECT or SOCKS5) to the server.
     async fn dial_tcp(&self) -> Result<TcpStream, Error> {
         let Some(proxy) = &self.proxy else {
             return TcpStream::connect((self.host.as_str(), self.port))
@@ -111,7 +111,14 @@ impl Connector {
         let mut tcp = TcpStream::connect((proxy.host.as_str(), proxy.port))
             .await
             .map_err(|e| Error::Transport(format!("connect to proxy {proxy:?}: {e}")))?;
-        super::tunnel::open(&mut tcp, proxy, &self.host, self.port).await?;
+        match proxy.scheme {
+            ProxyScheme::Http => {
+                super::tunnel::open(&mut tcp, proxy, &self.host, self.port).await?
+            }
+            ProxyScheme::Socks5 => {
+                super::socks::open(&mut tcp, proxy, &self.host, self.port).await?
+            }
+        }
         Ok(tcp)
     }
 

@@ -7,6 +7,7 @@ use super::client_identity::{ClientIdentity, to_pkcs8};
 use super::config::{Auth, Config, TlsOptions, TokenFile};
 use super::config_error::ConfigError;
 use super::exec::{ClusterInfo, ExecPlugin};
+use super::impersonate::Impersonation;
 use super::kubeconfig_file::{ClusterEntry, Located, PemSource, UserEntry};
 use super::proxy::{ProxyConfig, parse_proxy_url};
 use base64::Engine;
@@ -81,6 +82,21 @@ pub(super) fn user_auth(
     Ok(Auth::None)
 }
 
+/// Whom the user's requests act as (`as`, `as-uid`, `as-groups`, `as-user-extra`).
+pub(super) fn user_impersonation(
+    user: &Located<UserEntry>,
+) -> Result<Option<Impersonation>, ConfigError> {
+    let entry = &user.entry;
+    Impersonation::from_fields(
+        &format!("user {:?}", user.name),
+        entry.act_as.clone(),
+        entry.act_as_uid.clone(),
+        entry.act_as_groups.clone().unwrap_or_default(),
+        entry.act_as_user_extra.clone().unwrap_or_default(),
+    )
+    .map_err(ConfigError::Invalid)
+}
+
 pub(super) fn user_identity(
     user: &Located<UserEntry>,
 ) -> Result<Option<ClientIdentity>, ConfigError> {
@@ -142,6 +158,7 @@ mod tests {
     use crate::kube::load_kubeconfig_files;
     use crate::kube::test_cert::self_signed;
     use crate::kube::test_dir::temp_dir;
+    use crate::testing::assert_mentions;
     use openssl::ec::{EcGroup, EcKey};
     use openssl::nid::Nid;
     use openssl::pkey::{PKey, Private};
@@ -216,5 +233,40 @@ mod tests {
         };
         let err = pem_from("certificate-authority", inline, Path::new(".")).unwrap_err();
         assert!(err.to_string().contains("base64"), "{err}");
+    }
+
+    /// Loads a kubeconfig whose token user `u` also has `user_lines` (indented under `user:`).
+    fn load_user(tag: &str, user_lines: &str) -> Result<Config, ConfigError> {
+        let dir = temp_dir(tag);
+        let text = format!(
+            "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://127.0.0.1:6443\nusers:\n- name: u\n  user:\n    token: t0ken\n{user_lines}\ncontexts:\n- name: c\n  context: {{cluster: k, user: u}}\n"
+        );
+        let path = dir.join("config");
+        std::fs::write(&path, text).unwrap();
+        load_kubeconfig_files(&[path], None)
+    }
+
+    #[test]
+    fn impersonation_fields_are_read_and_a_group_without_a_user_is_refused() {
+        let lines = "    as: jane\n    as-uid: \"1234\"\n    as-groups: [devs, ops]\n    as-user-extra:\n      example.com/scopes: [view]";
+        let config = load_user("creds-as", lines).unwrap();
+        let impersonate = config.impersonate.expect("impersonation");
+        assert_eq!(impersonate.user, "jane");
+        assert_eq!(impersonate.uid.as_deref(), Some("1234"));
+        assert_eq!(impersonate.groups, ["devs", "ops"]);
+        assert_eq!(impersonate.extra["example.com/scopes"], ["view"]);
+        assert!(matches!(&config.auth, Auth::Token(t) if t == "t0ken"));
+
+        let err = load_user("creds-as-groups", "    as-groups: [secret-group]").unwrap_err();
+        assert_mentions(
+            &err.to_string(),
+            &["user \"u\"", "`as-groups`", "without `as`"],
+        );
+        assert!(!err.to_string().contains("secret"), "{err}");
+        let empty = "    as: \"\"\n    as-groups: []\n    as-user-extra: {}";
+        assert_eq!(
+            load_user("creds-as-empty", empty).unwrap().impersonate,
+            None
+        );
     }
 }

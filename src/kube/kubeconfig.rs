@@ -6,7 +6,9 @@
 
 use super::config::Config;
 use super::config_error::ConfigError;
-use super::credentials::{cluster_proxy, cluster_tls, user_auth, user_identity};
+use super::credentials::{
+    cluster_proxy, cluster_tls, user_auth, user_identity, user_impersonation,
+};
 use super::kubeconfig_file::{
     ClusterEntry, ContextEntry, KubeconfigFile, Located, Named, UserEntry,
 };
@@ -163,6 +165,7 @@ fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Confi
             user: user_name.to_owned(),
         })?;
         config.auth = user_auth(user, cluster, &config)?;
+        config.impersonate = user_impersonation(user)?;
         config.tls.identity = user_identity(user)?;
     }
     config.namespace = context.entry.namespace.clone().filter(|n| !n.is_empty());
@@ -331,8 +334,8 @@ contexts:
             config.proxy,
             ProxyConfig::Url("http://proxy.corp:3128".into())
         );
-        let err = load_one(&path, &with("socks5://proxy.corp:1080")).unwrap_err();
-        assert_mentions(&err.to_string(), &["dev-cluster", "socks5"]);
+        let err = load_one(&path, &with("https://proxy.corp:443")).unwrap_err();
+        assert_mentions(&err.to_string(), &["dev-cluster", "https://"]);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use super::exec::ExecEntry;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[derive(Debug, Default, Deserialize)]
@@ -49,6 +50,15 @@ pub(super) struct UserEntry {
     pub(super) exec: Option<ExecEntry>,
     pub(super) auth_provider: Option<IgnoredAny>,
     pub(super) username: Option<String>,
+    /// Impersonation (`as`, `as-uid`, `as-groups`, `as-user-extra`).
+    #[serde(rename = "as")]
+    pub(super) act_as: Option<String>,
+    #[serde(rename = "as-uid")]
+    pub(super) act_as_uid: Option<String>,
+    #[serde(rename = "as-groups")]
+    pub(super) act_as_groups: Option<Vec<String>>,
+    #[serde(rename = "as-user-extra")]
+    pub(super) act_as_user_extra: Option<BTreeMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

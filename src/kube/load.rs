@@ -7,21 +7,29 @@ use std::time::Instant;
 
 use super::config::Config;
 use super::config_error::ConfigError;
+use super::impersonate::Overrides;
 use super::incluster::{self, SERVICE_ACCOUNT_DIR};
 use super::kubeconfig::{self, Source};
 
-/// Where to look for a kubeconfig (the `--kubeconfig` and `--context` flags).
+/// Where to look for a kubeconfig (the `--kubeconfig` and `--context` flags), and whom to
+/// impersonate over what it says (`--as`, `--as-uid`, `--as-group`).
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    pub impersonate: Overrides,
 }
 
 impl LoadOptions {
-    /// Loads from `--kubeconfig`, else `$KUBECONFIG`, else in-cluster, else `~/.kube/config`.
+    /// Loads from `--kubeconfig`, else `$KUBECONFIG`, else in-cluster, else `~/.kube/config`;
+    /// the impersonation flags then apply, whichever it was (as kubectl's do).
     pub fn load(&self) -> Result<Config, ConfigError> {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        load_with(self, &env, Path::new(SERVICE_ACCOUNT_DIR))
+        let mut config = load_with(self, &env, Path::new(SERVICE_ACCOUNT_DIR))?;
+        config.impersonate = (self.impersonate)
+            .apply(config.impersonate.take())
+            .map_err(ConfigError::Invalid)?;
+        Ok(config)
     }
 }
 
@@ -140,7 +148,7 @@ mod tests {
         );
         let opts = LoadOptions {
             kubeconfig: Some("/nonexistent/flag".into()),
-            context: None,
+            ..LoadOptions::default()
         };
         let err = load_with(&opts, &env(BOTH), Path::new("/x"));
         assert!(

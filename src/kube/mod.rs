@@ -5,7 +5,7 @@
 //!   (credential plugins); [`config`] itself; `kubeconfig_file` (the file format) and
 //!   `credentials` (its entries as TLS, proxy and auth settings); the loaders `kubeconfig` and
 //!   `incluster` (the pod's service account); and [`load`], which picks one in kubectl's order.
-//!   [`proxy`] picks the HTTP proxy, if any.
+//!   [`proxy`] picks the proxy (HTTP CONNECT or SOCKS5), if any; [`impersonate`] the user every request acts as.
 //! - [`connect`]: one [`Connector`] per client dials TCP (+TLS); nothing is shared between
 //!   clients, so the lease client never waits on the main client's connections.
 //! - [`ratelimit`]: the client-side [`TokenBucket`] (client-go semantics).
@@ -33,6 +33,7 @@ pub mod events;
 mod exec;
 pub mod guard;
 mod hedge;
+pub mod impersonate;
 mod incluster;
 mod inflight;
 pub(crate) mod kubeconfig;
@@ -48,6 +49,7 @@ mod reply_head;
 pub mod reply_limits;
 mod reply_sizes;
 mod request;
+mod socks;
 pub mod stream;
 #[cfg(test)]
 mod test_cert;

@@ -1,10 +1,12 @@
-//! Which HTTP proxy, if any, carries the connections to the API server.
+//! Which proxy, if any, carries the connections to the API server: an HTTP proxy (CONNECT,
+//! [`super::tunnel`]) or a SOCKS5 one ([`super::socks`]).
 //!
 //! Why these rules: they are client-go's, so a kubeconfig and environment that work for kubectl
 //! work for skiff. The cluster's `proxy-url` wins and the environment is then ignored; else
 //! `HTTPS_PROXY` (`HTTP_PROXY` for an http:// server) applies unless `NO_PROXY` exempts the
 //! server, as Go's `golang.org/x/net/http/httpproxy` decides: hosts, domain suffixes, IPs,
 //! CIDRs, optional ports, `*`; `localhost` and loopback IPs never go through the proxy.
+//! `https://` proxies, which client-go also takes, are refused: see [`parse_proxy_url`].
 
 use http_types::Url;
 use std::net::IpAddr;
@@ -24,29 +26,60 @@ impl std::fmt::Debug for ProxyConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ProxyConfig::FromEnvironment => f.write_str("FromEnvironment"),
-            ProxyConfig::Url(text) => match Url::parse(text) {
-                Ok(mut url) if url.password().is_some() => {
-                    let _ = url.set_password(Some("redacted"));
-                    write!(f, "Url({url})")
-                }
-                _ => write!(f, "Url({text})"),
-            },
+            ProxyConfig::Url(text) => write!(f, "Url({})", without_password(text)),
         }
     }
 }
 
-/// An HTTP proxy that tunnels with CONNECT.
-#[derive(Clone, PartialEq, Eq)]
-pub struct HttpProxy {
-    pub host: String,
-    pub port: u16,
-    /// `Basic …` from the proxy URL's user and password.
-    pub authorization: Option<String>,
+/// A proxy URL with its password, if any, replaced by `redacted`.
+fn without_password(text: &str) -> String {
+    match Url::parse(text) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("redacted"));
+            url.to_string()
+        }
+        _ => text.to_owned(),
+    }
 }
 
-impl std::fmt::Debug for HttpProxy {
+/// How a proxy is asked for a tunnel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyScheme {
+    /// HTTP CONNECT.
+    Http,
+    /// SOCKS5 (RFC 1928), with username/password authentication (RFC 1929) when given.
+    Socks5,
+}
+
+/// A proxy that tunnels connections to the API server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Proxy {
+    pub scheme: ProxyScheme,
+    pub host: String,
+    pub port: u16,
+    /// The proxy URL's user and password, percent-decoded.
+    pub credentials: Option<(String, String)>,
+}
+
+impl Proxy {
+    /// `Basic …` for an HTTP proxy's `Proxy-Authorization`, from the URL's credentials.
+    pub fn basic_authorization(&self) -> Option<String> {
+        use base64::Engine;
+        let (user, password) = self.credentials.as_ref()?;
+        let pair = format!("{user}:{password}");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+        Some(format!("Basic {encoded}"))
+    }
+}
+
+impl std::fmt::Debug for Proxy {
+    /// Without the credentials.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "http://{}:{}", self.host, self.port)
+        let scheme = match self.scheme {
+            ProxyScheme::Http => "http",
+            ProxyScheme::Socks5 => "socks5",
+        };
+        write!(f, "{scheme}://{}:{}", self.host, self.port)
     }
 }
 
@@ -55,7 +88,7 @@ pub fn resolve(
     config: &ProxyConfig,
     server: &Url,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<HttpProxy>, String> {
+) -> Result<Option<Proxy>, String> {
     let from_env = |names: [&str; 2]| names.iter().find_map(|name| env(name));
     let text = match config {
         ProxyConfig::Url(url) => return parse_proxy_url(url, "the cluster's proxy-url").map(Some),
@@ -83,8 +116,11 @@ pub fn resolve(
     parse_proxy_url(&text, what).map(Some)
 }
 
-/// Parses a proxy URL as Go does: without a scheme it is `http://`. Only http:// is supported.
-pub fn parse_proxy_url(text: &str, what: &str) -> Result<HttpProxy, String> {
+/// Parses a proxy URL as Go does: without a scheme it is `http://`. `http://` and
+/// `socks5://` are supported, as kubectl's kubeconfig validation allows; `https://` is refused:
+/// it would run TLS to the proxy and the API server's TLS inside it, verifying the proxy
+/// against the system roots, for a setup a local http:// or socks5:// forwarder serves as well.
+pub fn parse_proxy_url(text: &str, what: &str) -> Result<Proxy, String> {
     let text = text.trim();
     let url = match Url::parse(text) {
         Ok(url) if url.has_host() => url,
@@ -92,41 +128,44 @@ pub fn parse_proxy_url(text: &str, what: &str) -> Result<HttpProxy, String> {
             format!("{what} {text:?} is not a proxy URL ({e}); use http://host:port")
         })?,
     };
-    match url.scheme() {
-        "http" => {}
-        "socks5" | "socks5h" | "https" => {
+    // The URL with its password hidden, for messages.
+    let shown = without_password(text);
+    let (scheme, default_port) = match url.scheme() {
+        "http" => (ProxyScheme::Http, 80),
+        "socks5" => (ProxyScheme::Socks5, 1080),
+        "https" => {
             return Err(format!(
-                "{what} {text:?} is a {} proxy, which skiff does not support; use an http:// proxy (CONNECT)",
-                url.scheme()
+                "{what} {shown} is an https:// proxy (TLS to the proxy), which skiff does not support; use an http:// (CONNECT) or socks5:// proxy, e.g. a local forwarder"
             ));
         }
         other => {
             return Err(format!(
-                "{what} {text:?} has scheme {other:?}; use http://host:port"
+                "{what} {shown} has scheme {other:?}; use http://host:port or socks5://host:port"
             ));
         }
-    }
+    };
     let host = url
         .host_str()
         .filter(|h| !h.is_empty())
-        .ok_or_else(|| format!("{what} {text:?} has no host; use http://host:port"))?;
-    let authorization = (!url.username().is_empty()).then(|| {
-        use base64::Engine;
+        .ok_or_else(|| format!("{what} {shown} has no host; use http://host:port"))?;
+    let credentials = (!url.username().is_empty()).then(|| {
         let user = percent_decode(url.username());
-        let password = percent_decode(url.password().unwrap_or_default());
-        let pair = format!("{user}:{password}");
-        format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(pair)
-        )
+        (user, percent_decode(url.password().unwrap_or_default()))
     });
-    Ok(HttpProxy {
+    let too_long = |(user, password): &(String, String)| user.len() > 255 || password.len() > 255;
+    if scheme == ProxyScheme::Socks5 && credentials.as_ref().is_some_and(too_long) {
+        return Err(format!(
+            "{what} {shown} has a user or password longer than SOCKS5 allows (255 bytes); shorten it"
+        ));
+    }
+    Ok(Proxy {
+        scheme,
         host: host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_owned(),
-        port: url.port().unwrap_or(80),
-        authorization,
+        port: url.port().unwrap_or(default_port),
+        credentials,
     })
 }
 
@@ -376,7 +415,10 @@ mod tests {
             .unwrap();
         assert_eq!((proxy.host.as_str(), proxy.port), ("proxy", 8888));
         // base64("us@r:p:ss")
-        assert_eq!(proxy.authorization.as_deref(), Some("Basic dXNAcjpwOnNz"));
+        assert_eq!(
+            proxy.basic_authorization().as_deref(),
+            Some("Basic dXNAcjpwOnNz")
+        );
         assert!(!format!("{proxy:?}").contains("p%3Ass"));
         assert_eq!(
             format!("{config:?}"),
@@ -385,10 +427,36 @@ mod tests {
     }
 
     #[test]
-    fn socks_and_https_proxies_are_refused_by_name() {
-        for text in ["socks5://proxy:1080", "https://proxy:443", "ftp://proxy"] {
+    fn socks5_proxies_are_read_with_their_credentials_and_default_port() {
+        let proxy = parse_proxy_url("socks5://us%40r:p%3Ass@proxy.corp", "proxy-url").unwrap();
+        assert_eq!(proxy.scheme, ProxyScheme::Socks5);
+        assert_eq!((proxy.host.as_str(), proxy.port), ("proxy.corp", 1080));
+        let credentials = ("us@r".to_owned(), "p:ss".to_owned());
+        assert_eq!(proxy.credentials, Some(credentials));
+        assert_eq!(format!("{proxy:?}"), "socks5://proxy.corp:1080");
+        let bare = parse_proxy_url("socks5://[::1]:9050", "proxy-url").unwrap();
+        assert_eq!(
+            (bare.host.as_str(), bare.port, bare.credentials),
+            ("::1", 9050, None)
+        );
+        let long = format!("socks5://{}:pw@proxy", "u".repeat(256));
+        let err = parse_proxy_url(&long, "proxy-url").unwrap_err();
+        assert!(err.contains("255") && !err.contains("pw@"), "{err}");
+    }
+
+    #[test]
+    fn https_and_other_proxies_are_refused_by_name_without_the_password() {
+        for text in [
+            "https://u:hunter2@proxy:443",
+            "socks5h://proxy:1080",
+            "ftp://proxy",
+        ] {
             let err = parse_proxy_url(text, "proxy-url").unwrap_err();
-            assert!(err.contains(text) && err.contains("http://"), "{err}");
+            assert!(
+                err.contains("http://") && err.contains("socks5://"),
+                "{err}"
+            );
+            assert!(err.contains("proxy") && !err.contains("hunter2"), "{err}");
         }
     }
 }

@@ -65,7 +65,8 @@ impl RequestSpec {
         url
     }
 
-    /// The request with skiff's headers and `credential`'s bearer token, if it has one.
+    /// The request with skiff's headers, `credential`'s bearer token if it has one, and the
+    /// impersonation headers if the config impersonates.
     pub fn build(&self, config: &Config, credential: &Credential) -> Request {
         let mut req = Request::new(self.method, self.url(&config.server));
         if let Some((body, content_type)) = &self.body {
@@ -76,6 +77,9 @@ impl RequestSpec {
         req.insert_header("User-Agent", config.user_agent.as_str());
         if let Some(token) = &credential.token {
             req.insert_header("Authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in config.impersonate.iter().flat_map(|i| i.headers()) {
+            req.append_header(name.as_str(), value);
         }
         req
     }
@@ -381,5 +385,25 @@ mod tests {
         assert_eq!(req["Content-Type"].as_str(), "application/merge-patch+json");
         assert_eq!(req["Accept"].as_str(), "application/json");
         assert!(spec.is_mutating());
+        assert!(req.header("Impersonate-User").is_none());
+    }
+
+    #[test]
+    fn impersonation_headers_ride_beside_the_underlying_credential() {
+        let mut config = Config::new(Url::parse("http://127.0.0.1:1").unwrap());
+        config.impersonate = Some(crate::kube::impersonate::Impersonation {
+            user: "jane".into(),
+            groups: vec!["a".into(), "b".into()],
+            ..Default::default()
+        });
+        let spec = RequestSpec::new(Method::Get, "/api/v1/x".into(), "get");
+        let req = spec.build(&config, &Credential::token("t0k".into()));
+        assert_eq!(req["Authorization"].as_str(), "Bearer t0k");
+        assert_eq!(req["Impersonate-User"].as_str(), "jane");
+        let groups: Vec<&str> = req["Impersonate-Group"]
+            .iter()
+            .map(|v| v.as_str())
+            .collect();
+        assert_eq!(groups, ["a", "b"]);
     }
 }

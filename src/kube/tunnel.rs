@@ -5,7 +5,7 @@
 //! and the dial's connect timeout bounds the time.
 
 use super::Error;
-use super::proxy::HttpProxy;
+use super::proxy::Proxy;
 use smol::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use smol::net::TcpStream;
 
@@ -14,19 +14,14 @@ pub const MAX_REPLY_HEAD: usize = 16 * 1024;
 
 /// Asks `proxy` (already connected on `tcp`) for a tunnel to `host:port`; on a 2xx answer the
 /// stream is the tunnel.
-pub async fn open(
-    tcp: &mut TcpStream,
-    proxy: &HttpProxy,
-    host: &str,
-    port: u16,
-) -> Result<(), Error> {
+pub async fn open(tcp: &mut TcpStream, proxy: &Proxy, host: &str, port: u16) -> Result<(), Error> {
     let authority = if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
     };
     let mut request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n");
-    if let Some(authorization) = &proxy.authorization {
+    if let Some(authorization) = proxy.basic_authorization() {
         request.push_str(&format!("Proxy-Authorization: {authorization}\r\n"));
     }
     request.push_str("\r\n");

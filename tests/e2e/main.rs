@@ -21,6 +21,7 @@ mod flowcontrol;
 mod helm;
 mod hostile_ports;
 mod hostile_proxy;
+mod impersonation;
 mod leader;
 mod manifests;
 mod metrics;

@@ -27,6 +27,8 @@ rules:
 #[derive(Debug, Clone)]
 pub struct AuditEvent {
     pub user: String,
+    /// The user the request acted as (`Impersonate-User`), if it impersonated.
+    pub impersonated: Option<String>,
     /// The token's uid: which replica sent it.
     pub uid: String,
     /// The bound token's id (`JTI=…`), else the uid: which credential sent it.
@@ -85,6 +87,7 @@ fn parse(event: &Value) -> Option<AuditEvent> {
     let credential = text("/user/extra/authentication.kubernetes.io~1credential-id/0");
     Some(AuditEvent {
         user: text("/user/username").unwrap_or_default(),
+        impersonated: text("/impersonatedUser/username"),
         credential: credential.unwrap_or_else(|| uid.clone()),
         uid,
         verb: text("/verb")?,

@@ -254,6 +254,11 @@ impl ControlPlane {
         &self.operator_token
     }
 
+    /// The operator's second token (uid [`OPERATOR_B_UID`]).
+    pub fn operator_b_token(&self) -> &str {
+        &self.operator_b_token
+    }
+
     /// kubectl as the admin.
     pub fn admin(&self) -> Kubectl {
         Kubectl::new(&self.admin_kubeconfig(), &self.dir)

@@ -22,6 +22,7 @@ pub mod pod;
 pub mod proxy;
 pub mod scrape;
 pub mod skiff;
+pub mod socks;
 pub mod suites;
 pub mod vitals;
 pub mod watchdog;

@@ -19,57 +19,77 @@ pub struct Tunnel {
     pub proxy_authorization: Option<String>,
 }
 
-/// A running proxy; dropping it stops accepting (open tunnels run until either side closes).
-pub struct ConnectProxy {
+/// A loopback listener that serves each connection on a thread of its own, letting it record
+/// what it carried; dropping it stops accepting (open tunnels run until either side closes).
+/// The accept loop of the test proxies (this one and `super::socks`).
+pub struct Recording<T> {
     port: u16,
-    tunnels: Arc<Mutex<Vec<Tunnel>>>,
+    records: Arc<Mutex<Vec<T>>>,
     stop: Arc<AtomicBool>,
 }
 
-impl ConnectProxy {
-    pub fn start() -> ConnectProxy {
+impl<T: Clone + Send + 'static> Recording<T> {
+    pub fn start(serve: impl Fn(TcpStream, &Mutex<Vec<T>>) + Send + Sync + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test proxy");
         let port = listener.local_addr().expect("proxy address").port();
-        let tunnels = Arc::new(Mutex::new(Vec::new()));
+        let records = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (seen, stopped) = (tunnels.clone(), stop.clone());
+        let (seen, stopped, serve) = (records.clone(), stop.clone(), Arc::new(serve));
         thread::spawn(move || {
             for client in listener.incoming() {
                 if stopped.load(Ordering::Relaxed) {
                     break;
                 }
                 if let Ok(client) = client {
-                    let seen = seen.clone();
+                    let (seen, serve) = (seen.clone(), serve.clone());
                     thread::spawn(move || serve(client, &seen));
                 }
             }
         });
-        ConnectProxy {
+        Recording {
             port,
-            tunnels,
+            records,
             stop,
         }
     }
 
-    /// `http://127.0.0.1:<port>`
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
-    /// The tunnels opened so far, in order.
-    pub fn tunnels(&self) -> Vec<Tunnel> {
-        self.tunnels
+    /// What was recorded so far, in order.
+    pub fn records(&self) -> Vec<T> {
+        self.records
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 }
 
-impl Drop for ConnectProxy {
+impl<T> Drop for Recording<T> {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         // Wake the accept loop so it sees the flag.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// A running CONNECT proxy.
+pub struct ConnectProxy(Recording<Tunnel>);
+
+impl ConnectProxy {
+    pub fn start() -> ConnectProxy {
+        ConnectProxy(Recording::start(serve))
+    }
+
+    /// `http://127.0.0.1:<port>`
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.0.port())
+    }
+
+    /// The tunnels opened so far, in order.
+    pub fn tunnels(&self) -> Vec<Tunnel> {
+        self.0.records()
     }
 }
 
@@ -130,7 +150,7 @@ fn serve(client: TcpStream, tunnels: &Mutex<Vec<Tunnel>>) {
 }
 
 /// Copies both ways until either side closes, then closes both.
-fn pipe(client: TcpStream, upstream: TcpStream) {
+pub fn pipe(client: TcpStream, upstream: TcpStream) {
     let (Ok(client_in), Ok(upstream_out)) = (client.try_clone(), upstream.try_clone()) else {
         return;
     };

@@ -57,6 +57,12 @@ async fn serve_one<S: AsyncRead + AsyncWrite + Unpin>(
             .header("authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::to_string),
+        impersonation: head
+            .headers
+            .iter()
+            .filter(|(name, _)| name.starts_with("impersonate-"))
+            .cloned()
+            .collect(),
         body: serde_json::from_slice(body).ok(),
         status: 0,
         received,

@@ -24,6 +24,8 @@ pub struct RequestRecord {
     pub user_agent: Option<String>,
     /// The bearer token, which tells replicas apart.
     pub token: Option<String>,
+    /// The `impersonate-*` headers, in the order sent (names lower-cased).
+    pub impersonation: Vec<(String, String)>,
     pub body: Option<Value>,
     /// 0 if no answer was sent (stall, reset).
     pub status: u16,
