@@ -44,9 +44,13 @@ fn standby_is_watching(server: &FakeServer) -> bool {
     })
 }
 
+/// Waits until `pod` holds the Lease: the fake's Lease names it and the write that made it so
+/// is answered in the request log. The fake applies a write before it logs the answer, so on a
+/// busy machine the Lease alone can name the pod while that record has no answer yet.
 fn leads(server: &FakeServer, pod: &str) -> bool {
     eventually(Duration::from_secs(10), || {
         holder(server).starts_with(&format!("{pod}_"))
+            && first_hold_by(&server.requests(), pod).is_some_and(|r| r.answered.is_some())
     })
 }
 
