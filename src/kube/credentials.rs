@@ -68,11 +68,12 @@ pub(super) fn user_auth(
     if entry.auth_provider.is_some() {
         return Err(unsupported("an auth-provider"));
     }
-    if let Some(token) = entry.token.as_deref().filter(|t| !t.is_empty()) {
-        return Ok(Auth::Token(token.to_owned()));
-    }
+    // With both, client-go sends the file's token (re-read as it changes), as skiff does.
     if let Some(file) = entry.token_file.as_deref().filter(|t| !t.is_empty()) {
         return Ok(Auth::TokenFile(TokenFile::load(&user.dir.join(file))?));
+    }
+    if let Some(token) = entry.token.as_deref().filter(|t| !t.is_empty()) {
+        return Ok(Auth::Token(token.to_owned()));
     }
     let has_cert = entry.client_certificate.is_some() || entry.client_certificate_data.is_some();
     if entry.username.is_some() && !has_cert {
@@ -112,7 +113,8 @@ pub(super) fn user_identity(
 /// The PEM bytes from inline base64 `data` (preferred, as kubectl does) or from a `file`.
 fn pem_from(what: &str, pem: PemSource, dir: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
     if let Some(data) = pem.data.filter(|d| !d.is_empty()) {
-        let compact: String = data.split_whitespace().collect();
+        // Go's base64 decoding skips line breaks, not spaces (a folded `>` scalar is refused).
+        let compact: String = data.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(compact)
             .map_err(|e| {

@@ -196,6 +196,20 @@ impl ExecPlugin {
         &self.spec.command
     }
 
+    /// The arguments, the extra environment and the `apiVersion` it is run with (tests
+    /// compare them with client-go's).
+    pub fn args(&self) -> &[String] {
+        &self.spec.args
+    }
+
+    pub fn env(&self) -> &[(String, String)] {
+        &self.spec.env
+    }
+
+    pub fn api_version(&self) -> &str {
+        &self.spec.api_version
+    }
+
     /// The cached credential while it is fresh, else a new one from a plugin run.
     pub async fn current(&self) -> Result<Credential, Error> {
         let mut cached = self.cached.lock().await;

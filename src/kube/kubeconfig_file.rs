@@ -20,7 +20,7 @@ pub(super) struct KubeconfigFile {
 /// `{name, cluster|user|context}`: the entry field's name varies, so accept all three.
 #[derive(Debug, Deserialize)]
 pub(super) struct Named<T> {
-    pub(super) name: String,
+    pub(super) name: Option<String>,
     #[serde(alias = "cluster", alias = "user", alias = "context")]
     pub(super) entry: Option<T>,
 }
@@ -95,10 +95,19 @@ impl UserEntry {
     }
 }
 
-/// An entry and the directory its relative paths resolve against.
+/// An entry, the directory its relative paths resolve against, and where it was written.
 #[derive(Debug, Clone)]
 pub(super) struct Located<T> {
     pub(super) name: String,
     pub(super) entry: T,
     pub(super) dir: PathBuf,
+    pub(super) file: PathBuf,
+    pub(super) line: usize,
+}
+
+impl<T> Located<T> {
+    /// Where it was written, to head an error about it.
+    pub(super) fn place(&self) -> String {
+        format!("kubeconfig {}, line {}", self.file.display(), self.line)
+    }
 }

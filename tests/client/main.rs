@@ -11,6 +11,7 @@ mod exec_client_cert;
 mod exec_plugin;
 mod fake_server;
 mod faults;
+mod kubeconfig_diff;
 mod kubeconfig_shapes;
 mod lease_client;
 mod proxy;
