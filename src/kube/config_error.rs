@@ -43,7 +43,10 @@ pub enum ConfigError {
     },
     UnsupportedAuth {
         user: String,
+        /// What it is and why skiff refuses it.
         kind: String,
+        /// The tool or setting to use instead.
+        fix: String,
     },
     NotInCluster {
         missing: String,
@@ -98,10 +101,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "{place}: context {context:?} names user {user:?}, which the kubeconfig does not define (kubectl would connect without credentials); add the user or fix the context"
             ),
-            ConfigError::UnsupportedAuth { user, kind } => write!(
-                f,
-                "user {user:?} authenticates with {kind}, which skiff does not support yet; use a token, tokenFile, client certificate or exec credential plugin instead"
-            ),
+            ConfigError::UnsupportedAuth { user, kind, fix } => {
+                write!(f, "user {user:?} authenticates with {kind}; {fix}")
+            }
             ConfigError::NotInCluster { missing } => write!(
                 f,
                 "not running in a cluster: {missing}; pass --kubeconfig outside a pod"

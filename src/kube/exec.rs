@@ -174,6 +174,11 @@ impl ExecPlugin {
             PathBuf::from(command)
         };
         let env = entry.env.iter().flatten();
+        if let Some(i) = env.clone().position(|v| v.name.is_empty()) {
+            return Err(invalid(format!(
+                "exec env entry {i} has no name, which kubectl refuses too; give it a name"
+            )));
+        }
         Ok(ExecPlugin {
             spec: Arc::new(PluginSpec {
                 user: user.to_owned(),

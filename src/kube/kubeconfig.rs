@@ -174,33 +174,40 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
     Ok(config)
 }
 
+/// The cluster's server; a bare `host:port` is reached over http://, as client-go does (it
+/// decides before it reads any TLS setting).
 fn server_url(cluster: &Located<ClusterEntry>) -> Result<Url, ConfigError> {
     let name = &cluster.name;
     let server = cluster.entry.server.as_deref().unwrap_or_default();
-    if server.is_empty() {
-        return Err(at(
-            cluster,
-            ConfigError::Invalid(format!(
-                "cluster {name:?} has no server; set server to e.g. https://host:6443"
-            )),
-        ));
-    }
-    let url = Url::parse(server).map_err(|e| {
+    let refuse = |problem: String| {
         at(
             cluster,
             ConfigError::Invalid(format!(
-                "cluster {name:?} has a server that is not a URL ({e}); set it to e.g. https://host:6443"
+                "cluster {name:?} {problem}; set server to e.g. https://host:6443"
             )),
         )
-    })?;
+    };
+    if server.is_empty() {
+        return Err(refuse("has no server".into()));
+    }
+    let url = match Url::parse(server) {
+        Ok(url) if url.has_host() => url,
+        _ => {
+            let url = Url::parse(&format!("http://{server}"))
+                .map_err(|e| refuse(format!("has a server that is not a URL ({e})")))?;
+            if url.path() != "/" {
+                return Err(refuse(
+                    "has a server that is neither a URL nor host:port".into(),
+                ));
+            }
+            url
+        }
+    };
     match url.scheme() {
         "http" | "https" => Ok(url),
-        other => Err(at(
-            cluster,
-            ConfigError::Invalid(format!(
-                "cluster {name:?} has server scheme {other:?}; use https:// (or http:// for a local server)"
-            )),
-        )),
+        other => Err(refuse(format!(
+            "has server scheme {other:?}, which skiff cannot connect with"
+        ))),
     }
 }
 

@@ -4,7 +4,6 @@
 
 use super::exec::ExecEntry;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use std::path::PathBuf;
 
 #[derive(Debug, Default, Deserialize)]
@@ -47,8 +46,15 @@ pub(super) struct UserEntry {
     pub(super) client_key: Option<String>,
     pub(super) client_key_data: Option<String>,
     pub(super) exec: Option<ExecEntry>,
-    pub(super) auth_provider: Option<IgnoredAny>,
+    pub(super) auth_provider: Option<AuthProvider>,
     pub(super) username: Option<String>,
+}
+
+/// `auth-provider`: only its name is read, to say what to use instead (skiff refuses them).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub(super) struct AuthProvider {
+    pub(super) name: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	// The auth providers kubectl registers: oidc, and the stubs that refuse gcp and azure.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -90,8 +92,12 @@ func load(name string) (r result) {
 	if r.Namespace, _, err = loader.Namespace(); err != nil {
 		return fail(err)
 	}
+	server, _, err := rest.DefaultServerUrlFor(rc)
+	if err != nil {
+		return fail(err)
+	}
 	tls := rc.TLSClientConfig
-	r.Server, r.Insecure, r.ServerName = rc.Host, tls.Insecure, tls.ServerName
+	r.Server, r.Insecure, r.ServerName = server.String(), tls.Insecure, tls.ServerName
 	if r.CA, err = digest(tls.CAData, tls.CAFile); err != nil {
 		return fail(err)
 	}

@@ -628,6 +628,33 @@ case("exec-relative-command.yaml", exec_user("https://10.0.0.30:6443", "rel", ""
       command: ../bin/helper
       args: ["--flag=x"]
 """))
+case("server-host-port-tls.yaml", token_user("api.example.com:6443", "hostport", "t"))
+case("server-host-port-plain.yaml", token_user("127.0.0.1:8080", "plainhost", "t").replace(f"\n    certificate-authority-data: {CA}", "").replace("    token: t", "    {}"))
+case("server-http-with-token.yaml", token_user("http://127.0.0.1:8080", "httptoken", "t").replace(f"\n    certificate-authority-data: {CA}", ""))
+case("server-with-path.yaml", token_user("https://proxy.example.com/k8s/clusters/c-1/", "pathed", "t"))
+case("proxy-socks5.yaml", token_user("https://10.0.0.31:6443", "socks", "t", cluster_extra="\n    proxy-url: socks5://user:pass@socks.example:1080"))
+case("proxy-https.yaml", token_user("https://10.0.0.32:6443", "httpsproxy", "t", cluster_extra="\n    proxy-url: https://proxy.example:3129"))
+case("exec-interactive-always.yaml", exec_user("https://10.0.0.33:6443", "always", """    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: get-token
+      interactiveMode: Always
+"""))
+case("exec-env-without-name.yaml", exec_user("https://10.0.0.34:6443", "noname", """    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: get-token
+      env:
+      - value: orphan
+"""))
+case("exec-without-command.yaml", exec_user("https://10.0.0.35:6443", "nocmd", """    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      args: [get-token]
+"""))
+case("client-cert-without-key.yaml", cert_user("https://10.0.0.36:6443", "halfpair", "halfpair", "halfpair").replace(f"    client-key-data: {RSAKEY}\n", ""))
+case("missing-ca-file.yaml", token_user("https://10.0.0.37:6443", "noca", "t").replace(f"certificate-authority-data: {CA}", "certificate-authority: ../pki/absent.crt"))
+case("unknown-auth-provider.yaml", exec_user("https://10.0.0.38:6443", "custom", """    auth-provider:
+      name: custom-sso
+      config: {}
+"""))
 
 MERGES = {
     "merge-two-files": ["kind.yaml", "k3s.yaml"],
