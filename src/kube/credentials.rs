@@ -67,7 +67,7 @@ pub(super) fn user_auth(
         )?));
     }
     if let Some(provider) = &entry.auth_provider {
-        return Err(unsupported(provider.refusal()));
+        return Err(unsupported(provider_refusal(provider)));
     }
     // With both, client-go sends the file's token (re-read as it changes), as skiff does.
     if let Some(file) = entry.token_file.as_deref().filter(|t| !t.is_empty()) {
@@ -89,24 +89,22 @@ pub(super) fn user_auth(
 const OTHER_AUTH: &str =
     "use a token, tokenFile, client certificate or exec credential plugin instead";
 
-impl AuthProvider {
-    /// Why skiff refuses this auth-provider, and what to use instead.
-    fn refusal(&self) -> (String, &'static str) {
-        match self.name.as_deref().unwrap_or_default() {
-            "gcp" => (
-                "the gcp auth-provider, which client-go removed in 1.26".into(),
-                "install gke-gcloud-auth-plugin and run `gcloud container clusters get-credentials` again, which writes its exec credential plugin",
-            ),
-            "azure" => (
-                "the azure auth-provider, which client-go removed in 1.26".into(),
-                "run `kubelogin convert-kubeconfig`, which writes the kubelogin exec credential plugin",
-            ),
-            "oidc" => (
-                "the oidc auth-provider, which client-go deprecated for exec plugins".into(),
-                "use an exec credential plugin such as kubelogin (`kubectl oidc-login get-token`) instead",
-            ),
-            name => (format!("the auth-provider {name:?}"), OTHER_AUTH),
-        }
+/// Why skiff refuses an auth-provider, and what to use instead.
+fn provider_refusal(provider: &AuthProvider) -> (String, &'static str) {
+    match provider.name.as_deref().unwrap_or_default() {
+        "gcp" => (
+            "the gcp auth-provider, which client-go removed in 1.26".into(),
+            "install gke-gcloud-auth-plugin and run `gcloud container clusters get-credentials` again, which writes its exec credential plugin",
+        ),
+        "azure" => (
+            "the azure auth-provider, which client-go removed in 1.26".into(),
+            "run `kubelogin convert-kubeconfig`, which writes the kubelogin exec credential plugin",
+        ),
+        "oidc" => (
+            "the oidc auth-provider, which client-go deprecated for exec plugins".into(),
+            "use an exec credential plugin such as kubelogin (`kubectl oidc-login get-token`) instead",
+        ),
+        name => (format!("the auth-provider {name:?}"), OTHER_AUTH),
     }
 }
 

@@ -5,20 +5,26 @@
 
 use super::{Data, Node, YamlError, resolve};
 use libyaml_safer::{Event, EventData, Parser, ScalarStyle};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Deeper than any kubeconfig; bounds the recursion on hostile input.
 const MAX_DEPTH: usize = 256;
 /// Nodes a document may expand to through aliases (a "billion laughs" stops here).
 const MAX_NODES: usize = 200_000;
+const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// The first document of `text` (None for a stream without one: empty, or only comments).
 pub(super) fn first_document(text: &[u8]) -> Result<Option<Node>, YamlError> {
+    let text = utf8(text)?;
+    let (input, last_line) = with_final_break(&text);
+    let bom = usize::from(text.starts_with(BOM)) * BOM.len();
     let mut parser = Parser::new();
-    parser.set_input(text);
+    parser.set_input(&input[..]);
     let mut builder = Builder {
         parser,
-        text,
+        text: &input,
+        added_break: last_line.map(|line| ((text.len() - bom) as u64, line)),
         anchors: HashMap::new(),
         nodes: 0,
     };
@@ -36,9 +42,57 @@ pub(super) fn first_document(text: &[u8]) -> Result<Option<Node>, YamlError> {
     Ok(Some(root))
 }
 
+/// UTF-16 (with its BOM, as Windows PowerShell writes files) as UTF-8; UTF-8 as it is.
+fn utf8(text: &[u8]) -> Result<Cow<'_, [u8]>, YamlError> {
+    let big_endian = match text {
+        [0xfe, 0xff, ..] => true,
+        [0xff, 0xfe, ..] => false,
+        _ => return Ok(Cow::Borrowed(text)),
+    };
+    let units = text[2..].chunks(2).map(|pair| match (pair, big_endian) {
+        ([a, b], true) => u16::from_be_bytes([*a, *b]),
+        ([a, b], false) => u16::from_le_bytes([*a, *b]),
+        _ => 0xfffd,
+    });
+    let decoded: Result<String, _> = char::decode_utf16(units).collect();
+    decoded
+        .map(|s| Cow::Owned(s.into_bytes()))
+        .map_err(|_| YamlError::at(1, "the file is not valid UTF-16; save it as UTF-8"))
+}
+
+/// `text` ending in a line break, and the last line when one was added: libyaml-safer panics
+/// on a block scalar that runs to the end of input with no final break, and with one added,
+/// [`drop_added_break`] takes back the newline the scalar gains.
+fn with_final_break(text: &[u8]) -> (Cow<'_, [u8]>, Option<String>) {
+    if text.is_empty() || text.ends_with(b"\n") || text.ends_with(b"\r") {
+        return (Cow::Borrowed(text), None);
+    }
+    let last_line = text.rsplit(|b| matches!(b, b'\n' | b'\r')).next().unwrap_or_default();
+    let last_line = String::from_utf8_lossy(last_line).into_owned();
+    let mut owned = text.to_vec();
+    owned.push(b'\n');
+    (Cow::Owned(owned), Some(last_line))
+}
+
+/// A block scalar that ran to the end of the input ends without a newline when the input's
+/// last line (which had none) was part of it, as libyaml reads it.
+fn drop_added_break(value: &mut String, last_line: &str) {
+    let Some(content) = value.strip_suffix('\n') else {
+        return;
+    };
+    let own_line = content.rsplit('\n').next().unwrap_or_default();
+    let blank = last_line.trim_matches([' ', '\t']).is_empty();
+    if !blank || (!own_line.is_empty() && last_line.ends_with(own_line)) {
+        value.pop();
+    }
+}
+
 struct Builder<'a> {
     parser: Parser<&'a [u8]>,
     text: &'a [u8],
+    /// Where a line break was added (as marks count: without the UTF-8 BOM), and the line
+    /// it ends.
+    added_break: Option<(u64, String)>,
     anchors: HashMap<String, Node>,
     nodes: usize,
 }
@@ -64,10 +118,17 @@ impl Builder<'_> {
             EventData::Scalar {
                 anchor,
                 tag,
-                value,
+                mut value,
                 style,
                 ..
             } => {
+                let block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
+                if let Some((at, last_line)) = &self.added_break
+                    && block
+                    && event.end_mark.index >= *at
+                {
+                    drop_added_break(&mut value, last_line);
+                }
                 let plain = style == ScalarStyle::Plain;
                 (anchor, resolve::scalar(value, plain, tag.as_deref(), line)?)
             }
