@@ -369,6 +369,66 @@ contexts:
         let err = load_one(&path, "clusters: [\n  - name: x\n   oops: {").unwrap_err();
         assert!(matches!(err, ConfigError::Yaml { .. }), "{err}");
         assert!(err.to_string().contains("broken"), "{err}");
+        assert!(err.to_string().contains("line 2, column 3"), "{err}");
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_refused_naming_file_line_and_field_but_not_the_value() {
+        let dir = temp_dir("kc-type");
+        let path = dir.join("config");
+        let text = FIRST.replace("    token: dev-token", "    token: 123456789");
+        let err = load_one(&path, &text).unwrap_err().to_string();
+        assert_mentions(&err, &["config", "line 14", "users[0].user.token", "quote"]);
+        assert!(!err.contains("123456789"), "{err}");
+        let text = FIRST.replace(
+            "insecure-skip-tls-verify: true",
+            "insecure-skip-tls-verify: yes",
+        );
+        assert!(load_one(&path, &text).unwrap().tls.insecure_skip_verify);
+    }
+
+    #[test]
+    fn duplicate_names_in_one_file_are_refused_but_merge_across_files() {
+        let dir = temp_dir("kc-dup");
+        let path = dir.join("config");
+        let text = FIRST.replace("- name: shared\n", "- name: dev\n");
+        let err = load_one(&path, &text).unwrap_err().to_string();
+        assert_mentions(&err, &["line 18", "contexts", "\"dev\"", "line 16"]);
+        let (_dir, paths) = two_files("kc-dup-merge");
+        assert!(load_kubeconfig_files(&paths, Some("shared")).is_ok());
+    }
+
+    #[test]
+    fn files_without_a_document_add_nothing_to_a_merge() {
+        let (dir, mut paths) = two_files("kc-empty");
+        for (name, text) in [
+            ("comments", "# nothing yet\n"),
+            ("dashes", "---\n"),
+            ("empty", ""),
+        ] {
+            std::fs::write(dir.join(name), text).unwrap();
+            paths.insert(0, dir.join(name));
+        }
+        let config = load_kubeconfig_files(&paths, None).unwrap();
+        assert_eq!(config.server.as_str(), "https://dev.example:6443/");
+    }
+
+    #[test]
+    fn insecure_with_a_ca_is_refused_and_a_bare_host_port_is_http() {
+        let dir = temp_dir("kc-insecure");
+        let path = dir.join("config");
+        let key = openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap());
+        let ca = crate::kube::test_cert::self_signed(&key.unwrap());
+        std::fs::write(dir.join("ca.pem"), ca).unwrap();
+        let text = FIRST.replace(
+            "    insecure-skip-tls-verify: true",
+            "    insecure-skip-tls-verify: true\n    certificate-authority: ca.pem",
+        );
+        let err = load_one(&path, &text).unwrap_err().to_string();
+        assert_mentions(&err, &["line 6", "insecure-skip-tls-verify"]);
+        let text = FIRST.replace("https://dev.example:6443", "dev.example:6443");
+        let config = load_one(&path, &text).unwrap();
+        assert_eq!(config.server.as_str(), "http://dev.example:6443/");
     }
 
     #[test]

@@ -59,6 +59,7 @@ impl Node {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct YamlError {
     pub line: usize,
+    pub column: Option<usize>,
     pub field: Option<String>,
     pub message: String,
 }
@@ -67,6 +68,7 @@ impl YamlError {
     pub(crate) fn at(line: usize, message: impl Into<String>) -> YamlError {
         YamlError {
             line,
+            column: None,
             field: None,
             message: message.into(),
         }
@@ -79,22 +81,23 @@ impl YamlError {
             Some(mark) => mark.line as usize + 1,
             None => text.iter().filter(|b| **b == b'\n').count() + 1,
         };
-        let column = mark.map(|m| format!(", column {}", m.column + 1));
         let context = error.context().map(|c| format!(" {c}")).unwrap_or_default();
-        YamlError::at(
-            line,
-            format!(
-                "{}{context}{}; fix the YAML there",
-                error.problem(),
-                column.unwrap_or_default()
-            ),
-        )
+        YamlError {
+            column: mark.map(|m| m.column as usize + 1),
+            ..YamlError::at(
+                line,
+                format!("{}{context}; fix the YAML there", error.problem()),
+            )
+        }
     }
 }
 
 impl fmt::Display for YamlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "line {}", self.line)?;
+        if let Some(column) = self.column {
+            write!(f, ", column {column}")?;
+        }
         if let Some(field) = &self.field {
             write!(f, ", field {field}")?;
         }

@@ -67,7 +67,10 @@ fn with_final_break(text: &[u8]) -> (Cow<'_, [u8]>, Option<String>) {
     if text.is_empty() || text.ends_with(b"\n") || text.ends_with(b"\r") {
         return (Cow::Borrowed(text), None);
     }
-    let last_line = text.rsplit(|b| matches!(b, b'\n' | b'\r')).next().unwrap_or_default();
+    let last_line = text
+        .rsplit(|b| matches!(b, b'\n' | b'\r'))
+        .next()
+        .unwrap_or_default();
     let last_line = String::from_utf8_lossy(last_line).into_owned();
     let mut owned = text.to_vec();
     owned.push(b'\n');

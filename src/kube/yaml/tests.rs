@@ -52,6 +52,42 @@ fn json_of_any_indentation_bom_crlf_and_tabs_after_colons_read() {
     );
 }
 
+/// What goyaml.v2 reads for a block scalar at the end of a file without a final line break
+/// (libyaml-safer would panic on it; see `node::with_final_break`).
+#[test]
+fn block_scalars_at_the_end_of_input_read_as_goyaml_v2_reads_them() {
+    let cases = [
+        ("a: |\n  x", json!({"a": "x"})),
+        ("a: |+\n  x", json!({"a": "x"})),
+        ("a: |-\n  x", json!({"a": "x"})),
+        ("- |\n x", json!(["x"])),
+        ("\u{feff}a: |\n  x", json!({"a": "x"})),
+        ("a: >\n  x\n\n", json!({"a": "x\n"})),
+        ("a: |+\n  x\n\n", json!({"a": "x\n\n"})),
+        ("a: |\n  x\n  ", json!({"a": "x\n"})),
+        ("a: |\n  x\n# c", json!({"a": "x\n"})),
+        ("a: |\n  x\nb: y", json!({"a": "x\n", "b": true})),
+        ("a: |\n  x\n   ", json!({"a": "x\n "})),
+        ("a: |\n  x\n  \t", json!({"a": "x\n\t"})),
+        ("a: >\n  x\n   ", json!({"a": "x\n "})),
+        ("a: |2\n\n   ", json!({"a": "\n "})),
+        ("a: |-\n  x\n   ", json!({"a": "x\n "})),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(value(text), expected, "{text:?}");
+    }
+    let utf16: Vec<u8> = [0xff, 0xfe]
+        .into_iter()
+        .chain("a: |\n  x".encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    assert_eq!(
+        document(&utf16)
+            .unwrap()
+            .map(|n| decode::<Value>(&n).unwrap()),
+        Some(json!({"a": "x"}))
+    );
+}
+
 #[test]
 fn billion_laughs_and_deep_nesting_are_refused_not_expanded() {
     let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
@@ -90,4 +126,26 @@ fn errors_name_line_and_field_never_the_value() {
         err.line >= 2 && !err.to_string().contains("secret"),
         "{err}"
     );
+}
+
+/// The fuzzer's kubeconfig seeds, changed in a few places: never a panic, and an error always
+/// names a line of the document.
+#[test]
+fn mutated_kubeconfigs_never_panic_and_errors_always_name_a_line() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/kubeconfig");
+    let seeds: Vec<Vec<u8>> = std::fs::read_dir(dir)
+        .expect("fuzz seeds")
+        .map(|e| std::fs::read(e.expect("seed").path()).expect("read a seed"))
+        .collect();
+    crate::property::check("kubeconfig mutations", |random| {
+        let seed = &seeds[random.below(seeds.len())];
+        let input = crate::property::mutate(seed, random);
+        crate::fuzzing::kubeconfig(&input);
+        if let Err(e) = document(&input).and_then(|d| d.map_or(Ok(Value::Null), |n| decode(&n))) {
+            // YAML breaks lines at CR, LF, NEL (C2 85), LS and PS (E2 80 A8/A9) too.
+            let breaks = [b'\n', b'\r', 0x85, 0xa8, 0xa9];
+            let lines = input.iter().filter(|b| breaks.contains(b)).count() + 1;
+            assert!(e.line >= 1 && e.line <= lines + 1, "{e} ({lines} lines)");
+        }
+    });
 }
