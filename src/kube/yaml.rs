@@ -79,7 +79,11 @@ impl YamlError {
         let mark = error.problem_mark().or(error.context_mark());
         let line = match mark {
             Some(mark) => mark.line as usize + 1,
-            None => text.iter().filter(|b| **b == b'\n').count() + 1,
+            // A reader error (bad UTF-8) has no mark: the line of the first bad byte.
+            None => {
+                let good = std::str::from_utf8(text).map_or_else(|e| e.valid_up_to(), str::len);
+                text[..good].iter().filter(|b| **b == b'\n').count() + 1
+            }
         };
         let context = error.context().map(|c| format!(" {c}")).unwrap_or_default();
         YamlError {
