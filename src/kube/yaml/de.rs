@@ -7,32 +7,43 @@ use super::{Data, Node, YamlError};
 use serde::de::{self, DeserializeSeed, Expected, Unexpected, Visitor};
 use std::fmt;
 
-pub(super) struct NodeDeserializer<'a> {
+pub(super) struct NodeDeserializer<'a, 'p> {
     node: &'a Node,
-    path: String,
+    path: Path<'p>,
 }
 
-impl<'a> NodeDeserializer<'a> {
+/// Where a node sits, written out only when an error names it.
+#[derive(Clone, Copy)]
+enum Path<'p> {
+    Root,
+    Key(&'p Path<'p>, &'p str),
+    Index(&'p Path<'p>, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Root => Ok(()),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
+        }
+    }
+}
+
+impl<'a> NodeDeserializer<'a, '_> {
     pub(super) fn root(node: &'a Node) -> Self {
         NodeDeserializer {
             node,
-            path: String::new(),
+            path: Path::Root,
         }
-    }
-
-    fn child(&self, node: &'a Node, step: fmt::Arguments) -> Self {
-        let path = match (self.path.is_empty(), step.to_string()) {
-            (true, step) => step.trim_start_matches('.').to_owned(),
-            (false, step) => format!("{}{step}", self.path),
-        };
-        NodeDeserializer { node, path }
     }
 
     /// Places an error raised while decoding this node (the innermost node places it).
     fn locate(&self, mut error: YamlError) -> YamlError {
         if error.line == 0 {
             error.line = self.node.line;
-            error.field = Some(self.path.clone()).filter(|p| !p.is_empty());
+            error.field = Some(self.path.to_string()).filter(|p| !p.is_empty());
         }
         error
     }
@@ -87,7 +98,7 @@ fn kind(found: &Unexpected) -> &'static str {
     }
 }
 
-impl<'de> de::Deserializer<'de> for NodeDeserializer<'de> {
+impl<'de> de::Deserializer<'de> for NodeDeserializer<'de, '_> {
     type Error = YamlError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, YamlError> {
@@ -144,7 +155,7 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'de> {
 }
 
 struct Items<'p, 'de> {
-    parent: &'p NodeDeserializer<'de>,
+    parent: &'p NodeDeserializer<'de, 'p>,
     items: std::iter::Enumerate<std::slice::Iter<'de, Node>>,
 }
 
@@ -157,7 +168,10 @@ impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
     ) -> Result<Option<T::Value>, YamlError> {
         match self.items.next() {
             Some((i, node)) => seed
-                .deserialize(self.parent.child(node, format_args!("[{i}]")))
+                .deserialize(NodeDeserializer {
+                    node,
+                    path: Path::Index(&self.parent.path, i),
+                })
                 .map(Some),
             None => Ok(None),
         }
@@ -165,7 +179,7 @@ impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
 }
 
 struct Entries<'p, 'de> {
-    parent: &'p NodeDeserializer<'de>,
+    parent: &'p NodeDeserializer<'de, 'p>,
     entries: std::slice::Iter<'de, (String, Node)>,
     value: Option<&'de (String, Node)>,
 }
@@ -190,6 +204,9 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de> {
             .value
             .take()
             .ok_or_else(|| YamlError::at(0, "a map value without its key"))?;
-        seed.deserialize(self.parent.child(node, format_args!(".{key}")))
+        seed.deserialize(NodeDeserializer {
+            node,
+            path: Path::Key(&self.parent.path, key),
+        })
     }
 }
