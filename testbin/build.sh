@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, etcd and kubectl into ../bin from the Go modules pinned in go.mod, and
+# Builds kube-apiserver, etcd, kubectl and kubeconfig-oracle into ../bin from the Go modules pinned in go.mod, and
 # Helm (with yaml2json, which the chart tests read its output with) from its own module in helm/
 # (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing
 # binaries are built. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
@@ -29,6 +29,8 @@ build() { # name package [module dir] [ldflags]
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
+# client-go's kubeconfig loading, the oracle of the differential kubeconfig test.
+build kubeconfig-oracle ./kubeconfig-oracle . "-s -w"
 
 helm_version=$(awk '$1 == "helm.sh/helm/v4" { print $2; exit }
   $1 == "require" && $2 == "helm.sh/helm/v4" { print $3; exit }' helm/go.mod)

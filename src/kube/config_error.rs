@@ -30,16 +30,23 @@ pub enum ConfigError {
         sources: String,
     },
     MissingCluster {
+        /// The file and line of the context.
+        place: String,
         context: String,
         cluster: String,
     },
     MissingUser {
+        /// The file and line of the context.
+        place: String,
         context: String,
         user: String,
     },
     UnsupportedAuth {
         user: String,
+        /// What it is and why skiff refuses it.
         kind: String,
+        /// The tool or setting to use instead.
+        fix: String,
     },
     NotInCluster {
         missing: String,
@@ -62,11 +69,9 @@ impl fmt::Display for ConfigError {
             ConfigError::Unreadable { what, path, error } => {
                 write!(f, "cannot read {what} {}: {error}", path.display())
             }
-            ConfigError::Yaml { path, error } => write!(
-                f,
-                "kubeconfig {} is not valid YAML: {error}; fix the file or point --kubeconfig elsewhere",
-                path.display()
-            ),
+            ConfigError::Yaml { path, error } => {
+                write!(f, "kubeconfig {}, {error}", path.display())
+            }
             ConfigError::UnknownContext { name, known } => write!(
                 f,
                 "context {name:?} is not in the kubeconfig; it has: {}; pick one with --context",
@@ -78,20 +83,27 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::NoContext { sources } => write!(
                 f,
-                "{sources} sets no current-context; pass --context or run `kubectl config use-context`"
+                "no current-context in {sources}; pass --context or run `kubectl config use-context`"
             ),
-            ConfigError::MissingCluster { context, cluster } => write!(
+            ConfigError::MissingCluster {
+                place,
+                context,
+                cluster,
+            } => write!(
                 f,
-                "context {context:?} names cluster {cluster:?}, which the kubeconfig does not define; add it or fix the context"
+                "{place}: context {context:?} names cluster {cluster:?}, which the kubeconfig does not define; add it or fix the context"
             ),
-            ConfigError::MissingUser { context, user } => write!(
+            ConfigError::MissingUser {
+                place,
+                context,
+                user,
+            } => write!(
                 f,
-                "context {context:?} names user {user:?}, which the kubeconfig does not define; add it or fix the context"
+                "{place}: context {context:?} names user {user:?}, which the kubeconfig does not define (kubectl would connect without credentials); add the user or fix the context"
             ),
-            ConfigError::UnsupportedAuth { user, kind } => write!(
-                f,
-                "user {user:?} authenticates with {kind}, which skiff does not support yet; use a token, tokenFile, client certificate or exec credential plugin instead"
-            ),
+            ConfigError::UnsupportedAuth { user, kind, fix } => {
+                write!(f, "user {user:?} authenticates with {kind}; {fix}")
+            }
             ConfigError::NotInCluster { missing } => write!(
                 f,
                 "not running in a cluster: {missing}; pass --kubeconfig outside a pod"

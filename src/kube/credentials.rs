@@ -8,7 +8,7 @@ use super::config::{Auth, Config, TlsOptions, TokenFile};
 use super::config_error::ConfigError;
 use super::exec::{ClusterInfo, ExecPlugin};
 use super::impersonate::Impersonation;
-use super::kubeconfig_file::{ClusterEntry, Located, PemSource, UserEntry};
+use super::kubeconfig_file::{AuthProvider, ClusterEntry, Located, PemSource, UserEntry};
 use super::proxy::{ProxyConfig, parse_proxy_url};
 use base64::Engine;
 use std::path::Path;
@@ -50,9 +50,10 @@ pub(super) fn user_auth(
     config: &Config,
 ) -> Result<Auth, ConfigError> {
     let entry = &user.entry;
-    let unsupported = |kind: &str| ConfigError::UnsupportedAuth {
+    let unsupported = |(kind, fix): (String, &str)| ConfigError::UnsupportedAuth {
         user: user.name.clone(),
-        kind: kind.to_owned(),
+        kind,
+        fix: fix.to_owned(),
     };
     if let Some(exec) = &entry.exec {
         let info = ClusterInfo {
@@ -66,18 +67,22 @@ pub(super) fn user_auth(
             &user.name, exec, &user.dir, info,
         )?));
     }
-    if entry.auth_provider.is_some() {
-        return Err(unsupported("an auth-provider"));
+    if let Some(provider) = &entry.auth_provider {
+        return Err(unsupported(provider_refusal(provider)));
+    }
+    // With both, client-go sends the file's token (re-read as it changes), as skiff does.
+    if let Some(file) = entry.token_file.as_deref().filter(|t| !t.is_empty()) {
+        return Ok(Auth::TokenFile(TokenFile::load(&user.dir.join(file))?));
     }
     if let Some(token) = entry.token.as_deref().filter(|t| !t.is_empty()) {
         return Ok(Auth::Token(token.to_owned()));
     }
-    if let Some(file) = entry.token_file.as_deref().filter(|t| !t.is_empty()) {
-        return Ok(Auth::TokenFile(TokenFile::load(&user.dir.join(file))?));
-    }
     let has_cert = entry.client_certificate.is_some() || entry.client_certificate_data.is_some();
     if entry.username.is_some() && !has_cert {
-        return Err(unsupported("basic auth (username/password)"));
+        return Err(unsupported((
+            "basic auth (username/password), which API servers refuse since Kubernetes 1.19".into(),
+            OTHER_AUTH,
+        )));
     }
     Ok(Auth::None)
 }
@@ -95,6 +100,28 @@ pub(super) fn user_impersonation(
         entry.act_as_user_extra.clone().unwrap_or_default(),
     )
     .map_err(ConfigError::Invalid)
+}
+
+const OTHER_AUTH: &str =
+    "use a token, tokenFile, client certificate or exec credential plugin instead";
+
+/// Why skiff refuses an auth-provider, and what to use instead.
+fn provider_refusal(provider: &AuthProvider) -> (String, &'static str) {
+    match provider.name.as_deref().unwrap_or_default() {
+        "gcp" => (
+            "the gcp auth-provider, which client-go removed in 1.26".into(),
+            "install gke-gcloud-auth-plugin and run `gcloud container clusters get-credentials` again, which writes its exec credential plugin",
+        ),
+        "azure" => (
+            "the azure auth-provider, which client-go removed in 1.26".into(),
+            "run `kubelogin convert-kubeconfig`, which writes the kubelogin exec credential plugin",
+        ),
+        "oidc" => (
+            "the oidc auth-provider, which client-go deprecated for exec plugins".into(),
+            "use an exec credential plugin such as kubelogin (`kubectl oidc-login get-token`) instead",
+        ),
+        name => (format!("the auth-provider {name:?}"), OTHER_AUTH),
+    }
 }
 
 pub(super) fn user_identity(
@@ -128,7 +155,8 @@ pub(super) fn user_identity(
 /// The PEM bytes from inline base64 `data` (preferred, as kubectl does) or from a `file`.
 fn pem_from(what: &str, pem: PemSource, dir: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
     if let Some(data) = pem.data.filter(|d| !d.is_empty()) {
-        let compact: String = data.split_whitespace().collect();
+        // Go's base64 decoding skips line breaks, not spaces (a folded `>` scalar is refused).
+        let compact: String = data.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(compact)
             .map_err(|e| {

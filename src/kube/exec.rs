@@ -174,6 +174,11 @@ impl ExecPlugin {
             PathBuf::from(command)
         };
         let env = entry.env.iter().flatten();
+        if let Some(i) = env.clone().position(|v| v.name.is_empty()) {
+            return Err(invalid(format!(
+                "exec env entry {i} has no name, which kubectl refuses too; give it a name"
+            )));
+        }
         Ok(ExecPlugin {
             spec: Arc::new(PluginSpec {
                 user: user.to_owned(),
@@ -194,6 +199,20 @@ impl ExecPlugin {
     /// The command as it will be run, for logs and tests.
     pub fn command(&self) -> &Path {
         &self.spec.command
+    }
+
+    /// The arguments, the extra environment and the `apiVersion` it is run with (tests
+    /// compare them with client-go's).
+    pub fn args(&self) -> &[String] {
+        &self.spec.args
+    }
+
+    pub fn env(&self) -> &[(String, String)] {
+        &self.spec.env
+    }
+
+    pub fn api_version(&self) -> &str {
+        &self.spec.api_version
     }
 
     /// The cached credential while it is fresh, else a new one from a plugin run.

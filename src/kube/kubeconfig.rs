@@ -1,17 +1,17 @@
-//! kubeconfig loading: YAML files merged like kubectl, one context resolved into a [`Config`].
+//! kubeconfig loading: files merged like kubectl, one context resolved into a [`Config`].
 //!
 //! Merging: the first file that defines a cluster, user or context name wins, and
-//! `current-context` comes from the first file that sets it. Relative file paths resolve
-//! against the directory of the file that named them.
+//! `current-context` comes from the first file that sets it; a file without a document
+//! (empty, comments only) adds nothing. Relative file paths resolve against the directory of
+//! the file that named them. Every refusal names the file and line of the entry at fault.
 
 use super::config::Config;
 use super::config_error::ConfigError;
 use super::credentials::{
     cluster_proxy, cluster_tls, user_auth, user_identity, user_impersonation,
 };
-use super::kubeconfig_file::{
-    ClusterEntry, ContextEntry, KubeconfigFile, Located, Named, UserEntry,
-};
+use super::kubeconfig_file::{ClusterEntry, ContextEntry, Located, UserEntry};
+use super::kubeconfig_read::{FileEntries, read};
 use http_types::Url;
 use std::path::{Path, PathBuf};
 
@@ -21,33 +21,36 @@ struct Merged {
     users: Vec<Located<UserEntry>>,
     contexts: Vec<Located<ContextEntry>>,
     current_context: Option<String>,
+    files: Vec<PathBuf>,
 }
 
 impl Merged {
-    fn add(&mut self, file: KubeconfigFile, dir: &Path) {
-        merge(&mut self.clusters, file.clusters, dir);
-        merge(&mut self.users, file.users, dir);
-        merge(&mut self.contexts, file.contexts, dir);
+    fn add(&mut self, file: FileEntries, path: &Path) {
+        merge(&mut self.clusters, file.clusters);
+        merge(&mut self.users, file.users);
+        merge(&mut self.contexts, file.contexts);
         if self.current_context.is_none() {
             self.current_context = file.current_context.filter(|c| !c.is_empty());
         }
+        self.files.push(path.to_owned());
     }
 }
 
-fn merge<T: Default>(into: &mut Vec<Located<T>>, entries: Option<Vec<Named<T>>>, dir: &Path) {
-    for named in entries.unwrap_or_default() {
-        if into.iter().all(|known| known.name != named.name) {
-            into.push(Located {
-                name: named.name,
-                entry: named.entry.unwrap_or_default(),
-                dir: dir.to_owned(),
-            });
+fn merge<T>(into: &mut Vec<Located<T>>, entries: Vec<Located<T>>) {
+    for entry in entries {
+        if into.iter().all(|known| known.name != entry.name) {
+            into.push(entry);
         }
     }
 }
 
 fn find<'a, T>(entries: &'a [Located<T>], name: &str) -> Option<&'a Located<T>> {
     entries.iter().find(|e| e.name == name)
+}
+
+/// An error about `entry`, headed by the file and line it was written at.
+fn at<T>(entry: &Located<T>, error: ConfigError) -> ConfigError {
+    ConfigError::Invalid(format!("{}: {error}", entry.place()))
 }
 
 /// Where kubeconfig paths came from: how errors name them, and whether missing files count.
@@ -82,28 +85,24 @@ pub(crate) fn load_files(
     let skip_missing = source == Source::Env;
     let source = source.label();
     let mut merged = Merged::default();
-    let mut found = 0;
     for path in paths {
         if skip_missing && !path.exists() {
             continue;
         }
-        let file = read_file(path, source)?;
-        let dir = path.parent().map(Path::to_owned).unwrap_or_default();
-        merged.add(file, &dir);
-        found += 1;
+        merged.add(read_file(path, source)?, path);
     }
-    if found == 0 {
+    if merged.files.is_empty() {
         let path = paths.first().cloned().unwrap_or_default();
         return Err(ConfigError::MissingFile {
             path,
             source: source.to_owned(),
         });
     }
-    resolve(&merged, context, source)
+    resolve(&merged, context)
 }
 
-fn read_file(path: &Path, source: &str) -> Result<KubeconfigFile, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+fn read_file(path: &Path, source: &str) -> Result<FileEntries, ConfigError> {
+    let text = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ConfigError::MissingFile {
             path: path.to_owned(),
             source: source.to_owned(),
@@ -114,37 +113,32 @@ fn read_file(path: &Path, source: &str) -> Result<KubeconfigFile, ConfigError> {
             error: e.to_string(),
         },
     })?;
-    parse(&text, path)
-}
-
-/// One file's text; an empty file is an empty kubeconfig, as kubectl reads it.
-fn parse(text: &str, path: &Path) -> Result<KubeconfigFile, ConfigError> {
-    if text.trim().is_empty() {
-        return Ok(KubeconfigFile::default());
-    }
-    super::yaml::from_str(text).map_err(|e| ConfigError::Yaml {
-        path: path.to_owned(),
-        error: e.to_string(),
-    })
+    read(&text, path)
 }
 
 /// One kubeconfig's text, parsed and resolved as [`load_files`] does a file's, its relative
 /// paths under `dir`. For the fuzzers and property tests.
 #[cfg(any(test, fuzzing))]
 pub(crate) fn load_text(text: &str, dir: &Path) -> Result<Config, ConfigError> {
-    let file = parse(text, &dir.join("kubeconfig"))?;
+    let path = dir.join("kubeconfig");
     let mut merged = Merged::default();
-    merged.add(file, dir);
-    resolve(&merged, None, "the fuzzed kubeconfig")
+    merged.add(read(text.as_bytes(), &path)?, &path);
+    resolve(&merged, None)
 }
 
-fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Config, ConfigError> {
+fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError> {
+    let files = || {
+        let names: Vec<String> = merged
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect();
+        names.join(", ")
+    };
     let context_name = context
         .map(str::to_owned)
         .or_else(|| merged.current_context.clone())
-        .ok_or_else(|| ConfigError::NoContext {
-            sources: source.to_owned(),
-        })?;
+        .ok_or_else(|| ConfigError::NoContext { sources: files() })?;
     let context =
         find(&merged.contexts, &context_name).ok_or_else(|| ConfigError::UnknownContext {
             name: context_name.clone(),
@@ -153,36 +147,69 @@ fn resolve(merged: &Merged, context: Option<&str>, source: &str) -> Result<Confi
     let cluster_name = context.entry.cluster.clone().unwrap_or_default();
     let cluster =
         find(&merged.clusters, &cluster_name).ok_or_else(|| ConfigError::MissingCluster {
+            place: context.place(),
             context: context_name.clone(),
             cluster: cluster_name.clone(),
         })?;
-    let mut config = Config::new(server_url(&cluster_name, &cluster.entry)?);
-    config.tls = cluster_tls(cluster)?;
-    config.proxy = cluster_proxy(cluster)?;
+    let mut config = Config::new(server_url(cluster)?);
+    config.tls = cluster_tls(cluster).map_err(|e| at(cluster, e))?;
+    if config.tls.insecure_skip_verify && config.tls.ca_pem.is_some() {
+        return Err(at(
+            cluster,
+            ConfigError::Invalid(format!(
+                "cluster {:?} sets insecure-skip-tls-verify and a certificate-authority, which kubectl refuses too; keep the CA and remove insecure-skip-tls-verify",
+                cluster.name
+            )),
+        ));
+    }
+    config.proxy = cluster_proxy(cluster).map_err(|e| at(cluster, e))?;
     if let Some(user_name) = context.entry.user.as_deref().filter(|u| !u.is_empty()) {
         let user = find(&merged.users, user_name).ok_or_else(|| ConfigError::MissingUser {
+            place: context.place(),
             context: context_name.clone(),
             user: user_name.to_owned(),
         })?;
-        config.auth = user_auth(user, cluster, &config)?;
-        config.impersonate = user_impersonation(user)?;
-        config.tls.identity = user_identity(user)?;
+        config.auth = user_auth(user, cluster, &config).map_err(|e| at(user, e))?;
+        config.impersonate = user_impersonation(user).map_err(|e| at(user, e))?;
+        config.tls.identity = user_identity(user).map_err(|e| at(user, e))?;
     }
     config.namespace = context.entry.namespace.clone().filter(|n| !n.is_empty());
     Ok(config)
 }
 
-fn server_url(cluster_name: &str, cluster: &ClusterEntry) -> Result<Url, ConfigError> {
-    let server = cluster.server.as_deref().unwrap_or_default();
-    let url = Url::parse(server).map_err(|e| {
-        ConfigError::Invalid(format!(
-            "cluster {cluster_name:?} has server {server:?}, which is not a URL ({e}); set it to e.g. https://host:6443"
-        ))
-    })?;
+/// The cluster's server; a bare `host:port` is reached over http://, as client-go does (it
+/// decides before it reads any TLS setting).
+fn server_url(cluster: &Located<ClusterEntry>) -> Result<Url, ConfigError> {
+    let name = &cluster.name;
+    let server = cluster.entry.server.as_deref().unwrap_or_default();
+    let refuse = |problem: String| {
+        at(
+            cluster,
+            ConfigError::Invalid(format!(
+                "cluster {name:?} {problem}; set server to e.g. https://host:6443"
+            )),
+        )
+    };
+    if server.is_empty() {
+        return Err(refuse("has no server".into()));
+    }
+    let url = match Url::parse(server) {
+        Ok(url) if url.has_host() => url,
+        _ => {
+            let url = Url::parse(&format!("http://{server}"))
+                .map_err(|e| refuse(format!("has a server that is not a URL ({e})")))?;
+            if url.path() != "/" {
+                return Err(refuse(
+                    "has a server that is neither a URL nor host:port".into(),
+                ));
+            }
+            url
+        }
+    };
     match url.scheme() {
         "http" | "https" => Ok(url),
-        other => Err(ConfigError::Invalid(format!(
-            "cluster {cluster_name:?} has server scheme {other:?}; use https:// (or http:// for a local server)"
+        other => Err(refuse(format!(
+            "has server scheme {other:?}, which skiff cannot connect with"
         ))),
     }
 }
@@ -345,6 +372,66 @@ contexts:
         let err = load_one(&path, "clusters: [\n  - name: x\n   oops: {").unwrap_err();
         assert!(matches!(err, ConfigError::Yaml { .. }), "{err}");
         assert!(err.to_string().contains("broken"), "{err}");
+        assert!(err.to_string().contains("line 2, column 3"), "{err}");
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_refused_naming_file_line_and_field_but_not_the_value() {
+        let dir = temp_dir("kc-type");
+        let path = dir.join("config");
+        let text = FIRST.replace("    token: dev-token", "    token: 123456789");
+        let err = load_one(&path, &text).unwrap_err().to_string();
+        assert_mentions(&err, &["config", "line 14", "users[0].user.token", "quote"]);
+        assert!(!err.contains("123456789"), "{err}");
+        let text = FIRST.replace(
+            "insecure-skip-tls-verify: true",
+            "insecure-skip-tls-verify: yes",
+        );
+        assert!(load_one(&path, &text).unwrap().tls.insecure_skip_verify);
+    }
+
+    #[test]
+    fn duplicate_names_in_one_file_are_refused_but_merge_across_files() {
+        let dir = temp_dir("kc-dup");
+        let path = dir.join("config");
+        let text = FIRST.replace("- name: shared\n", "- name: dev\n");
+        let err = load_one(&path, &text).unwrap_err().to_string();
+        assert_mentions(&err, &["line 18", "contexts", "\"dev\"", "line 16"]);
+        let (_dir, paths) = two_files("kc-dup-merge");
+        assert!(load_kubeconfig_files(&paths, Some("shared")).is_ok());
+    }
+
+    #[test]
+    fn files_without_a_document_add_nothing_to_a_merge() {
+        let (dir, mut paths) = two_files("kc-empty");
+        for (name, text) in [
+            ("comments", "# nothing yet\n"),
+            ("dashes", "---\n"),
+            ("empty", ""),
+        ] {
+            std::fs::write(dir.join(name), text).unwrap();
+            paths.insert(0, dir.join(name));
+        }
+        let config = load_kubeconfig_files(&paths, None).unwrap();
+        assert_eq!(config.server.as_str(), "https://dev.example:6443/");
+    }
+
+    #[test]
+    fn insecure_with_a_ca_is_refused_and_a_bare_host_port_is_http() {
+        let dir = temp_dir("kc-insecure");
+        let path = dir.join("config");
+        let key = openssl::pkey::PKey::from_rsa(openssl::rsa::Rsa::generate(2048).unwrap());
+        let ca = crate::kube::test_cert::self_signed(&key.unwrap());
+        std::fs::write(dir.join("ca.pem"), ca).unwrap();
+        let text = FIRST.replace(
+            "    insecure-skip-tls-verify: true",
+            "    insecure-skip-tls-verify: true\n    certificate-authority: ca.pem",
+        );
+        let err = load_one(&path, &text).unwrap_err().to_string();
+        assert_mentions(&err, &["line 6", "insecure-skip-tls-verify"]);
+        let text = FIRST.replace("https://dev.example:6443", "dev.example:6443");
+        let config = load_one(&path, &text).unwrap();
+        assert_eq!(config.server.as_str(), "http://dev.example:6443/");
     }
 
     #[test]

@@ -4,7 +4,6 @@
 
 use super::exec::ExecEntry;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -21,7 +20,7 @@ pub(super) struct KubeconfigFile {
 /// `{name, cluster|user|context}`: the entry field's name varies, so accept all three.
 #[derive(Debug, Deserialize)]
 pub(super) struct Named<T> {
-    pub(super) name: String,
+    pub(super) name: Option<String>,
     #[serde(alias = "cluster", alias = "user", alias = "context")]
     pub(super) entry: Option<T>,
 }
@@ -48,7 +47,7 @@ pub(super) struct UserEntry {
     pub(super) client_key: Option<String>,
     pub(super) client_key_data: Option<String>,
     pub(super) exec: Option<ExecEntry>,
-    pub(super) auth_provider: Option<IgnoredAny>,
+    pub(super) auth_provider: Option<AuthProvider>,
     pub(super) username: Option<String>,
     /// Impersonation (`as`, `as-uid`, `as-groups`, `as-user-extra`).
     #[serde(rename = "as")]
@@ -59,6 +58,13 @@ pub(super) struct UserEntry {
     pub(super) act_as_groups: Option<Vec<String>>,
     #[serde(rename = "as-user-extra")]
     pub(super) act_as_user_extra: Option<BTreeMap<String, Vec<String>>>,
+}
+
+/// `auth-provider`: only its name is read, to say what to use instead (skiff refuses them).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub(super) struct AuthProvider {
+    pub(super) name: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -105,10 +111,19 @@ impl UserEntry {
     }
 }
 
-/// An entry and the directory its relative paths resolve against.
+/// An entry, the directory its relative paths resolve against, and where it was written.
 #[derive(Debug, Clone)]
 pub(super) struct Located<T> {
     pub(super) name: String,
     pub(super) entry: T,
     pub(super) dir: PathBuf,
+    pub(super) file: PathBuf,
+    pub(super) line: usize,
+}
+
+impl<T> Located<T> {
+    /// Where it was written, to head an error about it.
+    pub(super) fn place(&self) -> String {
+        format!("kubeconfig {}, line {}", self.file.display(), self.line)
+    }
 }

@@ -38,6 +38,7 @@ mod incluster;
 mod inflight;
 pub(crate) mod kubeconfig;
 mod kubeconfig_file;
+mod kubeconfig_read;
 mod list_meter;
 pub mod liveness;
 pub mod load;

@@ -1,321 +1,135 @@
-//! The YAML that kubeconfigs are written in, read into JSON values and then into typed structs
-//! by serde: a small parser of our own instead of a general YAML library, which was 0.46 MB of
-//! the static binary for a file read once at start.
+//! The YAML that kubeconfigs are written in, read as kubectl reads it: libyaml's parser (the
+//! parser goyaml.v2 is a port of, through the libyaml-safer crate) and goyaml.v2's YAML 1.1
+//! resolution of plain scalars, which client-go applies before it decodes the JSON into its
+//! types. So `yes`, `off` and `y` are booleans everywhere, `8080` a number and `~` null, and a
+//! field whose type does not match is refused as kubectl refuses it.
 //!
-//! It reads one document of block mappings and sequences (a sequence may sit at its key's
-//! indentation, as kubectl writes it), flow collections (`{}`, `[a, b]`, `{cluster: c}`), plain
-//! scalars over several lines, single- and double-quoted scalars, literal and folded block
-//! scalars with chomping and indentation indicators, and comments. Plain `null`, `~` and an empty
-//! value are null, `true` and `false` booleans, anything else a string (no field of a
-//! kubeconfig is a number). Anchors, aliases, tags, complex keys and several documents are
-//! refused with an error naming the line, as are tabs in indentation.
+//! Why not our own parser any more: it refused much of what kubectl reads (indented JSON, BOMs,
+//! anchors, tabs after a colon). Why a resolver of our own: no Rust YAML library resolves
+//! scalars the YAML 1.1 way. Errors name the line and the field, never a value: tokens and
+//! keys live in these files.
 
-mod flow;
-mod lines;
+mod de;
+mod node;
+mod resolve;
 
-use lines::Line;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
 use std::fmt;
 
-/// Where and why a document could not be read.
+/// A node of the first document, with the line it starts on.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Node {
+    pub(crate) line: usize,
+    pub(crate) data: Data,
+}
+
+/// What a node holds once resolved; map keys are strings, as in the JSON client-go decodes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Data {
+    Null,
+    Bool(bool),
+    Int(serde_json::Number),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(String, Node)>),
+}
+
+impl Node {
+    /// The value at `key` of a map node.
+    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
+        match &self.data {
+            Data::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The nodes in it, itself included.
+    fn size(&self) -> usize {
+        1 + match &self.data {
+            Data::Seq(items) => items.iter().map(Node::size).sum(),
+            Data::Map(entries) => entries.iter().map(|(_, v)| 1 + v.size()).sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// Where and why a document could not be read: a line (counted from 1), the field's path
+/// when the document parsed but a field has the wrong type, and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct YamlError {
     pub line: usize,
+    pub column: Option<usize>,
+    pub field: Option<String>,
     pub message: String,
+}
+
+impl YamlError {
+    pub(crate) fn at(line: usize, message: impl Into<String>) -> YamlError {
+        YamlError {
+            line,
+            column: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// libyaml's own error: its problem and where, never the text around it.
+    fn syntax(error: &libyaml_safer::Error, text: &[u8]) -> YamlError {
+        let mark = error.problem_mark().or(error.context_mark());
+        let line = match mark {
+            Some(mark) => mark.line as usize + 1,
+            // A reader error (bad UTF-8) has no mark: the line of the first bad byte.
+            None => {
+                let good = std::str::from_utf8(text).map_or_else(|e| e.valid_up_to(), str::len);
+                text[..good].iter().filter(|b| **b == b'\n').count() + 1
+            }
+        };
+        let context = error.context().map(|c| format!(" {c}")).unwrap_or_default();
+        YamlError {
+            column: mark.map(|m| m.column as usize + 1),
+            ..YamlError::at(
+                line,
+                format!("{}{context}; fix the YAML there", error.problem()),
+            )
+        }
+    }
 }
 
 impl fmt::Display for YamlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.message)
+        write!(f, "line {}", self.line)?;
+        if let Some(column) = self.column {
+            write!(f, ", column {column}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ", field {field}")?;
+        }
+        write!(f, ": {}", self.message)
     }
 }
 
 impl std::error::Error for YamlError {}
 
-pub(crate) fn error<T>(line: usize, message: impl Into<String>) -> Result<T, YamlError> {
-    Err(YamlError {
-        line,
-        message: message.into(),
-    })
+/// The first document of `text` (None when it has none: empty, comments or `---` only).
+pub(crate) fn document(text: &[u8]) -> Result<Option<Node>, YamlError> {
+    node::first_document(text)
 }
 
-/// Reads `text` as YAML into `T`.
+/// `node` decoded into `T` as client-go decodes its JSON (a type mismatch is an error).
+pub(crate) fn decode<T: DeserializeOwned>(node: &Node) -> Result<T, YamlError> {
+    T::deserialize(de::NodeDeserializer::root(node))
+}
+
+/// Reads `text` as YAML into `T` (an empty document is null).
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
-    let value = to_value(text)?;
-    serde_json::from_value(value).map_err(|e| YamlError {
-        line: 0,
-        message: e.to_string(),
-    })
-}
-
-/// Reads `text` as YAML into a JSON value (an empty document is null).
-pub fn to_value(text: &str) -> Result<Value, YamlError> {
-    let lines = lines::split(text)?;
-    let mut parser = Parser { lines, at: 0 };
-    parser.skip_blank();
-    let value = match parser.current() {
-        Some(line) => parser.node(line.indent, line.number)?,
-        None => Value::Null,
-    };
-    parser.skip_blank();
-    if let Some(line) = parser.current() {
-        return error(line.number, "unexpected content after the document's end");
+    match document(text.as_bytes())? {
+        Some(node) => decode(&node),
+        None => decode(&Node {
+            line: 1,
+            data: Data::Null,
+        }),
     }
-    Ok(value)
-}
-
-struct Parser {
-    lines: Vec<Line>,
-    at: usize,
-}
-
-impl Parser {
-    fn current(&self) -> Option<&Line> {
-        self.lines.get(self.at)
-    }
-
-    fn skip_blank(&mut self) {
-        while self.current().is_some_and(|l| l.text.is_empty()) {
-            self.at += 1;
-        }
-    }
-
-    /// The node whose first line is the current one, at `indent`.
-    fn node(&mut self, indent: usize, number: usize) -> Result<Value, YamlError> {
-        let Some(line) = self.current() else {
-            return error(number, "a value was expected");
-        };
-        if is_sequence_item(&line.text) {
-            return self.sequence(indent);
-        }
-        if flow::mapping_key(&line.text, line.number)?.is_some() {
-            return self.mapping(indent);
-        }
-        let line = line.clone();
-        self.at += 1;
-        self.inline_value(&line.text, indent, line.number)
-    }
-
-    fn sequence(&mut self, indent: usize) -> Result<Value, YamlError> {
-        let mut items = Vec::new();
-        while let Some(line) = self
-            .current()
-            .filter(|l| l.indent == indent && is_sequence_item(&l.text))
-        {
-            let number = line.number;
-            let rest = line.text[1..].trim_start().to_owned();
-            let nests = is_sequence_item(&rest) || flow::mapping_key(&rest, number)?.is_some();
-            if rest.is_empty() {
-                self.at += 1;
-                items.push(self.nested(indent, false)?);
-            } else if nests {
-                // `- key: value` starts a node as if its text stood where the text begins.
-                let offset = line.text.len() - rest.len();
-                self.lines[self.at].indent = indent + offset;
-                self.lines[self.at].text = rest;
-                items.push(self.node(indent + offset, number)?);
-            } else {
-                self.at += 1;
-                items.push(self.scalar_or_flow(&rest, indent, number)?);
-            }
-            self.skip_blank();
-        }
-        self.end_of_block(indent)?;
-        Ok(Value::Array(items))
-    }
-
-    fn mapping(&mut self, indent: usize) -> Result<Value, YamlError> {
-        let mut map = Map::new();
-        while let Some(line) = self.current().filter(|l| l.indent == indent) {
-            let line = line.clone();
-            let Some((key, rest)) = flow::mapping_key(&line.text, line.number)? else {
-                return error(line.number, "a mapping key (`key: value`) was expected");
-            };
-            if map.contains_key(&key) {
-                return error(line.number, format!("the key {key:?} appears twice"));
-            }
-            self.at += 1;
-            let value = if rest.is_empty() {
-                self.nested(indent, true)?
-            } else {
-                self.scalar_or_flow(rest, indent, line.number)?
-            };
-            map.insert(key, value);
-            self.skip_blank();
-        }
-        self.end_of_block(indent)?;
-        Ok(Value::Object(map))
-    }
-
-    /// The value on the lines after a `key:` or `-` with nothing after it: a more indented
-    /// node, a sequence at the key's own indentation, or null.
-    fn nested(&mut self, indent: usize, after_key: bool) -> Result<Value, YamlError> {
-        self.skip_blank();
-        match self.current() {
-            Some(l) if l.indent > indent => {
-                let (indent, number) = (l.indent, l.number);
-                self.node(indent, number)
-            }
-            Some(l) if after_key && l.indent == indent && is_sequence_item(&l.text) => {
-                self.sequence(indent)
-            }
-            _ => Ok(Value::Null),
-        }
-    }
-
-    /// The value after a key or a dash on the same line: a block scalar, or an inline value.
-    fn scalar_or_flow(
-        &mut self,
-        text: &str,
-        indent: usize,
-        number: usize,
-    ) -> Result<Value, YamlError> {
-        if text.starts_with(['|', '>']) {
-            self.block_scalar(text, indent, number)
-        } else {
-            self.inline_value(text, indent, number)
-        }
-    }
-
-    /// A flow collection, quoted or plain scalar starting with `text`, continued on the lines
-    /// indented deeper than `indent` as long as it is not complete.
-    fn inline_value(
-        &mut self,
-        text: &str,
-        indent: usize,
-        number: usize,
-    ) -> Result<Value, YamlError> {
-        let mut joined = text.to_owned();
-        while !flow::complete(&joined)? || self.continues_plain(&joined, indent) {
-            let Some(next) = self
-                .current()
-                .filter(|l| l.indent > indent || l.text.is_empty())
-            else {
-                break;
-            };
-            let separator = if next.text.is_empty() { "\n" } else { " " };
-            if !(separator == " " && joined.ends_with('\n')) {
-                joined.push_str(separator);
-            }
-            joined.push_str(&next.text);
-            self.at += 1;
-        }
-        flow::value(joined.trim_end(), number)
-    }
-
-    /// Whether the next line carries on a plain scalar (a multi-line plain value).
-    fn continues_plain(&self, joined: &str, indent: usize) -> bool {
-        let plain = !joined.starts_with(['"', '\'', '{', '[']);
-        let next = self
-            .current()
-            .filter(|l| l.indent > indent && !l.text.is_empty());
-        plain
-            && next.is_some_and(|l| {
-                flow::mapping_key(&l.text, l.number)
-                    .ok()
-                    .flatten()
-                    .is_none()
-            })
-    }
-
-    /// `|` or `>` with its indicators, and the lines indented deeper than `indent`.
-    fn block_scalar(
-        &mut self,
-        header: &str,
-        indent: usize,
-        number: usize,
-    ) -> Result<Value, YamlError> {
-        let (literal, indicators) = (header.starts_with('|'), &header[1..]);
-        let keep = indicators.contains('+');
-        let strip = indicators.contains('-');
-        let explicit = indicators.chars().find_map(|c| c.to_digit(10));
-        if indicators
-            .chars()
-            .any(|c| !matches!(c, '+' | '-' | '0'..='9'))
-        {
-            return error(
-                number,
-                format!("unsupported block scalar header {header:?}"),
-            );
-        }
-        let mut content = Vec::new();
-        let mut block_indent = explicit.map(|n| indent + n as usize);
-        while let Some(line) = self.current() {
-            if line.raw_text().trim().is_empty() {
-                content.push(String::new());
-                self.at += 1;
-                continue;
-            }
-            let at = *block_indent.get_or_insert(line.indent);
-            if line.indent < at || line.indent <= indent {
-                break;
-            }
-            content.push(format!(
-                "{}{}",
-                " ".repeat(line.indent - at),
-                line.raw_text()
-            ));
-            self.at += 1;
-        }
-        let trailing = content.iter().rev().take_while(|l| l.is_empty()).count();
-        content.truncate(content.len() - trailing);
-        let mut text = if literal {
-            content.join("\n")
-        } else {
-            fold(&content)
-        };
-        if !content.is_empty() && !strip {
-            text.push('\n');
-        }
-        if keep {
-            text.push_str(&"\n".repeat(trailing));
-        }
-        Ok(Value::String(text))
-    }
-
-    /// After a block: a line indented between its parent and it would be ambiguous.
-    fn end_of_block(&self, indent: usize) -> Result<(), YamlError> {
-        match self.current() {
-            Some(l) if l.indent > indent => {
-                error(l.number, "this line's indentation matches nothing above it")
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-fn is_sequence_item(text: &str) -> bool {
-    text == "-" || text.starts_with("- ")
-}
-
-/// Folded block content: lines joined by spaces, where a run of blank lines stands for as
-/// many newlines; lines indented further keep their line breaks.
-fn fold(lines: &[String]) -> String {
-    let mut text = String::new();
-    let mut previous: Option<&str> = None;
-    let mut blanks = 0;
-    for line in lines {
-        if line.is_empty() {
-            blanks += 1;
-            continue;
-        }
-        match previous {
-            None => text.push_str(&"\n".repeat(blanks)),
-            Some(p) => {
-                let literal = usize::from(p.starts_with(' ') || line.starts_with(' '));
-                if blanks > 0 {
-                    text.push_str(&"\n".repeat(blanks + literal));
-                } else {
-                    text.push(if literal == 1 { '\n' } else { ' ' });
-                }
-            }
-        }
-        text.push_str(line);
-        previous = Some(line);
-        blanks = 0;
-    }
-    text
 }
 
 #[cfg(test)]

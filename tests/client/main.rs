@@ -12,6 +12,7 @@ mod exec_plugin;
 mod fake_server;
 mod faults;
 mod impersonation;
+mod kubeconfig_diff;
 mod kubeconfig_shapes;
 mod lease_client;
 mod proxy;

@@ -56,11 +56,10 @@ impl PodSpec {
             .iter()
             .map(|arg| arg.as_str().expect("args are strings").to_owned())
             .collect();
-        // Plain scalars read as strings (the kubeconfig reader types no numbers).
+        // Plain numbers read as numbers, as kubectl reads them.
         let id = |field: &str| {
             pod["securityContext"][field]
-                .as_str()
-                .and_then(|id| id.parse().ok())
+                .as_u64()
                 .unwrap_or_else(|| panic!("{}: securityContext.{field} is not set", path.display()))
         };
         PodSpec {
