@@ -114,6 +114,7 @@ mod tests {
             resource_version: format!("rv-{ns}"),
             content_hash: Digest::of(hash.as_bytes()),
             record: None,
+            changed_by: None,
         }
     }
 
