@@ -127,6 +127,9 @@ pub struct MirrorStatus {
     /// since the Mirror was created.
     #[serde(skip_serializing_if = "is_zero")]
     pub replaced: u32,
+    /// Copies another writer keeps changing back after skiff restores them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub contested: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
