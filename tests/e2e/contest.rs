@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use crate::support::mirror_e2e::{
-    SELECT_LABEL, mirror, source_configmap, wait_until, with_replica,
+    SELECT_LABEL, STEP_TIMEOUT, mirror, source_configmap, wait_until, with_replica,
 };
 use crate::support::scrape::{scrape, sum_samples};
 use serde_json::{Value, json};
@@ -220,7 +220,7 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
             message.contains("5 copies")
                 && ["argocd-controller", "fighter-patch"]
                     .iter()
-                    .all(|w| message.contains(&format!("{w}")))
+                    .all(|w| message.contains(w))
         };
         while !contested().is_some_and(|c| says_all(&c)) {
             assert!(
@@ -274,6 +274,15 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
                 let _ = seen.send((Instant::now(), line));
             }
         });
+        let arrived = |value: &str| loop {
+            match arrivals.recv_timeout(STEP_TIMEOUT) {
+                Ok((at, line)) if line == value => break at,
+                Ok(_) => {}
+                Err(e) => panic!("no {value} from the watch of {calm}: {e}"),
+            }
+        };
+        // The watch's first line is the copy as listed: only then is the edit sure to be seen.
+        arrived("from-source");
         let edit = json!({"data": {"k": "hand-edit"}}).to_string();
         cp.kubectl_ok(&[
             "patch",
@@ -285,13 +294,6 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
             "-p",
             &edit,
         ]);
-        let mut arrived = |value: &str| {
-            arrivals
-                .iter()
-                .find(|(_, line)| line == value)
-                .map(|(at, _)| at)
-                .expect("the watch ended")
-        };
         let edited = arrived("hand-edit");
         let restored_in = arrived("from-source") - edited;
         let _ = calm_watch.kill();
@@ -324,22 +326,28 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
         let cpu = cpu_seconds(pid) - cpu_before;
 
         // Writes per copy: restorations at 0 s, then after 1-2, 2-4, 4-8, 8-16 s ...: at most
-        // 5 in 25 s (today: about 4 a second).
+        // 5 in 25 s (without backoff: about 4 a second).
         let writes: Vec<usize> = fought
             .iter()
             .map(|ns| skiff_writes(cp, ns, wall0))
             .collect();
+        eprintln!(
+            "contest: Contested after {to_contested:?}; skiff's writes per contested copy in \
+             {fought_for:?}: {writes:?}; skiff CPU over the fight {cpu:.2} s; one-off edit \
+             restored in {restored_in:?}; other Mirror converged in {other_in:?}"
+        );
+        let most = most_writes(fought_for);
         for (ns, n) in fought.iter().zip(&writes) {
             assert!(
-                (3..=6).contains(n),
-                "{n} writes of the copy in {ns} in {fought_for:?}"
+                (3..=most).contains(n),
+                "{n} writes of the copy in {ns} in {fought_for:?} (at most {most})"
             );
         }
 
         // The fighters stopped: each copy is restored within its current backoff step (after
         // n undone restorations, 2^(n-1) s, times the jitter of 1-2).
         for (ns, n) in fought.iter().zip(&writes) {
-            let step = Duration::from_secs(1u64 << (n - 1));
+            let step = Duration::from_secs((1u64 << (n - 1).min(9)).min(300));
             let bound = 2 * step + Duration::from_secs(2);
             while copy_value(cp, ns).as_deref() != Some("from-source") {
                 assert!(
@@ -350,11 +358,6 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
             }
         }
         let all_restored = stopped.elapsed();
-        eprintln!(
-            "contest: Contested after {to_contested:?}; skiff's writes per contested copy in \
-             {fought_for:?}: {writes:?}; skiff CPU over the fight {cpu:.2} s; one-off edit restored \
-             in {restored_in:?}; other Mirror converged in {other_in:?}; after the fighters \
-             stopped, every copy restored in {all_restored:?}"
-        );
+        eprintln!("contest: after the fighters stopped, every copy restored in {all_restored:?}");
     });
 }
