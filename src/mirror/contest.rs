@@ -12,6 +12,8 @@
 //! - After [`CONTESTED_AFTER`] undone restorations the copy is *contested*: the Mirror says so.
 //! - A restoration that stays for [`QUIET`] ends the fight: the copy is forgotten, and its next
 //!   restoration is immediate again.
+//! - Under `spec.conflicts: Yield`, a copy changed back once is contested at once and left as
+//!   the other writer wrote it until the source changes.
 //!
 //! The state is per copy and in memory, only for copies restored lately: a new leader starts
 //! each fight afresh (at most the first minutes' writes again, 9 per copy in 5 min). Nothing
@@ -21,6 +23,7 @@
 use super::copy::Owner;
 use super::payload::Digest;
 use super::plan::Update;
+use super::types::ConflictPolicy;
 use crate::kube::api::FieldManager;
 use crate::metrics::{self, Gauge};
 use crate::random::{self, Rng};
@@ -50,6 +53,8 @@ struct Fight {
     due: Instant,
     /// Who changed it back last, as it reports itself.
     by: Option<FieldManager>,
+    /// Left to the other writer until the source changes (`spec.conflicts: Yield`).
+    yielded: bool,
 }
 
 impl Fight {
@@ -60,16 +65,19 @@ impl Fight {
             restored: Some(now),
             due: now,
             by: None,
+            yielded: false,
         }
     }
 
     fn contested(&self) -> bool {
-        self.undone >= CONTESTED_AFTER
+        self.yielded || self.undone >= CONTESTED_AFTER
     }
 
-    /// Whether the fight is over: the last restoration (or due one) is [`QUIET`] old.
+    /// Whether the fight is over: the last restoration (or due one) is [`QUIET`] old. A copy
+    /// yielded stays yielded until the source changes.
     fn over(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.restored.unwrap_or(self.due)) >= QUIET
+        let since = now.saturating_duration_since(self.restored.unwrap_or(self.due));
+        since >= QUIET && !self.yielded
     }
 }
 
@@ -88,6 +96,8 @@ pub fn step(undone: u32) -> Duration {
 pub struct Contest {
     pub namespaces: Vec<String>,
     pub writers: Vec<String>,
+    /// They are left to the other writer until the source changes (`spec.conflicts: Yield`).
+    pub yielded: bool,
 }
 
 /// What the fights of one Mirror's copies mean for one reconcile.
@@ -104,6 +114,8 @@ pub struct Gate {
     pub next: Option<Duration>,
     /// A Warning Event about the contested copies is due (at most one per [`WARN_EVERY`]).
     pub warn: bool,
+    /// Some copy is left to the other writer (`spec.conflicts: Yield`).
+    pub yielded: bool,
 }
 
 /// The Warning Event about a Mirror's contested copies is posted at most this often.
@@ -126,6 +138,7 @@ impl Gate {
         Contest {
             namespaces,
             writers,
+            yielded: self.yielded,
         }
     }
 }
@@ -187,21 +200,24 @@ impl Default for Contests {
 
 impl Contests {
     /// Takes out of `updates` the restorations not due yet, recording the others as made at
-    /// `now`, and says where `owner`'s copies are fought over. `hash` is what they should hold.
+    /// `now`, and says where `owner`'s copies are fought over. `hash` is what they should hold;
+    /// under [`ConflictPolicy::Yield`], a copy changed back once is left alone until it changes.
     pub fn gate(
         &self,
         owner: &Owner,
-        hash: Digest,
+        (hash, policy): (Digest, ConflictPolicy),
         updates: &mut Vec<Update>,
         now: Instant,
     ) -> Gate {
         let mut state = self.lock();
         let State { mirrors, jitter } = &mut *state;
         let copies = mirrors.entry(owner.clone()).or_default();
+        settle(&mut copies.fights, updates, now);
         let mut held = Vec::new();
+        let yielding = policy == ConflictPolicy::Yield;
         updates.retain(|u| {
             let due = match copies.fights.get_mut(&u.namespace) {
-                Some(fight) => restoration(fight, hash, u, now, jitter),
+                Some(fight) => restoration(fight, (hash, yielding), u, now, jitter),
                 None => {
                     let fight = Fight::start(hash, now);
                     copies.fights.insert(u.namespace.clone(), fight);
@@ -235,10 +251,21 @@ impl Contests {
     }
 }
 
+/// Held copies that the plan no longer restores hold what skiff wants again (the other writer
+/// gave in) or are gone: from `now` on they count as restored.
+fn settle(fights: &mut BTreeMap<String, Fight>, updates: &[Update], now: Instant) {
+    for (ns, fight) in fights.iter_mut() {
+        if fight.restored.is_none() && !updates.iter().any(|u| &u.namespace == ns) {
+            fight.restored = Some(now);
+            fight.yielded = false;
+        }
+    }
+}
+
 /// Whether the restoration `update` asks for may be made at `now`, updating `fight`.
 fn restoration(
     fight: &mut Fight,
-    hash: Digest,
+    (hash, yielding): (Digest, bool),
     update: &Update,
     now: Instant,
     jitter: &mut Rng,
@@ -257,10 +284,15 @@ fn restoration(
             }
             fight.undone = fight.undone.saturating_add(1);
             fight.by = update.changed_by.or(fight.by);
-            fight.due = now + random::jitter(step(fight.undone), 1.0, jitter);
             fight.restored = None;
+            fight.yielded = yielding;
+            fight.due = now;
+            if !yielding {
+                fight.due += random::jitter(step(fight.undone), 1.0, jitter);
+            }
             false
         }
+        None if fight.yielded => false,
         None if now >= fight.due => {
             fight.restored = Some(now);
             true
@@ -279,7 +311,9 @@ fn gate_of(copies: &Copies, held: Vec<String>, now: Instant) -> Gate {
             gate.contested.push((ns.clone(), fight.by));
             gate.contested_unheld += u32::from(fight.restored.is_some());
         }
+        gate.yielded |= fight.yielded;
         let wake = match fight.restored {
+            None if fight.yielded => None,
             None => Some(fight.due),
             Some(at) if fight.contested() => Some(at + QUIET),
             Some(_) => None,

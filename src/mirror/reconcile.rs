@@ -165,9 +165,10 @@ impl Reconciler {
             .find_unmanaged(mirror, owner, &selected, first_sight, cached)
             .await;
         let mut plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
+        let policy = mirror.spec.conflict_policy();
         let gate = self
             .contests
-            .gate(owner, hash, &mut plan.update, Instant::now());
+            .gate(owner, (hash, policy), &mut plan.update, Instant::now());
         let hex = hash.hex();
         let report = ProgressReport {
             mirrors: &self.mirrors,

@@ -376,6 +376,7 @@ mod tests {
         Contest {
             namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
             writers: writers.iter().map(|s| s.to_string()).collect(),
+            yielded: false,
         }
     }
 
@@ -423,6 +424,21 @@ mod tests {
             ("False", Some("t3"))
         );
         assert_eq!((over.contested, ready(&over)), (0, ("True", "Synced")));
+    }
+
+    #[test]
+    fn a_yielded_copy_is_reported_as_left_to_the_other_writer() {
+        let mut seen = observed(2, 1, &[]);
+        let mut yielded = contest(&["team-a"], &["argocd-controller"]);
+        yielded.yielded = true;
+        seen.contest = Some(yielded);
+        let s = first_status(&seen, Reason::Synced);
+        let c = condition(&s, "Contested").expect("a Contested condition");
+        assert_mentions(
+            &c.message,
+            &["1 copy of", "team-a", "spec.conflicts: Yield"],
+        );
+        assert_eq!(ready(&s), ("False", "Contested"));
     }
 
     #[test]

@@ -158,6 +158,45 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// A Mirror with `conflicts: Yield` whose one copy has the fought copies' name; its namespace.
+fn yield_mirror(cp: &ControlPlane) -> String {
+    source_configmap(cp, "contest-yield-src", r#"{"k": "from-source"}"#);
+    let extra = format!(r#""targetName": "{SOURCE}", "conflicts": "Yield","#);
+    mirror(
+        cp,
+        "contest-yield",
+        "ConfigMap",
+        "contest-yield-src",
+        &extra,
+        "contest-yield",
+    );
+    cp.create_namespace("contest-yield", &[(SELECT_LABEL, "contest-yield")])
+}
+
+/// Under Yield, skiff restores the copy in `ns` once, then leaves it to the fighter until the
+/// source changes; a new source is copied once more, and yielded again.
+fn yielded_until_the_source_changes(cp: &ControlPlane, ns: &str, since: SystemTime) {
+    wait_until("Contested under Yield", || {
+        condition(cp, "contest-yield", "Contested").is_some_and(|c| {
+            let message = c["message"].as_str().unwrap_or("");
+            c["status"] == "True" && message.contains("spec.conflicts: Yield")
+        })
+    });
+    assert_eq!(copy_value(cp, ns).as_deref(), Some(THEIRS));
+    assert_eq!(skiff_writes(cp, ns, since), 1, "one restoration, then none");
+    source_configmap(cp, "contest-yield-src", r#"{"k": "from-source", "x": "2"}"#);
+    wait_until("the new source copied, then changed back", || {
+        cp.object("configmap", ns, SOURCE)
+            .is_some_and(|c| c["data"]["x"] == "2" && c["data"]["k"] == THEIRS)
+    });
+    thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        skiff_writes(cp, ns, since),
+        2,
+        "the new source once, then none"
+    );
+}
+
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_backoff() {
@@ -183,6 +222,7 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
         let others: Vec<String> = (0..2)
             .map(|_| cp.create_namespace("contest-other", &other_labels))
             .collect();
+        let yielding = yield_mirror(cp);
         let mirrored = |ns: &str, value: &str, name: &str| {
             cp.object("configmap", ns, name)
                 .is_some_and(|c| c["data"]["k"] == value)
@@ -190,7 +230,7 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
         wait_until("every copy", || {
             fought
                 .iter()
-                .chain([&calm])
+                .chain([&calm, &yielding])
                 .all(|ns| mirrored(ns, "from-source", SOURCE))
                 && others
                     .iter()
@@ -208,7 +248,8 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
         ];
         let fighters: Vec<Fighter> = fought
             .iter()
-            .zip(ways)
+            .chain([&yielding])
+            .zip(ways.into_iter().chain([How::ServerSideApply]))
             .map(|(ns, how)| Fighter::start(cp, ns, how))
             .collect();
 
@@ -318,6 +359,8 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
             "other Mirror converged in {other_in:?}"
         );
 
+        yielded_until_the_source_changes(cp, &yielding, wall0);
+
         thread::sleep(fight_for().saturating_sub(t0.elapsed()));
         for fighter in fighters {
             fighter.stop();
@@ -358,6 +401,12 @@ fn a_copy_another_writer_keeps_changing_back_is_contested_and_restored_with_back
             }
         }
         let all_restored = stopped.elapsed();
+        assert_eq!(
+            copy_value(cp, &yielding).as_deref(),
+            Some(THEIRS),
+            "yielded"
+        );
+        assert_eq!(skiff_writes(cp, &yielding, wall0), 2, "under Yield");
         eprintln!("contest: after the fighters stopped, every copy restored in {all_restored:?}");
     });
 }

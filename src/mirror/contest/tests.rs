@@ -35,7 +35,7 @@ fn fight(
     let mut now = t0;
     while now < t0 + until {
         let mut updates = vec![update(ns, Some("argocd-controller"))];
-        let gate = contests.gate(m, hash, &mut updates, now);
+        let gate = contests.gate(m, (hash, ConflictPolicy::Restore), &mut updates, now);
         if !updates.is_empty() {
             restored.push(now - t0);
         }
@@ -54,7 +54,12 @@ fn a_one_off_edit_is_restored_at_once() {
     let contests = Contests::default();
     let (m, t0) = (owner("m"), Instant::now());
     let mut updates = vec![update("a", Some("kubectl-edit"))];
-    let gate = contests.gate(&m, Digest::of(b"h"), &mut updates, t0);
+    let gate = contests.gate(
+        &m,
+        (Digest::of(b"h"), ConflictPolicy::Restore),
+        &mut updates,
+        t0,
+    );
     assert_eq!(updates.len(), 1, "the first restoration is not held");
     assert!(gate.held.is_empty() && gate.contested.is_empty());
     assert_eq!(gate.next, None);
@@ -80,7 +85,12 @@ fn restorations_undone_again_and_again_back_off_and_make_the_copy_contested() {
         );
     }
     let mut updates = vec![update("a", Some("argocd-controller"))];
-    let gate = contests.gate(&m, hash, &mut updates, t0 + secs(300.0));
+    let gate = contests.gate(
+        &m,
+        (hash, ConflictPolicy::Restore),
+        &mut updates,
+        t0 + secs(300.0),
+    );
     let by = gate.contested[0].1.map(|b| b.name().to_string());
     assert_eq!(by.as_deref(), Some("argocd-controller"));
     assert_eq!(gate.contest().writers, ["argocd-controller"]);
@@ -101,7 +111,12 @@ fn contested_within_seconds_then_at_most_one_write_per_jittered_cap() {
         );
     }
     let mut updates = vec![update("a", None)];
-    let gate = contests.gate(&m, hash, &mut updates, t0 + secs(3600.0));
+    let gate = contests.gate(
+        &m,
+        (hash, ConflictPolicy::Restore),
+        &mut updates,
+        t0 + secs(3600.0),
+    );
     assert_eq!(gate.contested.len(), 1);
 }
 
@@ -113,7 +128,7 @@ fn the_copy_is_contested_after_three_undone_restorations() {
     for undone in 0..=CONTESTED_AFTER {
         let gate = loop {
             let mut updates = vec![update("a", Some("fighter"))];
-            let gate = contests.gate(&m, hash, &mut updates, now);
+            let gate = contests.gate(&m, (hash, ConflictPolicy::Restore), &mut updates, now);
             if updates.is_empty() {
                 now += gate.next.expect("a requeue");
             } else {
@@ -137,12 +152,12 @@ fn a_held_copy_holds_no_other_copy_or_mirror() {
     fight(&contests, &m, "a", hash, t0, secs(30.0));
     let now = t0 + secs(30.0);
     let mut updates = vec![update("a", None), update("b", None)];
-    let gate = contests.gate(&m, hash, &mut updates, now);
+    let gate = contests.gate(&m, (hash, ConflictPolicy::Restore), &mut updates, now);
     let written: Vec<_> = updates.iter().map(|u| u.namespace.as_str()).collect();
     assert!(written.contains(&"b"), "{written:?}");
     assert!(gate.next.is_some());
     let mut theirs = vec![update("a", None)];
-    contests.gate(&other, hash, &mut theirs, now);
+    contests.gate(&other, (hash, ConflictPolicy::Restore), &mut theirs, now);
     assert_eq!(
         theirs.len(),
         1,
@@ -159,19 +174,34 @@ fn a_restoration_left_alone_for_a_while_ends_the_fight() {
     let mut last = t0 + secs(60.0);
     loop {
         let mut updates = vec![update("a", None)];
-        let gate = contests.gate(&m, hash, &mut updates, last);
+        let gate = contests.gate(&m, (hash, ConflictPolicy::Restore), &mut updates, last);
         if !updates.is_empty() {
             break;
         }
         last += gate.next.expect("a requeue");
     }
-    let gate = contests.gate(&m, hash, &mut Vec::new(), last + secs(1.0));
+    let gate = contests.gate(
+        &m,
+        (hash, ConflictPolicy::Restore),
+        &mut Vec::new(),
+        last + secs(1.0),
+    );
     assert_eq!(gate.contested.len(), 1, "still contested right after");
     assert_eq!(gate.next, Some(QUIET - secs(1.0)), "runs again to end it");
-    let gate = contests.gate(&m, hash, &mut Vec::new(), last + QUIET);
+    let gate = contests.gate(
+        &m,
+        (hash, ConflictPolicy::Restore),
+        &mut Vec::new(),
+        last + QUIET,
+    );
     assert!(gate.contested.is_empty(), "{gate:?}");
     let mut updates = vec![update("a", None)];
-    contests.gate(&m, hash, &mut updates, last + QUIET + secs(1.0));
+    contests.gate(
+        &m,
+        (hash, ConflictPolicy::Restore),
+        &mut updates,
+        last + QUIET + secs(1.0),
+    );
     assert_eq!(updates.len(), 1, "a new edit is restored at once");
     assert!(contests.lock().mirrors[&m].fights["a"].undone == 0);
 }
@@ -182,7 +212,12 @@ fn a_new_source_is_no_contest() {
     let (m, t0) = (owner("m"), Instant::now());
     fight(&contests, &m, "a", Digest::of(b"h"), t0, secs(30.0));
     let mut updates = vec![update("a", None)];
-    let gate = contests.gate(&m, Digest::of(b"new"), &mut updates, t0 + secs(30.0));
+    let gate = contests.gate(
+        &m,
+        (Digest::of(b"new"), ConflictPolicy::Restore),
+        &mut updates,
+        t0 + secs(30.0),
+    );
     assert_eq!(updates.len(), 1, "the new content goes out at once");
     assert!(gate.contested.is_empty());
 }
@@ -195,7 +230,7 @@ fn a_warning_at_most_every_ten_minutes_and_forgetting_drops_everything() {
     let mut now = t0;
     while now < t0 + secs(1800.0) {
         let mut updates = vec![update("a", Some("fighter"))];
-        let gate = contests.gate(&m, hash, &mut updates, now);
+        let gate = contests.gate(&m, (hash, ConflictPolicy::Restore), &mut updates, now);
         warnings += usize::from(gate.warn);
         now += gate.next.unwrap_or(secs(0.01)).max(secs(0.01));
     }
@@ -212,4 +247,42 @@ fn steps_double_from_one_second_to_the_cap() {
     assert_eq!(step(9), secs(256.0));
     assert_eq!(step(10), MAX_STEP);
     assert_eq!(step(u32::MAX), MAX_STEP);
+}
+
+#[test]
+fn under_yield_a_copy_changed_back_once_is_left_alone_until_the_source_changes() {
+    let contests = Contests::default();
+    let (m, t0) = (owner("m"), Instant::now());
+    let policy = |hash: &[u8]| (Digest::of(hash), ConflictPolicy::Yield);
+    let mut updates = vec![update("a", Some("argocd-controller"))];
+    contests.gate(&m, policy(b"h"), &mut updates, t0);
+    assert_eq!(updates.len(), 1, "a one-off edit is restored at once");
+    for later in [1.0, 60.0, 3600.0] {
+        let mut updates = vec![update("a", Some("argocd-controller"))];
+        let gate = contests.gate(&m, policy(b"h"), &mut updates, t0 + secs(later));
+        assert!(updates.is_empty(), "left alone after {later} s");
+        assert_eq!(
+            (gate.contested.len(), gate.yielded, gate.next),
+            (1, true, None)
+        );
+        assert!(gate.contest().yielded);
+    }
+    let mut updates = vec![update("a", Some("argocd-controller"))];
+    let gate = contests.gate(&m, policy(b"new"), &mut updates, t0 + secs(3601.0));
+    assert_eq!(updates.len(), 1, "a new source is copied once");
+    assert!(gate.contested.is_empty());
+}
+
+#[test]
+fn a_held_copy_the_other_writer_gives_back_counts_as_restored() {
+    let contests = Contests::default();
+    let (m, t0, hash) = (owner("m"), Instant::now(), Digest::of(b"h"));
+    let restore = (hash, ConflictPolicy::Restore);
+    fight(&contests, &m, "a", hash, t0, secs(30.0));
+    let gate = contests.gate(&m, restore, &mut Vec::new(), t0 + secs(30.0));
+    assert!(gate.held.is_empty());
+    assert!(gate.next.is_some_and(|n| n > secs(500.0)), "{gate:?}");
+    let gate = contests.gate(&m, restore, &mut Vec::new(), t0 + secs(30.0) + QUIET);
+    assert_eq!(gate, Gate::default(), "the fight is over");
+    assert!(contests.lock().mirrors.is_empty());
 }

@@ -56,6 +56,15 @@ impl Current<'_> {
 
 fn message(mirror: &Mirror, contest: &Contest) -> String {
     let (kind, name) = (mirror.spec.source.kind.as_str(), mirror.spec.target_name());
+    if contest.yielded {
+        return format!(
+            "{} {kind} {name} changed back by another writer, reported as {}, in: {}; left as it \
+             wrote it until the source changes (spec.conflicts: Yield)",
+            copies(contest.namespaces.len()),
+            contest.writers.join(", "),
+            name_some(&contest.namespaces),
+        );
+    }
     let minutes = MAX_STEP.as_secs() / 60;
     format!(
         "{} {kind} {name} changed back after each restoration by another writer, reported as {}, in: {}; \
