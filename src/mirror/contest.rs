@@ -211,6 +211,9 @@ impl Contests {
     ) -> Gate {
         let mut state = self.lock();
         let State { mirrors, jitter } = &mut *state;
+        if updates.is_empty() && !mirrors.contains_key(owner) {
+            return Gate::default();
+        }
         let copies = mirrors.entry(owner.clone()).or_default();
         settle(&mut copies.fights, updates, now);
         let mut held = Vec::new();
