@@ -32,6 +32,7 @@ import time
 APART = {"e2e"}
 # Jobs that assert timing, or load the CPU enough to upset one that does.
 QUIET = {
+    "e2e/contest",
     "e2e/faults",
     "e2e/throttled",
     "e2e/hostile_ports",

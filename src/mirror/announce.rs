@@ -1,9 +1,10 @@
 //! The Events a reconcile posts on its Mirror: objects adopted and copies replaced (Normal, and
-//! logged), conflicts found (Warning).
+//! logged), conflicts found and copies contested (Warning).
 //!
 //! One Event per reconcile and reason, naming the namespaces concerned, rather than one per
 //! namespace: a fan-out to thousands of namespaces must not post thousands of Events.
 
+use super::contest::Contest;
 use super::status::name_some;
 use super::types::Mirror;
 use crate::kube::events::{Recorder, reference_to};
@@ -32,6 +33,26 @@ impl Announcer {
         );
         self.recorder
             .warning(reference_to(mirror), "Conflict", &message)
+            .await;
+    }
+
+    /// One Warning Event (and a log line) naming where copies are contested and by whom; the
+    /// caller rate-limits it.
+    pub async fn contested(&self, mirror: &Mirror, contest: &Contest) {
+        let message = format!(
+            "{} is changed back after each restoration by another writer, reported as {}, in {}; \
+             skiff now restores it with backoff",
+            the_copy(mirror),
+            contest.writers.join(", "),
+            name_some(&contest.namespaces)
+        );
+        log::warn!(
+            "Mirror {}/{}: {message}",
+            mirror.metadata.namespace(),
+            mirror.metadata.name()
+        );
+        self.recorder
+            .warning(reference_to(mirror), "Contested", &message)
             .await;
     }
 

@@ -8,7 +8,7 @@
 use super::managed::{Managed, Record};
 use super::payload::{Digest, Payload};
 use super::types::{Mirror, SourceKind};
-use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use crate::kube::api::{ConfigMap, FieldManager, ObjectMeta, Secret};
 use std::collections::BTreeMap;
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -50,6 +50,8 @@ pub struct CopyInfo {
     pub content_hash: Digest,
     /// The keys skiff recorded as its own on the copy, if any.
     pub record: Option<Record>,
+    /// Who made the latest change skiff did not make, as it reports itself (2 bytes).
+    pub changed_by: Option<FieldManager>,
 }
 
 impl CopyInfo {
@@ -72,6 +74,7 @@ impl CopyInfo {
             resource_version: meta.resource_version().to_owned(),
             content_hash: payload.hash_with(managed.as_ref().and_then(Managed::if_any)),
             record,
+            changed_by: meta.other_manager,
         }
     }
 }

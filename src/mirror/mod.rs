@@ -15,6 +15,8 @@
 //! - [`announce`]: the Events a reconcile posts on its Mirror.
 //! - `conflicts`: objects with a copy's name that skiff must not touch, found and announced
 //!   once; [`known_conflicts`] keeps what is known of them per Mirror.
+//! - [`contest`]: copies another writer keeps changing back, and the backoff of their
+//!   restorations.
 //! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
 //! - [`copy_requests`]: the API requests on a copy, whatever its kind.
 //!
@@ -49,6 +51,7 @@ mod apply;
 pub mod caches;
 pub mod carry;
 mod conflicts;
+pub mod contest;
 pub mod controller;
 pub mod copy;
 pub mod copy_requests;

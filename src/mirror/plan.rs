@@ -7,6 +7,7 @@ use super::copy::{CopyInfo, Owner};
 use super::managed::Record;
 use super::payload::Digest;
 use super::types::SourceKind;
+use crate::kube::api::FieldManager;
 use std::collections::BTreeSet;
 
 /// What a Mirror wants: its copies named `name`, of `kind`, holding content hashed `hash`.
@@ -17,12 +18,14 @@ pub struct Desired<'a> {
     pub hash: Digest,
 }
 
-/// A copy whose content differs: where, at which version, and the keys it records as skiff's.
+/// A copy whose content differs: where, at which version, the keys it records as skiff's, and
+/// who changed it last if not skiff.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Update {
     pub namespace: String,
     pub resource_version: String,
     pub record: Option<Record>,
+    pub changed_by: Option<FieldManager>,
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -70,6 +73,7 @@ pub fn plan<'a>(
                         namespace: ns.clone(),
                         resource_version: copy.resource_version,
                         record: copy.record,
+                        changed_by: copy.changed_by,
                     });
                 }
             }
@@ -114,6 +118,7 @@ mod tests {
             resource_version: format!("rv-{ns}"),
             content_hash: Digest::of(hash.as_bytes()),
             record: None,
+            changed_by: None,
         }
     }
 
@@ -157,6 +162,7 @@ mod tests {
             namespace: "a".into(),
             resource_version: "rv-a".into(),
             record: None,
+            changed_by: None,
         };
         assert_eq!(p.update, vec![update]);
     }

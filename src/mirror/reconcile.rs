@@ -5,13 +5,15 @@
 //! Mirror are never written: they are counted, named in the status and reported as an Event.
 //!
 //! The reconciler decides; the writes are others': the `Applier` writes the copies, the
-//! [`MirrorWriter`] the Mirror's status and finalizer, the [`Announcer`] its Events, and
-//! `Conflicts` keeps what is known of objects skiff must not touch.
+//! [`MirrorWriter`] the Mirror's status and finalizer, the [`Announcer`] its Events,
+//! `Conflicts` keeps what is known of objects skiff must not touch, and [`Contests`] holds
+//! back the restorations of copies another writer keeps changing back.
 
 use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
+use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
@@ -28,6 +30,7 @@ use crate::runtime::{Action, ObjectKey};
 use crate::signal::Signal;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub struct Reconciler {
     caches: Caches,
@@ -35,6 +38,7 @@ pub struct Reconciler {
     secret_targets: SecretTargets,
     mirrors: MirrorWriter,
     conflicts: Conflicts,
+    contests: Contests,
     announce: Announcer,
     applier: Arc<Applier>,
 }
@@ -55,6 +59,7 @@ impl Reconciler {
             secret_targets,
             mirrors: MirrorWriter::new(client),
             conflicts: Conflicts::new(requests.clone()),
+            contests: Contests::default(),
             announce: Announcer::new(recorder),
             applier: Arc::new(Applier::new(requests, stopping)),
         }
@@ -159,7 +164,11 @@ impl Reconciler {
             .conflicts
             .find_unmanaged(mirror, owner, &selected, first_sight, cached)
             .await;
-        let plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
+        let mut plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
+        let policy = mirror.spec.conflict_policy();
+        let gate = self
+            .contests
+            .gate(owner, (hash, policy), &mut plan.update, Instant::now());
         let hex = hash.hex();
         let report = ProgressReport {
             mirrors: &self.mirrors,
@@ -184,22 +193,32 @@ impl Reconciler {
         conflicts.sort();
         self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight)
             .await;
+        let contest = gate.contest();
+        if gate.warn {
+            self.announce.contested(mirror, &contest).await;
+        }
         // Progress reports during the fan-out may have written the status since.
         let mirror = &self.mirrors.latest(owner, mirror.clone());
         let observed = Observed {
             source_hash: Some(hex),
             selected: selected.len() as u32,
-            synced: plan.in_sync + outcome.written,
+            synced: (plan.in_sync + outcome.written).saturating_sub(gate.contested_unheld),
             conflicts,
             adopted: outcome.adopted.len() as u32,
             replaced: outcome.replaced.len() as u32,
+            contest: Some(contest),
         };
         self.write_outcome(mirror, &observed, outcome.errors)
             .await?;
-        Ok(self
-            .conflicts
-            .recheck(owner)
-            .map_or(Action::Done, Action::RequeueAfter))
+        Ok(self.next_run(owner, &gate))
+    }
+
+    /// When to run again without an event: a conflict to re-check, or a copy's restoration
+    /// falling due (or its contest ending).
+    fn next_run(&self, owner: &Owner, gate: &Gate) -> Action {
+        let recheck = self.conflicts.recheck(owner);
+        let after = [recheck, gate.next].into_iter().flatten().min();
+        after.map_or(Action::Done, Action::RequeueAfter)
     }
 
     fn plan(
@@ -313,5 +332,6 @@ impl Reconciler {
     fn forget(&self, owner: &Owner) {
         self.mirrors.forget(owner);
         self.conflicts.forget(owner);
+        self.contests.forget(owner);
     }
 }

@@ -1,8 +1,12 @@
-//! The status a Mirror reports: counts, the source hash and one `Ready` condition.
+//! The status a Mirror reports: counts, the source hash, a `Ready` condition and, once copies
+//! were contested, a `Contested` one (`contested.rs`).
 //!
 //! Built from scratch on each reconcile and written only when it differs from what the
 //! object already shows, so a steady state writes nothing.
 
+mod contested;
+
+use super::contest::Contest;
 use super::types::{Condition, Mirror, MirrorStatus};
 
 /// Why the Mirror is (not) Ready; the condition's `reason`.
@@ -13,6 +17,8 @@ pub enum Reason {
     Progressing,
     SourceNotFound,
     Conflict,
+    /// Another writer keeps changing copies back (see `contest`).
+    Contested,
     SourceNamespaceNotAllowed,
     /// A Secret Mirror while `--secret-target-names` is empty.
     SecretTargetsDisabled,
@@ -34,6 +40,7 @@ impl Reason {
             Reason::Progressing => "Progressing",
             Reason::SourceNotFound => "SourceNotFound",
             Reason::Conflict => "Conflict",
+            Reason::Contested => "Contested",
             Reason::SourceNamespaceNotAllowed => "SourceNamespaceNotAllowed",
             Reason::SecretTargetsDisabled => "SecretTargetsDisabled",
             Reason::SecretTargetNotAllowed => "SecretTargetNotAllowed",
@@ -66,6 +73,9 @@ pub struct Observed {
     /// Objects adopted and copies replaced by this reconcile (the status adds them up).
     pub adopted: u32,
     pub replaced: u32,
+    /// The copies other writers keep changing back; `None`: not known to this write (a
+    /// fan-out's progress), so the status keeps what it shows.
+    pub contest: Option<Contest>,
 }
 
 /// The status to show for `mirror` after a reconcile that ended in `reason`.
@@ -79,8 +89,10 @@ pub fn build(
     message: &str,
     now: &str,
 ) -> MirrorStatus {
+    let contest = contested::current(mirror, observed);
     let reason = match reason {
         Reason::Synced if !observed.conflicts.is_empty() => Reason::Conflict,
+        Reason::Synced if contest.count() > 0 => Reason::Contested,
         other => other,
     };
     let ready = reason == Reason::Synced && observed.synced == observed.selected;
@@ -90,6 +102,12 @@ pub fn build(
             observed.synced, observed.selected
         ),
         Reason::Conflict => conflict_message(mirror, &observed.conflicts),
+        Reason::Contested => format!(
+            "{} of {} selected namespaces hold an up-to-date copy; {} contested (see the Contested condition)",
+            observed.synced,
+            observed.selected,
+            contest.count()
+        ),
         Reason::Progressing => format!(
             "{} of {} copies up to date",
             grouped(observed.synced),
@@ -98,14 +116,6 @@ pub fn build(
         _ => message.to_owned(),
     };
     let status = if ready { "True" } else { "False" };
-    let previous = mirror
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
-    let last_transition_time = match previous {
-        Some(c) if c.status == status => c.last_transition_time.clone(),
-        _ => Some(now.to_owned()),
-    };
     let (adopted, replaced) = mirror
         .status
         .as_ref()
@@ -118,14 +128,49 @@ pub fn build(
         conflicts: observed.conflicts.len() as u32,
         adopted: adopted.saturating_add(observed.adopted),
         replaced: replaced.saturating_add(observed.replaced),
-        conditions: vec![Condition {
-            type_: "Ready".into(),
-            status: status.into(),
-            reason: reason.as_str().into(),
-            message,
-            last_transition_time,
-            observed_generation: mirror.metadata.generation,
-        }],
+        contested: contest.count(),
+        conditions: [
+            Some(condition(
+                mirror,
+                "Ready",
+                status,
+                reason.as_str(),
+                message,
+                now,
+            )),
+            contest.condition(mirror, now),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    }
+}
+
+/// The condition `type_` of `mirror`, whose `lastTransitionTime` moves to `now` only when its
+/// status changes.
+fn condition(
+    mirror: &Mirror,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: String,
+    now: &str,
+) -> Condition {
+    let previous = mirror
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_));
+    let last_transition_time = match previous {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => Some(now.to_owned()),
+    };
+    Condition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time,
+        observed_generation: mirror.metadata.generation,
     }
 }
 
@@ -325,5 +370,88 @@ mod tests {
         assert_eq!((s.selected, s.synced), (1000, 412));
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(999), "999");
+    }
+
+    fn contest(namespaces: &[&str], writers: &[&str]) -> Contest {
+        Contest {
+            namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            writers: writers.iter().map(|s| s.to_string()).collect(),
+            yielded: false,
+        }
+    }
+
+    fn condition<'a>(s: &'a MirrorStatus, type_: &str) -> Option<&'a Condition> {
+        s.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    #[test]
+    fn contested_copies_make_ready_false_and_are_named_with_their_writers() {
+        let mut seen = observed(5, 3, &[]);
+        seen.contest = Some(contest(&["team-a", "team-b"], &["argocd-controller"]));
+        let s = first_status(&seen, Reason::Synced);
+        assert_eq!(ready(&s), ("False", "Contested"));
+        assert_eq!(s.contested, 2);
+        let c = condition(&s, "Contested").expect("a Contested condition");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "ChangedBack")
+        );
+        assert_mentions(
+            &c.message,
+            &[
+                "team-a",
+                "team-b",
+                "reported as argocd-controller",
+                "app-ca",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_mirror_never_contested_has_no_contested_condition_and_one_contested_before_says_false() {
+        let mut m = mirror();
+        let mut seen = observed(2, 2, &[]);
+        seen.contest = Some(Contest::default());
+        let s = build(&m, &seen, Reason::Synced, "", "t1");
+        assert_eq!((s.conditions.len(), ready(&s)), (1, ("True", "Synced")));
+        let mut fight = observed(2, 1, &[]);
+        fight.contest = Some(contest(&["team-a"], &["unknown"]));
+        m.status = Some(build(&m, &fight, Reason::Synced, "", "t2"));
+        let over = build(&m, &seen, Reason::Synced, "", "t3");
+        let c = condition(&over, "Contested").expect("kept once contested");
+        assert_eq!(
+            (c.status.as_str(), c.last_transition_time.as_deref()),
+            ("False", Some("t3"))
+        );
+        assert_eq!((over.contested, ready(&over)), (0, ("True", "Synced")));
+    }
+
+    #[test]
+    fn a_yielded_copy_is_reported_as_left_to_the_other_writer() {
+        let mut seen = observed(2, 1, &[]);
+        let mut yielded = contest(&["team-a"], &["argocd-controller"]);
+        yielded.yielded = true;
+        seen.contest = Some(yielded);
+        let s = first_status(&seen, Reason::Synced);
+        let c = condition(&s, "Contested").expect("a Contested condition");
+        assert_mentions(
+            &c.message,
+            &["1 copy of", "team-a", "spec.conflicts: Yield"],
+        );
+        assert_eq!(ready(&s), ("False", "Contested"));
+    }
+
+    #[test]
+    fn a_progress_report_keeps_the_contest_the_status_shows() {
+        let mut m = mirror();
+        let mut fight = observed(2, 1, &[]);
+        fight.contest = Some(contest(&["team-a"], &["fighter"]));
+        m.status = Some(build(&m, &fight, Reason::Synced, "", "t1"));
+        let progress = build(&m, &observed(2, 1, &[]), Reason::Progressing, "", "t2");
+        assert_eq!(progress.contested, 1);
+        assert_eq!(
+            condition(&progress, "Contested"),
+            condition(m.status.as_ref().unwrap(), "Contested")
+        );
     }
 }

@@ -36,11 +36,27 @@ pub struct MirrorSpec {
     /// What every copy carries besides the source's content.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<TargetSpec>,
+    /// What to do when another writer keeps changing a copy back; `Restore` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<ConflictPolicy>,
+}
+
+/// `spec.conflicts`: restore a contested copy with backoff, or leave it to the other writer
+/// until the source changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConflictPolicy {
+    #[default]
+    Restore,
+    Yield,
 }
 
 impl MirrorSpec {
     pub fn target_name(&self) -> &str {
         self.target_name.as_deref().unwrap_or(&self.source.name)
+    }
+
+    pub fn conflict_policy(&self) -> ConflictPolicy {
+        self.conflicts.unwrap_or_default()
     }
 
     /// The labels and annotations `spec.target.metadata` sets on every copy.
@@ -127,6 +143,9 @@ pub struct MirrorStatus {
     /// since the Mirror was created.
     #[serde(skip_serializing_if = "is_zero")]
     pub replaced: u32,
+    /// Copies another writer keeps changing back after skiff restores them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub contested: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
@@ -160,10 +179,18 @@ mod tests {
             "metadata":{"name":"ca","namespace":"skiff-system","generation":2},
             "spec":{"source":{"kind":"Secret","name":"app-ca"},"namespaceSelector":{}}}"#;
         let m: Mirror = serde_json::from_str(json).expect("valid mirror");
+        assert_eq!(m.spec.conflict_policy(), ConflictPolicy::Restore);
         assert_eq!(m.spec.source.kind, SourceKind::Secret);
         assert_eq!(m.spec.target_name(), "app-ca");
         assert_eq!(m.spec.namespace_selector, Some(LabelSelector::default()));
         assert!(m.status.is_none());
+    }
+
+    #[test]
+    fn conflicts_yield_decodes() {
+        let json = r#"{"spec":{"source":{"kind":"ConfigMap","name":"x"},"conflicts":"Yield"}}"#;
+        let m: Mirror = serde_json::from_str(json).expect("valid mirror");
+        assert_eq!(m.spec.conflict_policy(), ConflictPolicy::Yield);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod support;
 
 mod arm64;
 mod container;
+mod contest;
 mod control_plane;
 mod demo;
 mod deploy;

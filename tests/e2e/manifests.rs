@@ -283,13 +283,13 @@ fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_me
 
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
-fn get_mirrors_shows_source_selected_synced_ready_reason_and_age() {
+fn get_mirrors_shows_source_selected_synced_ready_reason_contested_and_age() {
     require_e2e_binaries();
     let cp = ControlPlane::installed();
     let ns = cp.create_namespace("e2e-columns", &[]);
     let spec = serde_json::json!({"source": {"kind": "ConfigMap", "name": "app-ca"}});
     cp.apply(&mirror(&ns, "columns", spec));
-    let status = serde_json::json!({"status": {"selected": 3, "synced": 2, "conflicts": 1,
+    let status = serde_json::json!({"status": {"selected": 3, "synced": 2, "conflicts": 1, "contested": 1,
         "conditions": [{"type": "Ready", "status": "False", "reason": "Conflict",
                         "message": "team-a/app-ca is not managed by skiff",
                         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
@@ -312,14 +312,21 @@ fn get_mirrors_shows_source_selected_synced_ready_reason_and_age() {
     assert_eq!(
         header,
         [
-            "NAME", "SOURCE", "SELECTED", "SYNCED", "READY", "REASON", "AGE"
+            "NAME",
+            "SOURCE",
+            "SELECTED",
+            "SYNCED",
+            "READY",
+            "REASON",
+            "CONTESTED",
+            "AGE"
         ],
         "{table}"
     );
     let row = lines.next().unwrap_or_default();
     assert_eq!(
-        row[..6],
-        ["columns", "app-ca", "3", "2", "False", "Conflict"],
+        row[..7],
+        ["columns", "app-ca", "3", "2", "False", "Conflict", "1"],
         "{table}"
     );
     assert_eq!(

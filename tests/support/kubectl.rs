@@ -52,6 +52,16 @@ impl Kubectl {
             .unwrap_or_else(|e| panic!("run kubectl {}: {e}", args.join(" ")))
     }
 
+    /// Starts kubectl with `args` (a `--watch`, say), its stdout piped, its stderr dropped.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start kubectl {}: {e}", args.join(" ")))
+    }
+
     /// Runs kubectl with `stdin` piped in (for `apply -f -`), whatever its outcome.
     pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
         let mut child = self

@@ -1,13 +1,14 @@
 //! Object metadata and the envelopes every kind shares: lists, watch events, `Status`.
 
+use super::field_manager::FieldManager;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// Decoded by hand (`meta_decode.rs`): `managedFields` is skipped without being built, and
-/// only the rare other unknown fields land in `extra`.
+/// Decoded by hand (`meta_decode.rs`): `managedFields` is read for one name and never built,
+/// and only the rare other unknown fields land in `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
@@ -38,6 +39,9 @@ pub struct ObjectMeta {
     /// the API server keeps an object's managedFields when an update omits them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// The writer of the latest change skiff did not make, from `managedFields` (never sent).
+    #[serde(skip)]
+    pub other_manager: Option<FieldManager>,
 }
 
 impl ObjectMeta {

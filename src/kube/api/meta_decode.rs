@@ -3,17 +3,19 @@
 //! A derived decoder with a `#[serde(flatten)]` map buffers the whole metadata as generic
 //! content and turns every unknown field into a `serde_json::Value` tree. On a real cluster
 //! the largest unknown field is `managedFields` (most of an object's metadata, for every object
-//! a watch delivers), so it is skipped here without being built; the few other unknown fields
+//! a watch delivers), so it is read here for one name only (see `field_manager.rs`), its
+//! entries' `fieldsV1` skipped without being built; the few other unknown fields
 //! (e.g. `generateName`) are kept in `extra` so a PUT of the object preserves them.
 
+use super::field_manager::LatestOther;
 use super::meta::{ObjectMeta, OwnerReference};
 use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Metadata field skiff never reads, and never sends back (the server keeps it on update).
+/// Metadata field skiff reads one name of, and never sends back (the server keeps it on update).
 pub const MANAGED_FIELDS: &str = "managedFields";
 
 #[derive(Deserialize)]
@@ -79,9 +81,7 @@ fn read_field<'de, A: MapAccess<'de>>(
         Field::OwnerReferences => {
             meta.owner_references = or_empty::<Vec<OwnerReference>, A>(map)?;
         }
-        Field::ManagedFields => {
-            map.next_value::<IgnoredAny>()?;
-        }
+        Field::ManagedFields => meta.other_manager = map.next_value::<LatestOther>()?.0,
         Field::Other(name) => {
             let value: Value = map.next_value()?;
             meta.extra.insert(name, value);
@@ -114,8 +114,10 @@ mod tests {
     }"#;
 
     #[test]
-    fn managed_fields_are_skipped_and_other_unknown_fields_kept() {
+    fn managed_fields_are_read_for_one_name_and_other_unknown_fields_kept() {
         let meta: ObjectMeta = serde_json::from_str(REAL).expect("valid metadata");
+        let manager = meta.other_manager.map(|m| m.name().to_string());
+        assert_eq!(manager.as_deref(), Some("kubectl-create"));
         assert_eq!(meta.name(), "team-a");
         assert_eq!(meta.resource_version(), "42");
         assert_eq!(meta.labels["kubernetes.io/metadata.name"], "team-a");

@@ -3,10 +3,12 @@
 //!
 //! Fields skiff does not use are kept in `extra` maps where skiff writes the object back
 //! (metadata, Lease spec), so a PUT never drops what a newer server or another client set;
-//! the exception is metadata's `managedFields`, skipped unbuilt (`meta_decode.rs`) because
-//! it is the bulk of every real object and the server keeps it when an update omits it.
+//! the exception is metadata's `managedFields`, read for one name and never built
+//! (`meta_decode.rs`, `field_manager.rs`) because it is the bulk of every real object and the
+//! server keeps it when an update omits it.
 
 mod core;
+mod field_manager;
 mod lease;
 mod meta;
 mod meta_decode;
@@ -15,6 +17,7 @@ mod review;
 pub use core::{
     ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, Secret,
 };
+pub use field_manager::{FieldManager, OWN_MANAGER};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchFrame};
 pub use meta_decode::MANAGED_FIELDS;

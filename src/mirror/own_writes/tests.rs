@@ -18,6 +18,7 @@ fn info(rv: &str, hash: &str) -> CopyInfo {
         resource_version: rv.into(),
         content_hash: Digest::of(hash.as_bytes()),
         record: None,
+        changed_by: None,
     }
 }
 
