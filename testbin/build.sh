@@ -2,7 +2,8 @@
 # Builds kube-apiserver, etcd and kubectl into ../bin from the Go modules pinned in go.mod, and
 # Helm (with yaml2json, which the chart tests read its output with) from its own module in helm/
 # (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing
-# binaries are built. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
+# binaries are built. `build.sh node` also builds the node's commands (kubelet,
+# kube-controller-manager, kube-scheduler, kube-proxy) for make test-node: a few more minutes. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
 # (Helm adds a few); later builds reuse Go's build cache.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -38,3 +39,10 @@ build helm helm.sh/helm/v4/cmd/helm helm \
   "-s -w -X $helm_pkg.version=$helm_version -X $helm_pkg.gitTreeState=clean"
 # Reads Helm's and kustomize's YAML output for the chart tests (helm/yaml2json/main.go).
 build yaml2json ./yaml2json helm "-s -w"
+
+if [ "${1:-}" = node ]; then
+  build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+  build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+  build kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+  build kubelet k8s.io/kubernetes/cmd/kubelet
+fi
