@@ -42,6 +42,7 @@ const MUST_ALLOW: &[Check] = &[
     check("delete", "configmaps", OTHER),
     check("watch", "configmaps", SKIFF),
     check("get", "leases.coordination.k8s.io/skiff-leader", SKIFF),
+    check("patch", "pods", SKIFF), // --leader-elect-pod-deletion-cost
     check("update", "leases.coordination.k8s.io/skiff-leader", SKIFF),
     check("watch", "leases.coordination.k8s.io/skiff-leader", SKIFF),
     check("create", "leases.coordination.k8s.io", SKIFF),
@@ -92,6 +93,9 @@ const MUST_DENY: &[Check] = &[
     check("create", "serviceaccounts/token", SKIFF),
     check("get", "nodes", ALL),
     check("create", "pods", OTHER),
+    check("patch", "pods", OTHER),
+    check("update", "pods", SKIFF),
+    check("delete", "pods", SKIFF),
     check(
         "update",
         "customresourcedefinitions.apiextensions.k8s.io",
