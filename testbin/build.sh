@@ -2,9 +2,10 @@
 # Builds kube-apiserver, etcd and kubectl into ../bin from the Go modules pinned in go.mod, and
 # Helm (with yaml2json, which the chart tests read its output with) from its own module in helm/
 # (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing
-# binaries are built. `build.sh node` also builds the node's commands (kubelet,
-# kube-controller-manager, kube-scheduler, kube-proxy) for make test-node: a few more minutes. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
-# (Helm adds a few); later builds reuse Go's build cache.
+# binaries are built. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
+# (Helm adds a few); later builds reuse Go's build cache. `build.sh node` builds the node's
+# commands instead, for make test-node (kubelet, kube-controller-manager, kube-scheduler,
+# kube-proxy): 5-10 more minutes with the cache warm from the others.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${BIN_DIR:-../bin}
@@ -27,6 +28,14 @@ build() { # name package [module dir] [ldflags]
   echo "testbin: built $1 in $((SECONDS - start)) s"
 }
 
+if [ "${1:-}" = node ]; then
+  build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+  build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+  build kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+  build kubelet k8s.io/kubernetes/cmd/kubelet
+  exit 0
+fi
+
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kubectl k8s.io/kubernetes/cmd/kubectl
@@ -39,10 +48,3 @@ build helm helm.sh/helm/v4/cmd/helm helm \
   "-s -w -X $helm_pkg.version=$helm_version -X $helm_pkg.gitTreeState=clean"
 # Reads Helm's and kustomize's YAML output for the chart tests (helm/yaml2json/main.go).
 build yaml2json ./yaml2json helm "-s -w"
-
-if [ "${1:-}" = node ]; then
-  build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-  build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-  build kube-proxy k8s.io/kubernetes/cmd/kube-proxy
-  build kubelet k8s.io/kubernetes/cmd/kubelet
-fi

@@ -28,6 +28,8 @@ mkdir -p "$logs"
 # Everything written below lives in this mount namespace's tmpfs: gone with it.
 mount -t tmpfs -o mode=0755 skiff-node "$state"
 mount -t tmpfs -o mode=0755 skiff-node-run /run
+# The kubelet writes Pod logs to /var/log/pods and /var/log/containers, paths it never lets go.
+mount -t tmpfs -o mode=0755 skiff-node-log /var/log
 # A sysfs of this network namespace (the CNI plugins read /sys/class/net), the cgroups kept.
 mkdir "$state/cgroup"
 mount --rbind /sys/fs/cgroup "$state/cgroup"
@@ -39,6 +41,8 @@ ip link set lo up
 ip link add cni0 type bridge
 ip addr add "$ip/24" dev cni0
 ip link set cni0 up
+# Services: the node's own connections to a ClusterIP need a route before kube-proxy's DNAT.
+ip route add 10.96.0.0/16 dev cni0 src "$ip"
 echo 1 >/proc/sys/net/ipv4/ip_forward
 # After kube-proxy's DNAT (priority -100): a Service address is translated by then. What it
 # drops it counts, and @tried says where the IPv4 packets were going.

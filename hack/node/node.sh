@@ -78,6 +78,7 @@ remove_cgroups() {
 
 start=$SECONDS
 packages
+testbin/build.sh >&2
 testbin/build.sh node >&2
 pause_image
 skiff_image

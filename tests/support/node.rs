@@ -106,21 +106,23 @@ impl Node {
             .collect()
     }
 
-    /// The kubelet's `prober_probe_total` samples with `result="failed"` for Pods in
-    /// `namespace`, summed.
-    pub fn failed_probes(&self, namespace: &str) -> u64 {
+    /// The kubelet's `prober_probe_total` samples with `result="failed"` for the Pods named
+    /// `pods` in `namespace`, summed.
+    pub fn failed_probes(&self, namespace: &str, pods: &[String]) -> u64 {
         let path = format!("/api/v1/nodes/{}/proxy/metrics/probes", self.name);
         let text = self.kubectl_ok(&["get", "--raw", &path]);
-        let label = format!("namespace=\"{namespace}\"");
+        let namespace = format!("namespace=\"{namespace}\"");
+        let ours = |l: &&str| pods.iter().any(|p| l.contains(&format!("pod=\"{p}\"")));
         text.lines()
-            .filter(|l| l.starts_with("prober_probe_total{"))
-            .filter(|l| l.contains(&label) && l.contains("result=\"failed\""))
+            .filter(|l| l.starts_with("prober_probe_total{") && l.contains(&namespace))
+            .filter(|l| l.contains("result=\"failed\"") && ours(l))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum::<f64>() as u64
     }
 
-    /// The `Unhealthy` events (failed probes, as `kubectl describe` shows them) in `namespace`.
-    pub fn unhealthy_events(&self, namespace: &str) -> Vec<String> {
+    /// The `Unhealthy` events (failed probes, as `kubectl describe` shows them) of the Pods
+    /// named `pods` in `namespace`.
+    pub fn unhealthy_events(&self, namespace: &str, pods: &[String]) -> Vec<String> {
         let events = self.get(&[
             "events",
             "-n",
@@ -130,6 +132,10 @@ impl Node {
         let items = events["items"].as_array().cloned().unwrap_or_default();
         items
             .iter()
+            .filter(|e| {
+                pods.iter()
+                    .any(|p| e["involvedObject"]["name"] == p.as_str())
+            })
             .map(|e| format!("{}: {}", e["involvedObject"]["name"], e["message"]))
             .collect()
     }
