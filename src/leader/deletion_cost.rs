@@ -15,6 +15,7 @@
 //! main client's connections without the fence: the mark is removed after leadership is lost,
 //! when the fence refuses writes.
 
+use super::announce::spawn_cut_off;
 use crate::kube::Client;
 use crate::kube::api::ObjectMeta;
 use serde::{Deserialize, Serialize};
@@ -113,15 +114,7 @@ impl DeletionCost {
         let Some(patch) = &self.patch else {
             return;
         };
-        let patching = patch(cost);
-        let timeout = self.timeout;
-        self.in_flight = Some(smol::spawn(async move {
-            let cut_off = async {
-                smol::Timer::after(timeout).await;
-                log::debug!("{ANNOTATION} not patched within {timeout:?}; dropped");
-            };
-            smol::future::or(patching, cut_off).await;
-        }));
+        self.in_flight = Some(spawn_cut_off(patch(cost), self.timeout, ANNOTATION));
     }
 }
 
@@ -167,10 +160,11 @@ mod tests {
     fn a_replica_that_never_led_sends_nothing_when_it_follows() {
         let (mut cost, rx) = recording();
         cost.follow();
+        assert_eq!(next(&rx), None, "a replica that never led removed a mark");
         cost.lead();
-        cost.follow();
-        cost.follow();
         assert_eq!(next(&rx), Some(Some(LEADER_COST)));
+        cost.follow();
+        cost.follow();
         assert_eq!(next(&rx), Some(None));
         assert_eq!(next(&rx), None, "a second follow removed the mark again");
     }
