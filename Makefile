@@ -105,7 +105,7 @@ testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the mis
 
 # The node suite's test program is built first, outside the node's namespaces; inside, cargo
 # only runs it. One test at a time: one kubelet, one skiff install.
-test-node: ## as root: skiff's image in Pods on a real kubelet (hack/node/node.sh): make deploy and helm install, probes, handovers, memory (NODE_ROUNDS, default 10)
+test-node: ## as root: skiff's image in Pods on a real kubelet (hack/node/node.sh): make deploy and helm install, probes, handovers, memory (NODE_ROUNDS, default 10; NODE_FANOUT, 1000)
 	$(CARGO) test --test e2e --no-run
 	hack/node/node.sh $(CARGO) test --test e2e node:: -- --include-ignored --test-threads=1 --nocapture
 

@@ -9,7 +9,8 @@
 //! Ignored by `cargo test`: it needs root and a node. `make test-node` sets one up
 //! (`hack/node/node.sh`: kubelet, containerd, kube-proxy and the control plane in namespaces of
 //! their own) and runs this suite inside it, one test at a time (one kubelet a machine).
-//! `NODE_ROUNDS` sets how many leader deletions and rollouts the `make deploy` test measures (10).
+//! `NODE_ROUNDS` sets how many leader deletions and rollouts the `make deploy` test measures (10),
+//! `NODE_FANOUT` how many namespaces its Mirror selects (1,000).
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -38,11 +39,12 @@ fn make_deploy_runs_skiff_in_pods() {
         node.make(&["undeploy"]);
     });
     node.make(&["deploy", &format!("IMG={}", node.image)]);
-    let rounds = std::env::var("NODE_ROUNDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10);
-    check_install(&node, "deploy", rounds, 1000);
+    check_install(
+        &node,
+        "deploy",
+        setting("NODE_ROUNDS", 10),
+        setting("NODE_FANOUT", 1000),
+    );
 }
 
 #[test]
@@ -67,6 +69,15 @@ fn helm_install_runs_skiff_in_pods() {
     check_install(&node, "helm", 1, 100);
 }
 
+/// A count from the environment, else `default`.
+fn setting(name: &str, default: usize) -> usize {
+    let value = std::env::var(name).ok();
+    value.map_or(default, |v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a count"))
+    })
+}
+
 /// Everything the node checks of an installed skiff, in an order that keeps the timing
 /// measurements away from the fan-out's load. `tag` tells this install's fan-out namespaces
 /// from another's.
@@ -88,7 +99,7 @@ fn check_install(node: &Node, tag: &str, rounds: usize, fanout: usize) {
     assert_probes_never_failed(node);
     assert_security_context(node);
     let lease = LeaseWatch::start(node, NAMESPACE, LEASE);
-    current_holder(node, &lease);
+    assert_only_the_leader_is_marked(node, &current_holder(node, &lease));
     assert_metrics_through_the_service(node);
     measure_leader_deletes(node, &lease, rounds);
     measure_rollouts(node, &lease, rounds);
@@ -198,7 +209,7 @@ fn assert_security_context(node: &Node) {
         let root = mounts
             .lines()
             .filter(|l| l.split(' ').nth(4) == Some("/"))
-            .last()
+            .next_back()
             .expect("a root mount");
         let options = root.split(' ').nth(5).unwrap_or_default();
         assert!(
@@ -348,6 +359,39 @@ fn current_holder(node: &Node, lease: &LeaseWatch) -> String {
     }
 }
 
+/// The leader's Pod carries `controller.kubernetes.io/pod-deletion-cost` (set through the
+/// shipped RBAC and admission policy), the standby's none.
+fn assert_only_the_leader_is_marked(node: &Node, leader: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let costs: Vec<(String, Value)> = node
+            .pods(NAMESPACE, SELECTOR)
+            .iter()
+            .map(|p| {
+                let cost =
+                    &p["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"];
+                (
+                    p["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    cost.clone(),
+                )
+            })
+            .collect();
+        let marked = |(pod, cost): &(String, Value)| (pod == pod_of(leader)) == (cost == "1000");
+        if costs.iter().all(marked) {
+            eprintln!("node: pod-deletion-cost 1000 on the leader only: {costs:?}");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "deletion costs after 30 s: {costs:?}, leader {leader}"
+        );
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// The Pod holding the Lease now.
 fn leader_pod(node: &Node) -> Value {
     let lease = node.get(&["lease", LEASE, "-n", NAMESPACE]);
@@ -380,9 +424,14 @@ fn measure_leader_deletes(node: &Node, lease: &LeaseWatch, rounds: usize) {
             !h.is_empty() && h != old
         });
         let took = at.saturating_duration_since(answered);
+        let released = lease
+            .seen()
+            .into_iter()
+            .find(|(t, h)| *t >= before && h.is_empty());
+        let released = released.map(|(t, _)| t.saturating_duration_since(answered));
         eprintln!(
-            "node: deleted leader {}; {} held the Lease {took:.0?} after the delete call returned \
-             ({:.0?} after kubectl started)",
+            "node: deleted leader {}; released {released:.0?} and {} held the Lease {took:.0?} \
+             after the delete call returned ({:.0?} after kubectl started)",
             pod_of(&old),
             pod_of(&new),
             at.duration_since(before)
