@@ -229,9 +229,13 @@ build-installer: ## write INSTALLER (default dist/install.yaml): manifests/ in o
 		$(KUBECTL) kustomize "$$overlay" > '$(INSTALLER)' && \
 		echo "make build-installer: wrote $(INSTALLER) (image $(IMG)); kubectl apply -f $(INSTALLER)"
 
-demo: testbin ## local control plane, two skiff replicas, a Mirror at work, a handover; Ctrl-C stops it
-	$(CARGO) build --quiet --bin skiff --example demo
-	target/debug/examples/demo target/debug/skiff
+demo: testbin ## local control plane, two skiff replicas, a Mirror at work, a handover; Ctrl-C stops it. NODE=1 (as root): skiff's image in Pods under a real kubelet (hack/node/demo.sh)
+	@if [ "$(NODE)" = 1 ]; then \
+		hack/node/node.sh hack/node/demo.sh; \
+	else \
+		$(CARGO) build --quiet --bin skiff --example demo && \
+		target/debug/examples/demo target/debug/skiff; \
+	fi
 
 clean: ## remove build output (the OpenSSL of make static with it) and the control-plane binaries
 	$(CARGO) clean

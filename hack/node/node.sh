@@ -91,11 +91,20 @@ cleanup() {
   rm -rf "$state"
 }
 trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-# --kill-child: if this script dies, so does the namespace's first process, and with it every
-# other process of the namespace.
-status=0
+# --kill-child: when unshare dies, so does the namespace's first process, and with it every
+# other process of the namespace. It runs in the background so that a signal to this script
+# is handled at once (bash defers traps while a foreground command runs): the trap kills it
+# (unshare hands SIGTERM to the namespace's first process, which as PID 1 ignores it).
 unshare --net --mount --pid --fork --kill-child --mount-proc --propagation private \
-  "$here/inside.sh" "$state" "$@" || status=$?
+  "$here/inside.sh" "$state" "$@" <&0 &
+node=$!
+stop() {
+  kill -KILL "$node" 2>/dev/null || true
+  wait "$node" 2>/dev/null || true
+  exit "$1"
+}
+trap 'stop 143' TERM
+trap 'stop 130' INT
+status=0
+wait "$node" || status=$?
 exit $status

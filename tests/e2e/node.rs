@@ -19,6 +19,7 @@ use crate::support::node::{
     LeaseWatch, Node, container_memory, container_pid, handovers, https_get_unverified, median_max,
     pod_of,
 };
+use crate::support::skiff::eventually;
 use serde_json::Value;
 
 const NAMESPACE: &str = "skiff-system";
@@ -119,26 +120,26 @@ impl<F: FnMut()> Drop for Teardown<F> {
 
 /// Waits until the Deployment has exactly two Pods, both Ready and none being deleted.
 fn wait_ready(node: &Node) {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    loop {
-        let pods = node.get(&["pods", "-n", NAMESPACE, "-l", SELECTOR]);
-        let pods = pods["items"].as_array().cloned().unwrap_or_default();
-        let ready = |p: &Value| {
-            p["metadata"]["deletionTimestamp"].is_null()
-                && p["status"]["conditions"].as_array().is_some_and(|c| {
-                    c.iter()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                })
-        };
-        if pods.len() == 2 && pods.iter().all(ready) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not two Ready skiff Pods after 180 s: {pods:#?}"
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
+    let is_ready = |p: &Value| {
+        let conditions = p["status"]["conditions"].as_array();
+        p["metadata"]["deletionTimestamp"].is_null()
+            && conditions.is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+    };
+    let mut pods = Vec::new();
+    let ready = eventually(Duration::from_secs(180), || {
+        pods = all_pods(node);
+        pods.len() == 2 && pods.iter().all(is_ready)
+    });
+    assert!(ready, "not two Ready skiff Pods after 180 s: {pods:#?}");
+}
+
+/// The Deployment's Pods, those being deleted too.
+fn all_pods(node: &Node) -> Vec<Value> {
+    let pods = node.get(&["pods", "-n", NAMESPACE, "-l", SELECTOR]);
+    pods["items"].as_array().cloned().unwrap_or_default()
 }
 
 /// Seconds from the container's start to the Pod's Ready condition (the API's timestamps are
@@ -208,8 +209,7 @@ fn assert_security_context(node: &Node) {
         let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).expect("mountinfo");
         let root = mounts
             .lines()
-            .filter(|l| l.split(' ').nth(4) == Some("/"))
-            .next_back()
+            .rfind(|l| l.split(' ').nth(4) == Some("/"))
             .expect("a root mount");
         let options = root.split(' ').nth(5).unwrap_or_default();
         assert!(
@@ -340,56 +340,48 @@ fn assert_metrics_through_the_service(node: &Node) {
 /// The Lease's holder, once it is one of this install's Pods (a Lease left by an earlier
 /// install names a Pod that is gone).
 fn current_holder(node: &Node, lease: &LeaseWatch) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let holder = lease.holder();
+    let mut holder = String::new();
+    let found = eventually(Duration::from_secs(60), || {
+        holder = lease.holder();
         let pods = node.pods(NAMESPACE, SELECTOR);
-        if !holder.is_empty()
+        !holder.is_empty()
             && pods
                 .iter()
                 .any(|p| p["metadata"]["name"] == pod_of(&holder))
-        {
-            return holder;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no skiff Pod holds the Lease within 60 s: {holder:?}"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
+    });
+    assert!(
+        found,
+        "no skiff Pod holds the Lease within 60 s: {holder:?}"
+    );
+    holder
 }
 
 /// The leader's Pod carries `controller.kubernetes.io/pod-deletion-cost` (set through the
 /// shipped RBAC and admission policy), the standby's none.
 fn assert_only_the_leader_is_marked(node: &Node, leader: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let costs: Vec<(String, Value)> = node
-            .pods(NAMESPACE, SELECTOR)
+    let cost = |p: &Value| {
+        let annotation =
+            &p["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"];
+        (
+            p["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            annotation.clone(),
+        )
+    };
+    let mut costs: Vec<(String, Value)> = Vec::new();
+    let marked = eventually(Duration::from_secs(30), || {
+        costs = node.pods(NAMESPACE, SELECTOR).iter().map(cost).collect();
+        costs
             .iter()
-            .map(|p| {
-                let cost =
-                    &p["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"];
-                (
-                    p["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    cost.clone(),
-                )
-            })
-            .collect();
-        let marked = |(pod, cost): &(String, Value)| (pod == pod_of(leader)) == (cost == "1000");
-        if costs.iter().all(marked) {
-            eprintln!("node: pod-deletion-cost 1000 on the leader only: {costs:?}");
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "deletion costs after 30 s: {costs:?}, leader {leader}"
-        );
-        thread::sleep(Duration::from_millis(200));
-    }
+            .all(|(pod, cost)| (pod == pod_of(leader)) == (cost == "1000"))
+    });
+    assert!(
+        marked,
+        "deletion costs after 30 s: {costs:?}, leader {leader}"
+    );
+    eprintln!("node: pod-deletion-cost 1000 on the leader only: {costs:?}");
 }
 
 /// The Pod holding the Lease now.
@@ -498,19 +490,12 @@ fn measure_rollouts(node: &Node, lease: &LeaseWatch, rounds: usize) {
 
 /// Waits until every skiff Pod of the old ReplicaSets is gone.
 fn wait_only_new_pods(node: &Node) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let all = node.get(&["pods", "-n", NAMESPACE, "-l", SELECTOR]);
-        let count = all["items"].as_array().map_or(0, Vec::len);
-        if count == 2 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "old Pods still there after 120 s: {count} Pods"
-        );
-        thread::sleep(Duration::from_millis(200));
-    }
+    let mut count = 0;
+    let gone = eventually(Duration::from_secs(120), || {
+        count = all_pods(node).len();
+        count == 2
+    });
+    assert!(gone, "old Pods still there after 120 s: {count} Pods");
 }
 
 /// `kubectl drain` on the only node: the first eviction goes through, its replacement cannot
