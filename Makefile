@@ -74,7 +74,7 @@ FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig p
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large compare static size docker-build \
 	docker-push image install uninstall deploy undeploy build-installer demo clean \
-	static-arm64 test-arm64 docker-buildx chart helm-package fuzz test-builds
+	static-arm64 test-arm64 docker-buildx chart helm-package fuzz test-builds test-node
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -102,6 +102,12 @@ test-builds:
 
 testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
 	testbin/build.sh
+
+# The node suite's test program is built first, outside the node's namespaces; inside, cargo
+# only runs it. One test at a time: one kubelet, one skiff install.
+test-node: ## as root: skiff's image in Pods on a real kubelet (hack/node/node.sh): make deploy and helm install, probes, handovers, memory (NODE_ROUNDS, default 10; NODE_FANOUT, 1000)
+	$(CARGO) test --test e2e --no-run
+	hack/node/node.sh $(CARGO) test --test e2e node:: -- --include-ignored --test-threads=1 --nocapture
 
 lint: ## rustfmt check, clippy with warnings as errors, no import cycles between source files, and the test lanes' scheduling
 	$(CARGO) fmt --check
@@ -223,9 +229,13 @@ build-installer: ## write INSTALLER (default dist/install.yaml): manifests/ in o
 		$(KUBECTL) kustomize "$$overlay" > '$(INSTALLER)' && \
 		echo "make build-installer: wrote $(INSTALLER) (image $(IMG)); kubectl apply -f $(INSTALLER)"
 
-demo: testbin ## local control plane, two skiff replicas, a Mirror at work, a handover; Ctrl-C stops it
-	$(CARGO) build --quiet --bin skiff --example demo
-	target/debug/examples/demo target/debug/skiff
+demo: testbin ## local control plane, two skiff replicas, a Mirror at work, a handover; Ctrl-C stops it. NODE=1 (as root): skiff's image in Pods under a real kubelet (hack/node/demo.sh)
+	@if [ "$(NODE)" = 1 ]; then \
+		hack/node/node.sh hack/node/demo.sh; \
+	else \
+		$(CARGO) build --quiet --bin skiff --example demo && \
+		target/debug/examples/demo target/debug/skiff; \
+	fi
 
 clean: ## remove build output (the OpenSSL of make static with it) and the control-plane binaries
 	$(CARGO) clean

@@ -92,6 +92,10 @@ struct Options {
     /// release the Lease on shutdown so a standby leads at once (default true)
     #[argh(option, default = "true", from_str_fn(parse_bool))]
     leader_elect_release_on_cancel: bool,
+    /// while leading, mark this Pod ($POD_NAME) to be deleted last by its ReplicaSet, so a
+    /// rollout moves the Lease once (default false; needs patch on pods)
+    #[argh(option, default = "false", from_str_fn(parse_bool))]
+    leader_elect_pod_deletion_cost: bool,
     /// queries per second of the lease client (default 5)
     #[argh(option, default = "DEFAULT_LEADER_ELECT_QPS")]
     leader_elect_qps: f32,
@@ -170,6 +174,8 @@ pub struct Settings {
     /// `--leader-elect-lease-duration`, `-renew-deadline` and `-retry-period`, checked together.
     pub timing: Timing,
     pub release_on_cancel: bool,
+    /// `--leader-elect-pod-deletion-cost`: mark the leader's Pod to be deleted last.
+    pub pod_deletion_cost: bool,
     pub leader_elect_qps: f32,
     pub leader_elect_burst: NonZeroU32,
     pub health_probe_bind_address: SocketAddr,
@@ -273,7 +279,7 @@ impl fmt::Display for Settings {
              leader-election-id={} leader-election-namespace={} \
              leader-elect-lease-duration={} leader-elect-renew-deadline={} \
              leader-elect-retry-period={} leader-elect-release-on-cancel={} \
-             leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
+             leader-elect-pod-deletion-cost={} leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
              graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
              source-namespaces={} secret-target-names={} log-format={} log-level={}",
@@ -294,6 +300,7 @@ impl fmt::Display for Settings {
             format_duration(self.timing.renew_deadline),
             format_duration(self.timing.retry_period),
             self.release_on_cancel,
+            self.pod_deletion_cost,
             self.leader_elect_qps,
             self.leader_elect_burst,
             self.health_probe_bind_address,

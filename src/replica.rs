@@ -16,7 +16,7 @@
 
 use crate::flags::{Settings, SourceNamespaces};
 use crate::kube::{Client, Config, Liveness};
-use crate::leader::{Announcer, ClientLeaseApi, Elector, Fence};
+use crate::leader::{Announcer, ClientLeaseApi, DeletionCost, Elector, Fence};
 use crate::manager::{HEARING_CHECK_PERIOD, StepDown};
 use crate::mirror::SourceScope;
 use crate::serve::Check;
@@ -81,6 +81,10 @@ impl Replica {
             &lease.name,
             identity,
         ));
+        if settings.pod_deletion_cost {
+            let namespace = config.namespace.as_deref();
+            elector.mark_pod_with(pod_deletion_cost(&reviewer, namespace)?);
+        }
         Ok(Replica {
             main,
             reviewer,
@@ -88,6 +92,25 @@ impl Replica {
             scope,
             deafness_timeout,
         })
+    }
+}
+
+/// `--leader-elect-pod-deletion-cost`: this replica's Pod, named by `POD_NAME`, in skiff's own
+/// namespace, marked through the unfenced client.
+fn pod_deletion_cost(unfenced: &Client, namespace: Option<&str>) -> Result<DeletionCost, String> {
+    let pod = std::env::var("POD_NAME").unwrap_or_default();
+    match (pod.trim(), namespace) {
+        ("", _) => Err(
+            "--leader-elect-pod-deletion-cost needs POD_NAME set to the Pod's name \
+                        (env valueFrom fieldRef metadata.name), or set it to false"
+                .into(),
+        ),
+        (_, None) => Err(
+            "--leader-elect-pod-deletion-cost needs skiff's namespace (in-cluster, \
+                          or the kubeconfig context's), or set it to false"
+                .into(),
+        ),
+        (pod, Some(namespace)) => Ok(DeletionCost::on_pod(unfenced, namespace, pod)),
     }
 }
 

@@ -3,7 +3,9 @@
 # Helm (with yaml2json, which the chart tests read its output with) from its own module in helm/
 # (its Kubernetes libraries are newer than those go.mod's replace directives pin). Only missing
 # binaries are built. The first build compiles most of Kubernetes: 10-20 minutes on 2 cores
-# (Helm adds a few); later builds reuse Go's build cache.
+# (Helm adds a few); later builds reuse Go's build cache. `build.sh node` builds the node's
+# commands instead, for make test-node (kubelet, kube-controller-manager, kube-scheduler,
+# kube-proxy): 5-10 more minutes with the cache warm from the others.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${BIN_DIR:-../bin}
@@ -25,6 +27,14 @@ build() { # name package [module dir] [ldflags]
   mv "$out/$1.tmp" "$out/$1"
   echo "testbin: built $1 in $((SECONDS - start)) s"
 }
+
+if [ "${1:-}" = node ]; then
+  build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+  build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+  build kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+  build kubelet k8s.io/kubernetes/cmd/kubelet
+  exit 0
+fi
 
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver

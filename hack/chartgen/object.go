@@ -189,7 +189,7 @@ func templateReferences(node *yaml.Node, f *fragments, inContainer bool) {
 // scalarReference returns the template for a scalar that names a skiff object, the install
 // namespace or the Lease, and node itself for any other.
 func scalarReference(key string, node *yaml.Node, f *fragments, inContainer bool) *yaml.Node {
-	if key == "name" && !inContainer || key == "serviceAccountName" {
+	if key == "name" && !inContainer || key == "serviceAccountName" || key == "policyName" {
 		if suffix, ok := strings.CutPrefix(node.Value, baseName); ok && (suffix == "" || suffix[0] == '-') {
 			return f.text(`{{ include "skiff.fullname" $ }}` + suffix)
 		}

@@ -8,8 +8,12 @@
 
 /// Boolean flags that argh declares as a switch (present = true).
 const SWITCHES: &[&str] = &["--leader-elect"];
-/// Boolean flags that argh declares as an option taking `true`/`false` (their default is true).
-const BOOL_OPTIONS: &[&str] = &["--leader-elect-release-on-cancel", "--metrics-secure"];
+/// Boolean flags that argh declares as an option taking `true`/`false`.
+const BOOL_OPTIONS: &[&str] = &[
+    "--leader-elect-release-on-cancel",
+    "--leader-elect-pod-deletion-cost",
+    "--metrics-secure",
+];
 
 /// Go's `strconv.ParseBool`, which `flag` uses for `--x=value`.
 pub fn parse_bool(text: &str) -> Result<bool, String> {

@@ -76,15 +76,7 @@ impl Announcer {
         let Some(post) = &self.post else {
             return;
         };
-        let posting = post(message);
-        let timeout = self.timeout;
-        self.in_flight = Some(smol::spawn(async move {
-            let cut_off = async {
-                smol::Timer::after(timeout).await;
-                log::debug!("leader event not recorded within {timeout:?}; dropped");
-            };
-            smol::future::or(posting, cut_off).await;
-        }));
+        self.in_flight = Some(spawn_cut_off(post(message), self.timeout, "leader event"));
     }
 
     /// Drops the announcement still in flight, if any (leadership ended, or shutdown): it is
@@ -92,6 +84,21 @@ impl Announcer {
     pub fn cancel(&mut self) {
         self.in_flight = None;
     }
+}
+
+/// Runs `work` in the background, dropped after `timeout` (logged at debug, naming `what`).
+pub(super) fn spawn_cut_off(
+    work: impl Future<Output = ()> + Send + 'static,
+    timeout: Duration,
+    what: &'static str,
+) -> Task<()> {
+    smol::spawn(async move {
+        let cut_off = async {
+            smol::Timer::after(timeout).await;
+            log::debug!("{what} not sent within {timeout:?}; dropped");
+        };
+        smol::future::or(work, cut_off).await;
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! the fence) against the shutdown signal; on shutdown stop the controllers, then `release()`.
 
 use super::announce::Announcer;
+use super::deletion_cost::DeletionCost;
 use super::fence::Fence;
 use super::lock::{Attempt, LeaseApi, LeaseLock};
 use super::standby::Standby;
@@ -40,6 +41,7 @@ pub struct Elector<A: LeaseApi> {
     metrics: LeaseMetrics,
     /// Posts the "became leader" Event in the background (never on the lease client).
     announcer: Announcer,
+    cost: DeletionCost,
 }
 
 impl<A: LeaseApi> Elector<A> {
@@ -54,12 +56,18 @@ impl<A: LeaseApi> Elector<A> {
             standby: Standby::new(),
             metrics,
             announcer: Announcer::silent(),
+            cost: DeletionCost::none(),
         })
     }
 
     /// Who announces this replica's leadership (by default nobody).
     pub fn announce_with(&mut self, announcer: Announcer) {
         self.announcer = announcer;
+    }
+
+    /// Who marks this replica's Pod while it leads (by default nobody).
+    pub fn mark_pod_with(&mut self, cost: DeletionCost) {
+        self.cost = cost;
     }
 
     pub fn identity(&self) -> &str {
@@ -145,6 +153,7 @@ impl<A: LeaseApi> Elector<A> {
         self.metrics.master_status.set(0.0);
         self.standby.stop_watching();
         self.announcer.cancel();
+        self.cost.follow();
         let seen_as_ours = self
             .lock
             .observed()
@@ -201,11 +210,13 @@ impl<A: LeaseApi> Elector<A> {
         // Not awaited: the Event goes out through the main client in the background.
         self.announcer
             .announce(format!("{} became leader", self.identity()));
+        self.cost.lead();
     }
 
     fn lost(&mut self, reason: String) -> LeaderLost {
         self.fence.close();
         self.announcer.cancel();
+        self.cost.follow();
         self.metrics.master_status.set(0.0);
         LeaderLost { reason }
     }

@@ -7,9 +7,11 @@
 //!   dedicated lease client.
 //! - [`elector`]: acquire, keep renewing, release; [`standby`]: the wait between attempts.
 //! - [`announce`]: the "became leader" Event, in the background on the main client.
+//! - [`deletion_cost`]: the leader's Pod deleted last in a rollout, in the background.
 //! - [`fence`]: refuses the main client's writes once leadership may be lost; `/healthz` check.
 pub mod announce;
 pub mod api;
+pub mod deletion_cost;
 pub mod elector;
 pub mod fence;
 pub mod identity;
@@ -23,6 +25,7 @@ pub(crate) mod fake;
 
 pub use announce::Announcer;
 pub use api::ClientLeaseApi;
+pub use deletion_cost::DeletionCost;
 pub use elector::{Elector, LeaderLost};
 pub use fence::Fence;
 pub use identity::identity;

@@ -29,6 +29,7 @@ mod metrics;
 mod mirror;
 mod mirror_metadata;
 mod mirror_takeover;
+mod node;
 mod rbac;
 mod secret_targets;
 mod throttled;

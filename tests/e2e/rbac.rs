@@ -7,6 +7,8 @@
 //! ServiceAccount's own token, so the token file and the bindings are both exercised.
 
 use crate::support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries};
+use skiff::kube::{Client, load_kubeconfig_files};
+use skiff::leader::deletion_cost::PodMeta;
 
 /// `kubectl auth can-i VERB RESOURCE [-n NS | --all-namespaces]`
 struct Check {
@@ -42,6 +44,7 @@ const MUST_ALLOW: &[Check] = &[
     check("delete", "configmaps", OTHER),
     check("watch", "configmaps", SKIFF),
     check("get", "leases.coordination.k8s.io/skiff-leader", SKIFF),
+    check("patch", "pods", SKIFF), // --leader-elect-pod-deletion-cost
     check("update", "leases.coordination.k8s.io/skiff-leader", SKIFF),
     check("watch", "leases.coordination.k8s.io/skiff-leader", SKIFF),
     check("create", "leases.coordination.k8s.io", SKIFF),
@@ -92,6 +95,9 @@ const MUST_DENY: &[Check] = &[
     check("create", "serviceaccounts/token", SKIFF),
     check("get", "nodes", ALL),
     check("create", "pods", OTHER),
+    check("patch", "pods", OTHER),
+    check("update", "pods", SKIFF),
+    check("delete", "pods", SKIFF),
     check(
         "update",
         "customresourcedefinitions.apiextensions.k8s.io",
@@ -266,4 +272,74 @@ fn operator_token_is_the_service_account_and_cannot_grant_itself_more() {
         !bind.status.success(),
         "the operator bound itself cluster-admin"
     );
+}
+
+/// `patch` on pods cannot be narrowed by RBAC to skiff's own Pods; the shipped
+/// ValidatingAdmissionPolicy lets skiff's ServiceAccount change only the deletion-cost
+/// annotation, and only on Pods that run as that ServiceAccount.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_operator_may_patch_only_the_deletion_cost_of_its_own_pods() {
+    require_e2e_binaries();
+    let cp = ControlPlane::installed();
+    let pod = |name: &str, account: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"skiff-system"}},
+                "spec":{{"serviceAccountName":"{account}","containers":[{{"name":"c","image":"example.invalid/c"}}]}}}}"#
+        )
+    };
+    cp.apply(&pod("rbac-skiff-pod", "skiff"));
+    cp.apply(&pod("rbac-other-pod", "default"));
+    // A merge PATCH as skiff sends it, with its own client and the ServiceAccount's token
+    // (kubectl patch reads the Pod first, which skiff may not).
+    let config = load_kubeconfig_files(&[cp.operator_kubeconfig()], None).expect("kubeconfig");
+    let client = Client::new(config).expect("client");
+    let patch = |name: &str, body: &str| {
+        let body: serde_json::Value = serde_json::from_str(body).expect("a JSON patch");
+        let sent = smol::block_on(client.patch_merge::<PodMeta>(Some("skiff-system"), name, &body));
+        (
+            sent.is_ok(),
+            sent.err().map(|e| e.to_string()).unwrap_or_default(),
+        )
+    };
+    let cost = |value: &str| {
+        format!(
+            r#"{{"metadata":{{"annotations":{{"controller.kubernetes.io/pod-deletion-cost":{value}}}}}}}"#
+        )
+    };
+    for (what, value) in [("marking", r#""1000""#), ("unmarking", "null")] {
+        let (ok, stderr) = patch("rbac-skiff-pod", &cost(value));
+        assert!(ok, "{what} its own Pod: {stderr}");
+    }
+    let refused = [
+        ("rbac-other-pod", cost(r#""1000""#)),
+        (
+            "rbac-skiff-pod",
+            r#"{"metadata":{"annotations":{"other":"x"}}}"#.to_owned(),
+        ),
+        (
+            "rbac-skiff-pod",
+            r#"{"metadata":{"labels":{"app.kubernetes.io/name":"x"}}}"#.to_owned(),
+        ),
+        (
+            "rbac-skiff-pod",
+            r#"{"spec":{"activeDeadlineSeconds":5}}"#.to_owned(),
+        ),
+    ];
+    for (name, body) in refused {
+        let (ok, stderr) = patch(name, &body);
+        assert!(
+            !ok && stderr.contains("skiff may change only"),
+            "{name} {body}: {stderr}"
+        );
+    }
+    cp.kubectl_ok(&[
+        "delete",
+        "pod",
+        "rbac-skiff-pod",
+        "rbac-other-pod",
+        "-n",
+        "skiff-system",
+        "--wait=false",
+    ]);
 }

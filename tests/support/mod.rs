@@ -17,6 +17,7 @@ pub mod lease;
 pub mod load;
 pub mod metrics_reader;
 pub mod mirror_e2e;
+pub mod node;
 pub mod plugin;
 pub mod pod;
 pub mod proxy;
