@@ -9,7 +9,6 @@
 //! or a copy, and for skiff the Mirror's `Contested` condition.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -91,7 +90,9 @@ pub fn run(
     std::thread::scope(|scope| {
         let mut watches = Vec::new();
         for ns in &namespaces {
-            let (child, lines) = watch_copy(cp, ns, &launch.tag);
+            let (child, lines) =
+                cp.admin()
+                    .watch_field("configmap", ns, &launch.tag, ".data.ca\\.crt");
             watches.push(child);
             let (tag, count) = (&launch.tag, &fighter_writes);
             scope.spawn(move || {
@@ -147,28 +148,6 @@ pub fn run(
         events: events(cp, &launch.tag).saturating_sub(events_before),
         condition,
     }
-}
-
-/// A kubectl watch of one copy's payload, one line per change.
-fn watch_copy(
-    cp: &ControlPlane,
-    ns: &str,
-    name: &str,
-) -> (std::process::Child, impl Iterator<Item = String> + use<>) {
-    let template = "jsonpath={.data.ca\\.crt}{\"\\n\"}";
-    let args = [
-        "get",
-        "configmap",
-        name,
-        "-n",
-        ns,
-        "--watch",
-        "-o",
-        template,
-    ];
-    let mut child = cp.admin().spawn(&args);
-    let stdout = child.stdout.take().expect("stdout is piped");
-    (child, BufReader::new(stdout).lines().map_while(Result::ok))
 }
 
 /// The fighter's write; whether the server took it.
