@@ -5,7 +5,8 @@
 //! Scenarios, per operator: footprint idle and converged, fan-out to every target namespace and
 //! the writes of a restart (`compare/lifecycle.rs`); handover rounds (`compare/handover.rs`);
 //! the Lease under controller load with APF squeezed (`compare/squeeze.rs`); hostile traffic on
-//! the probe and metrics ports (`compare/flood.rs`). Scales come from
+//! the probe and metrics ports (`compare/flood.rs`); another writer fighting the copies
+//! (`compare/fight.rs`). Scales come from
 //! the environment (`compare/settings.rs`); `cargo test --all-targets` skips this program.
 
 #[path = "../tests/support/mod.rs"]
@@ -20,6 +21,8 @@ mod far;
 mod faults;
 #[path = "compare/faults_report.rs"]
 mod faults_report;
+#[path = "compare/fight.rs"]
+mod fight;
 #[path = "compare/flood.rs"]
 mod flood;
 #[path = "compare/handover.rs"]
@@ -117,90 +120,37 @@ fn run(settings: &Settings) {
     let cp = ControlPlane::start();
     std::fs::create_dir_all(cp.dir().join("compare")).expect("create the log directory");
     let (skiff_identity, peer_identity) = world::install(&cp);
-    world::create_namespaces(&cp, 0..settings.namespaces, true);
-    let identity = |o: &Operator| {
-        if o.is_skiff() {
-            &skiff_identity
-        } else {
-            &peer_identity
-        }
+    let identities = Identities {
+        skiff: &skiff_identity,
+        peer: &peer_identity,
     };
-    let chosen =
-        |o: &Operator| settings.only.is_empty() || settings.only.iter().any(|s| s == o.slug);
-    let mut columns = Vec::new();
-    for operator in operators().into_iter().filter(chosen) {
-        progress(
-            started,
-            &format!("{}: footprint, fan-out, restart, handovers", operator.label),
-        );
-        let id = identity(&operator);
-        let (life, leader, watch) = lifecycle::run(&cp, &operator, id, settings.namespaces);
-        let handovers = handover::run(&cp, &operator, id, leader, &watch, settings.handovers);
-        drop(watch);
-        columns.push(Column {
-            binary_bytes: std::fs::metadata(operator.binary()).ok().map(|m| m.len()),
-            operator,
-            lifecycle: Some(life),
-            handovers: Some(handovers),
-            squeezed: None,
-            faults: None,
-        });
-    }
-    world::create_namespaces(&cp, settings.namespaces..settings.fanout, false);
-    faults::create_namespaces(&cp);
-    for column in &mut columns {
-        progress(
-            started,
-            &format!(
-                "{}: dead connections, partition, 10 ms link",
-                column.operator.label
-            ),
-        );
-        let id = identity(&column.operator);
-        world::retire_mirrors(&cp);
-        column.faults = Some(run_faults(&cp, &column.operator, id, settings.fanout));
-    }
-    world::retire_mirrors(&cp);
-    let with_flowschema = Operator::peer(
-        "scaffold",
-        "peer: scaffold + FlowSchema",
-        "scaffold-fs",
-        true,
-    );
-    if chosen(&with_flowschema) {
-        columns.push(Column {
-            operator: with_flowschema,
-            lifecycle: None,
-            handovers: None,
-            squeezed: None,
-            binary_bytes: None,
-            faults: None,
-        });
-    }
-    for column in &mut columns {
-        progress(
-            started,
-            &format!("{}: the Lease under the squeeze", column.operator.label),
-        );
-        let id = identity(&column.operator);
-        let squeezed = squeeze::run(
-            &cp,
-            &column.operator,
-            id,
-            settings.squeeze,
-            settings.load_threads,
-        );
-        column.squeezed = Some(squeezed);
-    }
+    let columns = if settings.runs("table") {
+        table(&cp, settings, started, &identities)
+    } else {
+        Vec::new()
+    };
+    let chosen = |o: &Operator| settings.chosen(o) && (o.is_skiff() || o.slug == "scaffold");
     let floods: Vec<flood::Flooded> = operators()
         .into_iter()
-        .filter(|o| chosen(o) && (o.is_skiff() || o.slug == "scaffold"))
+        .filter(|o| settings.runs("flood") && chosen(o))
         .map(|o| {
             progress(
                 started,
                 &format!("{}: hostile traffic on both ports", o.label),
             );
-            flood::run(&cp, &o, identity(&o))
+            flood::run(&cp, &o, identities.of(&o))
+        })
+        .collect();
+    if settings.runs("fight") {
+        world::retire_mirrors(&cp);
+        fight::create_namespaces(&cp);
+    }
+    let fights: Vec<fight::Fought> = operators()
+        .into_iter()
+        .filter(|o| settings.runs("fight") && chosen(o))
+        .map(|o| {
+            progress(started, &format!("{}: another writer fights", o.label));
+            fight::run(&cp, &o, identities.of(&o), settings.fight)
         })
         .collect();
     progress(started, "done");
@@ -216,7 +166,12 @@ fn run(settings: &Settings) {
         took: started.elapsed(),
         svg_path: svg,
     };
-    let section = report::render(&columns, &ctx) + &flood::render(&floods);
+    let table = if columns.is_empty() {
+        String::new()
+    } else {
+        report::render(&columns, &ctx)
+    };
+    let section = table + &flood::render(&floods) + &fight::render(&fights);
     println!("{section}");
     if settings.write_report {
         let path = repo().join(BENCHMARKS);
@@ -224,6 +179,99 @@ fn run(settings: &Settings) {
         std::fs::write(&path, report::splice(&document, &section)).expect("write BENCHMARKS.md");
         println!("compare: wrote {BENCHMARKS} and {SVG_PATH}");
     }
+}
+
+/// Who each operator runs as.
+struct Identities<'a> {
+    skiff: &'a world::Identity,
+    peer: &'a world::Identity,
+}
+
+impl Identities<'_> {
+    fn of(&self, operator: &Operator) -> &world::Identity {
+        if operator.is_skiff() {
+            self.skiff
+        } else {
+            self.peer
+        }
+    }
+}
+
+/// The side-by-side table: footprint, fan-out, restart and handovers, the faults, and the
+/// Lease under the squeeze, for each chosen operator.
+fn table(
+    cp: &ControlPlane,
+    settings: &Settings,
+    started: Instant,
+    identities: &Identities,
+) -> Vec<Column> {
+    world::create_namespaces(cp, 0..settings.namespaces, true);
+    let mut columns = Vec::new();
+    for operator in operators().into_iter().filter(|o| settings.chosen(o)) {
+        progress(
+            started,
+            &format!("{}: footprint, fan-out, restart, handovers", operator.label),
+        );
+        let id = identities.of(&operator);
+        let (life, leader, watch) = lifecycle::run(cp, &operator, id, settings.namespaces);
+        let handovers = handover::run(cp, &operator, id, leader, &watch, settings.handovers);
+        drop(watch);
+        columns.push(Column {
+            binary_bytes: std::fs::metadata(operator.binary()).ok().map(|m| m.len()),
+            operator,
+            lifecycle: Some(life),
+            handovers: Some(handovers),
+            squeezed: None,
+            faults: None,
+        });
+    }
+    world::create_namespaces(cp, settings.namespaces..settings.fanout, false);
+    faults::create_namespaces(cp);
+    for column in &mut columns {
+        progress(
+            started,
+            &format!(
+                "{}: dead connections, partition, 10 ms link",
+                column.operator.label
+            ),
+        );
+        let id = identities.of(&column.operator);
+        world::retire_mirrors(cp);
+        column.faults = Some(run_faults(cp, &column.operator, id, settings.fanout));
+    }
+    world::retire_mirrors(cp);
+    let with_flowschema = Operator::peer(
+        "scaffold",
+        "peer: scaffold + FlowSchema",
+        "scaffold-fs",
+        true,
+    );
+    if settings.chosen(&with_flowschema) {
+        columns.push(Column {
+            operator: with_flowschema,
+            lifecycle: None,
+            handovers: None,
+            squeezed: None,
+            binary_bytes: None,
+            faults: None,
+        });
+    }
+    for column in &mut columns {
+        progress(
+            started,
+            &format!("{}: the Lease under the squeeze", column.operator.label),
+        );
+        let id = identities.of(&column.operator);
+        let squeezed = squeeze::run(
+            cp,
+            &column.operator,
+            id,
+            settings.squeeze,
+            settings.load_threads,
+        );
+        column.squeezed = Some(squeezed);
+    }
+    columns
 }
 
 /// The fault scenarios of one operator (`compare/faults.rs`, `compare/far.rs`).

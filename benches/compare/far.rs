@@ -61,7 +61,7 @@ pub fn run(
 }
 
 /// User + system CPU time of a process so far, from `/proc/<pid>/stat` (clock ticks of 10 ms).
-fn cpu_time(pid: u32) -> Duration {
+pub fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);

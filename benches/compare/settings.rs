@@ -1,7 +1,9 @@
 //! The comparison's scales, from the environment so a smoke run and the full run are one
 //! program: `COMPARE_NAMESPACES=20 COMPARE_FANOUT=40 COMPARE_SQUEEZE=20s COMPARE_HANDOVERS=1`.
 //! `COMPARE_OPERATORS=skiff,scaffold COMPARE_WRITE=0` runs only those columns (by slug:
-//! skiff, scaffold, shared-limiter, dedicated-lease, scaffold-fs).
+//! skiff, scaffold, shared-limiter, dedicated-lease, scaffold-fs). `COMPARE_PARTS=fight
+//! COMPARE_WRITE=0` runs only those parts (`table`: footprint, handovers, faults, squeeze;
+//! `flood`; `fight`, whose window is `COMPARE_FIGHT=120s`).
 
 use skiff::duration::parse_duration;
 use std::time::Duration;
@@ -23,7 +25,14 @@ pub struct Settings {
     pub write_report: bool,
     /// The operators to run, by slug (`COMPARE_OPERATORS=skiff,scaffold`); empty for all.
     pub only: Vec<String>,
+    /// The parts to run (`COMPARE_PARTS=fight`); empty for all.
+    pub parts: Vec<String>,
+    /// How long the fighter fights each operator (default 120 s).
+    pub fight: Duration,
 }
+
+/// The parts of a run, for `COMPARE_PARTS`.
+const PARTS: [&str; 3] = ["table", "flood", "fight"];
 
 impl Settings {
     pub fn from_env() -> Result<Settings, String> {
@@ -35,6 +44,8 @@ impl Settings {
             load_threads: 4,
             write_report: true,
             only: Vec::new(),
+            parts: Vec::new(),
+            fight: Duration::from_secs(120),
         };
         let settings = Settings {
             namespaces: count("COMPARE_NAMESPACES", full.namespaces)?,
@@ -43,13 +54,21 @@ impl Settings {
             handovers: count("COMPARE_HANDOVERS", full.handovers)?,
             load_threads: count("COMPARE_LOAD_THREADS", full.load_threads)?,
             write_report: count("COMPARE_WRITE", 1)? == 1,
-            only: std::env::var("COMPARE_OPERATORS")
-                .map(|list| list.split(',').map(|s| s.trim().to_owned()).collect())
-                .unwrap_or_default(),
+            only: list("COMPARE_OPERATORS"),
+            parts: list("COMPARE_PARTS"),
+            fight: duration("COMPARE_FIGHT", full.fight)?,
         };
-        if !settings.only.is_empty() && settings.write_report {
+        if let Some(part) = settings.parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
+            return Err(format!(
+                "COMPARE_PARTS: no part {part:?}; the parts are {}",
+                PARTS.join(", ")
+            ));
+        }
+        let partial = !settings.only.is_empty() || !settings.parts.is_empty();
+        if partial && settings.write_report {
             return Err(
-                "COMPARE_OPERATORS runs part of the table; add COMPARE_WRITE=0 (nothing is rewritten)"
+                "COMPARE_OPERATORS and COMPARE_PARTS run part of the report; add COMPARE_WRITE=0 \
+                 (nothing is rewritten)"
                     .into(),
             );
         }
@@ -61,6 +80,23 @@ impl Settings {
         }
         Ok(settings)
     }
+
+    /// Whether the run includes `operator` (`COMPARE_OPERATORS`).
+    pub fn chosen(&self, operator: &crate::operator::Operator) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == operator.slug)
+    }
+
+    /// Whether the run includes `part` (one of [`PARTS`]).
+    pub fn runs(&self, part: &str) -> bool {
+        self.parts.is_empty() || self.parts.iter().any(|p| p == part)
+    }
+}
+
+/// A comma-separated list; empty when unset.
+fn list(name: &str) -> Vec<String> {
+    std::env::var(name)
+        .map(|list| list.split(',').map(|s| s.trim().to_owned()).collect())
+        .unwrap_or_default()
 }
 
 fn count(name: &str, default: usize) -> Result<usize, String> {

@@ -7,7 +7,6 @@
 //! `argocd-controller`, forcing, as Argo CD's self-heal does. The writes are counted in the API
 //! server's audit log, so what is measured is what the server took.
 
-use std::io::{BufRead, BufReader};
 use std::process::Child;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
@@ -78,21 +77,7 @@ impl How {
 
 /// A kubectl watch of one copy's `k`, one line per change.
 fn watch(cp: &ControlPlane, ns: &str) -> (Child, impl Iterator<Item = String> + use<>) {
-    let template = "jsonpath={.data.k}{\"\\n\"}";
-    let args = [
-        "get",
-        "configmap",
-        SOURCE,
-        "-n",
-        ns,
-        "--watch",
-        "-o",
-        template,
-    ];
-    let mut child = cp.admin().spawn(&args);
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let lines = BufReader::new(stdout).lines().map_while(Result::ok);
-    (child, lines)
+    cp.admin().watch_field("configmap", ns, SOURCE, ".data.k")
 }
 
 /// Another writer of one copy: each time the copy shows the source's value, it writes its own.

@@ -4,7 +4,7 @@
 //! (`bin/kubectl`, built with the server). The raw GET exists because kubectl hides response
 //! headers, and API Priority and Fairness reports its classification only there.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -60,6 +60,25 @@ impl Kubectl {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("start kubectl {}: {e}", args.join(" ")))
+    }
+
+    /// A watch of one field of one object (`field` as jsonpath, e.g. `.data.k`): the kubectl
+    /// process, and one line per change, the first being the object as listed.
+    pub fn watch_field(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        field: &str,
+    ) -> (std::process::Child, impl Iterator<Item = String> + use<>) {
+        let template = format!("jsonpath={{{field}}}{{\"\\n\"}}");
+        let args = [
+            "get", kind, name, "-n", namespace, "--watch", "-o", &template,
+        ];
+        let mut child = self.spawn(&args);
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let lines = io::BufReader::new(stdout).lines().map_while(Result::ok);
+        (child, lines)
     }
 
     /// Runs kubectl with `stdin` piped in (for `apply -f -`), whatever its outcome.
