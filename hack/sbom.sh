@@ -57,8 +57,14 @@ lock_checksum() {
 }
 
 # An SPDX license expression from Cargo's license field (the old "MIT/Apache-2.0" form too).
+# A crate whose Cargo.toml names only a license-file ($2) gets the license that file holds,
+# read by hand and listed here; any other crate without a license field stays NOASSERTION.
 spdx_license() {
-  if [ -z "$1" ]; then echo NOASSERTION; else echo "${1//\// OR }"; fi
+  if [ -n "$1" ]; then echo "${1//\// OR }"; return; fi
+  case $2 in
+    libyaml-safer) echo MIT ;; # LICENSE-MIT, the MIT license of libyaml and of the port
+    *) echo NOASSERTION ;;
+  esac
 }
 
 # package ID NAME VERSION LICENSE SUPPLIER PURL [SHA256] [COMMENT]
@@ -87,7 +93,7 @@ link() { relationships+=("$(printf '    {"spdxElementId": "SPDXRef-skiff", "rela
     id=crate-$name-$crate_version
     id=${id//[^a-zA-Z0-9.-]/-}
     printf ',\n'
-    package "$id" "$name" "$crate_version" "$(spdx_license "$license")" NOASSERTION \
+    package "$id" "$name" "$crate_version" "$(spdx_license "$license" "$name")" NOASSERTION \
       "pkg:cargo/$name@$crate_version" "$(lock_checksum "$name" "$crate_version")"
     link "$id"
   done <<<"$crates"

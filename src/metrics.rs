@@ -121,6 +121,17 @@ pub fn counter(name: &'static str, help: &'static str, labels: &[(&str, &str)]) 
     }
 }
 
+/// Declares the gauge family `name` before any series of it exists, so `/metrics` lists its HELP
+/// and TYPE from the start (a labelled family whose labels are not known yet).
+pub fn declare_gauge(name: &'static str, help: &'static str) {
+    let mut families = registry().lock().unwrap_or_else(|e| e.into_inner());
+    families.entry(name).or_insert_with(|| Family {
+        help,
+        kind: "gauge",
+        series: BTreeMap::new(),
+    });
+}
+
 /// The gauge `name{labels}`, created at zero on first use.
 pub fn gauge(name: &'static str, help: &'static str, labels: &[(&str, &str)]) -> Gauge {
     match series(

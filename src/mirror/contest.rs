@@ -123,6 +123,12 @@ pub const WARN_EVERY: Duration = Duration::from_secs(10 * 60);
 
 /// The metric of contested copies, labelled by Mirror (`namespace`, `name`).
 pub const METRIC: &str = "skiff_mirror_contested_copies";
+const METRIC_HELP: &str = "Copies of a Mirror that another writer keeps changing back.";
+
+/// Lists [`METRIC`] on `/metrics` before any Mirror is contested.
+pub fn declare_metric() {
+    metrics::declare_gauge(METRIC, METRIC_HELP);
+}
 
 impl Gate {
     /// The contested copies, as the status reports them.
@@ -160,8 +166,7 @@ impl Copies {
                 ("namespace", owner.namespace.as_str()),
                 ("name", owner.name.as_str()),
             ];
-            let help = "Copies of a Mirror that another writer keeps changing back.";
-            self.gauge = Some(metrics::gauge(METRIC, help, &labels));
+            self.gauge = Some(metrics::gauge(METRIC, METRIC_HELP, &labels));
         }
         if let Some(gauge) = &self.gauge {
             gauge.set(contested as f64);

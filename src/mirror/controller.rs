@@ -46,6 +46,7 @@ async fn run(
     stop: Signal,
 ) {
     let controller = Controller::new("mirror", WORKERS);
+    super::contest::declare_metric();
     let caches = Caches::new(&scope, &secret_targets);
     let _watches = caches.spawn_watches(&client, &controller.queue());
     if !until_listed(&caches, &stop).await {

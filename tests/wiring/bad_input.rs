@@ -60,7 +60,11 @@ fn malformed_kubeconfig_exits_1_saying_it_is_not_yaml() {
     let (code, stderr) = run(&dir, &path, &[]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains(&path.display().to_string()), "{stderr}");
-    assert!(stderr.contains("not valid YAML"), "{stderr}");
+    assert!(
+        stderr.contains("line 3, column 3"),
+        "the place is named: {stderr}"
+    );
+    assert!(stderr.contains("fix the YAML there"), "{stderr}");
 }
 
 #[test]
@@ -137,8 +141,11 @@ fn auth_provider_user_exits_1_saying_it_is_unsupported() {
     let path = kubeconfig_with(&dir, &plain_cluster(), user);
     let (code, stderr) = run(&dir, &path, &[]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("auth-provider"), "{stderr}");
-    assert!(stderr.contains("does not support"), "{stderr}");
+    assert!(stderr.contains("oidc auth-provider"), "{stderr}");
+    assert!(
+        stderr.contains("use an exec credential plugin"),
+        "the fix is named: {stderr}"
+    );
 }
 
 #[test]
