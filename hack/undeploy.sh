@@ -17,8 +17,8 @@ flags=${DELETE_FLAGS:---ignore-not-found}
 # How long skiff may take to delete every Mirror's copies (its write rate, --kube-api-qps).
 mirror_timeout=${MIRROR_DELETE_TIMEOUT:-300s}
 manifests=$(cd "$(dirname "$0")/../manifests" && pwd -P)
-namespace=$(sed -n 's/^namespace: *//p' "$manifests/kustomization.yaml")
-namespace=${namespace:-skiff-system}
+# skiff's namespace, as manifests/ names it on each object.
+namespace=${NAMESPACE:-skiff-system}
 # --leader-election-id
 lease=${LEASE:-skiff-leader}
 
