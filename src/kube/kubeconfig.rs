@@ -5,7 +5,7 @@
 //! (empty, comments only) adds nothing. Relative file paths resolve against the directory of
 //! the file that named them. Every refusal names the file and line of the entry at fault.
 
-use super::config::Config;
+use super::config::{Auth, Config};
 use super::config_error::ConfigError;
 use super::credentials::{
     cluster_proxy, cluster_tls, user_auth, user_identity, user_impersonation,
@@ -174,7 +174,40 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
         config.tls.identity = user_identity(user).map_err(|e| at(user, e))?;
     }
     config.namespace = context.entry.namespace.clone().filter(|n| !n.is_empty());
+    if config.server.scheme() == "http" {
+        plain_http_sends_no_identity(&mut config, cluster)?;
+    }
     Ok(config)
+}
+
+/// Over a plain http:// server client-go reads no user and no CA: it sends no token, no client
+/// certificate and no exec credential, where anyone on the path could read them. skiff does the
+/// same, and says so. Impersonation is refused instead of dropped: dropping it would change who
+/// skiff acts as without a word.
+fn plain_http_sends_no_identity(
+    config: &mut Config,
+    cluster: &Located<ClusterEntry>,
+) -> Result<(), ConfigError> {
+    if config.impersonate.is_some() {
+        return Err(at(
+            cluster,
+            ConfigError::Invalid(format!(
+                "cluster {:?} has a plain http:// server, over which kubectl sends no credentials and no impersonation, so the user's as: fields would be lost; use an https:// server",
+                cluster.name
+            )),
+        ));
+    }
+    let had_identity = !matches!(config.auth, Auth::None) || config.tls.identity.is_some();
+    if had_identity {
+        log::warn!(
+            "cluster {:?} has a plain http:// server: like kubectl, skiff sends no credentials over it; use https:// to send the user's",
+            cluster.name
+        );
+    }
+    config.auth = Auth::None;
+    config.tls.identity = None;
+    config.tls.ca_pem = None;
+    Ok(())
 }
 
 /// The cluster's server; a bare `host:port` is reached over http://, as client-go does (it
@@ -432,6 +465,20 @@ contexts:
         let text = FIRST.replace("https://dev.example:6443", "dev.example:6443");
         let config = load_one(&path, &text).unwrap();
         assert_eq!(config.server.as_str(), "http://dev.example:6443/");
+    }
+
+    #[test]
+    fn a_plain_http_server_gets_no_credentials_and_impersonation_over_it_is_refused() {
+        let dir = temp_dir("kc-http");
+        let path = dir.join("config");
+        let text = FIRST.replace("https://dev.example:6443", "http://dev.example:8080");
+        let config = load_one(&path, &text).unwrap();
+        assert!(matches!(config.auth, Auth::None), "{:?}", config.auth);
+        let https = load_one(&path, FIRST).unwrap();
+        assert!(matches!(https.auth, Auth::Token(_)), "{:?}", https.auth);
+        let text = text.replace("token: dev-token", "token: dev-token\n    as: viewer");
+        let err = load_one(&path, &text).unwrap_err().to_string();
+        assert_mentions(&err, &["http://", "as:", "https://"]);
     }
 
     #[test]

@@ -29,6 +29,12 @@ impl LoadOptions {
         config.impersonate = (self.impersonate)
             .apply(config.impersonate.take())
             .map_err(ConfigError::Invalid)?;
+        if config.impersonate.is_some() && config.server.scheme() == "http" {
+            return Err(ConfigError::Invalid(format!(
+                "--as/--as-group/--as-uid with the plain http:// server {}: kubectl sends no impersonation over it, so skiff would not act as that user; use an https:// server",
+                config.server
+            )));
+        }
         Ok(config)
     }
 }

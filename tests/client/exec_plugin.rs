@@ -13,8 +13,9 @@ use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, load_kubeconfig_files};
 use std::time::{Duration, Instant};
 
+/// Over TLS: like kubectl, skiff runs no credential plugin for a plain http:// server.
 fn server_with_configmap() -> FakeServer {
-    let server = FakeServer::start();
+    let server = FakeServer::start_tls();
     server.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME_NS}}));
     server.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "app", "namespace": HOME_NS}, "data": {}}));
@@ -22,7 +23,14 @@ fn server_with_configmap() -> FakeServer {
 }
 
 fn exec_client(server: &FakeServer, dir: &TempDir, plugin: &Plugin) -> Client {
-    let kubeconfig = exec_kubeconfig(&dir.0, &server.url(), None, plugin, HOME_NS, &[]);
+    let kubeconfig = exec_kubeconfig(
+        &dir.0,
+        &server.url(),
+        server.ca_pem().as_deref(),
+        plugin,
+        HOME_NS,
+        &[],
+    );
     let config = load_kubeconfig_files(&[kubeconfig], None).expect("load kubeconfig");
     Client::new(config).expect("client")
 }
@@ -111,7 +119,14 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
         print_token("tok")
     );
     let plugin = Plugin::write(&dir.0, &body);
-    let kubeconfig = exec_kubeconfig(&dir.0, &server.url(), None, &plugin, HOME_NS, &[]);
+    let kubeconfig = exec_kubeconfig(
+        &dir.0,
+        &server.url(),
+        server.ca_pem().as_deref(),
+        &plugin,
+        HOME_NS,
+        &[],
+    );
     let mut args: Vec<&str> = SHORT_LEASE.to_vec();
     args.push("--log-level=debug");
     let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);

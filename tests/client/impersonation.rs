@@ -14,13 +14,17 @@ use std::time::Duration;
 
 const NS: &str = "team-a";
 
+/// Over TLS: kubectl sends no credentials or impersonation to a plain http:// server.
 fn kubeconfig(server: &FakeServer, dir: &TempDir) -> std::path::PathBuf {
+    let ca = dir.0.join("ca.crt");
+    std::fs::write(&ca, server.ca_pem().expect("a TLS server")).expect("write the CA");
     let text = format!(
         "current-context: c
 clusters:
 - name: k
   cluster:
     server: {url}
+    certificate-authority: {ca}
 users:
 - name: u
   user:
@@ -33,7 +37,8 @@ contexts:
 - name: c
   context: {{cluster: k, user: u}}
 ",
-        url = server.url()
+        url = server.url(),
+        ca = ca.display()
     );
     let path = dir.0.join("config");
     std::fs::write(&path, text).expect("write the kubeconfig");
@@ -42,7 +47,7 @@ contexts:
 
 #[test]
 fn every_request_of_both_clients_carries_the_impersonation_headers() {
-    let server = FakeServer::start();
+    let server = FakeServer::start_tls();
     server.require_token("underlying");
     server.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
     let dir = TempDir::new("client-impersonation");
@@ -108,10 +113,16 @@ fn every_request_of_both_clients_carries_the_impersonation_headers() {
 
 #[test]
 fn the_binary_with_as_flags_impersonates_on_every_request_of_both_clients() {
-    let server = FakeServer::start();
+    let server = FakeServer::start_tls();
     server.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME_NS}}));
     let dir = TempDir::new("binary-impersonation");
-    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, Some("underlying"), HOME_NS);
+    let kubeconfig = write_kubeconfig(
+        &dir,
+        &server.url(),
+        server.ca_pem().as_deref(),
+        Some("underlying"),
+        HOME_NS,
+    );
     let mut args: Vec<&str> = SHORT_LEASE.to_vec();
     args.extend(["--as=jane", "--as-group=devs", "--as-group", "ops"]);
     let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);

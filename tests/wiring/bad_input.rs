@@ -149,6 +149,16 @@ fn auth_provider_user_exits_1_saying_it_is_unsupported() {
 }
 
 #[test]
+fn as_flag_with_a_plain_http_server_exits_1_instead_of_dropping_the_impersonation() {
+    let dir = TempDir::new("bad-as-http");
+    let path = write_kubeconfig(&dir, NOWHERE, None, Some("t"), "a");
+    let (code, stderr) = run(&dir, &path, &["--as", "viewer"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("plain http://"), "{stderr}");
+    assert!(stderr.contains("use an https:// server"), "{stderr}");
+}
+
+#[test]
 fn kube_api_qps_zero_exits_2_naming_the_flag() {
     let dir = TempDir::new("bad-qps");
     let path = write_kubeconfig(&dir, NOWHERE, None, None, "a");
@@ -209,10 +219,17 @@ fn log_until(dir: &TempDir, kubeconfig: &Path, needle: &str) -> String {
 
 #[test]
 fn wrong_token_is_logged_as_wrong_or_expired_without_the_token() {
-    let server = crate::support::fake::FakeServer::start();
+    let server = crate::support::fake::FakeServer::start_tls();
     server.require_token("the-right-token");
     let dir = TempDir::new("bad-token");
-    let path = write_kubeconfig(&dir, &server.url(), None, Some("a-revoked-token"), "a");
+    let ca = server.ca_pem();
+    let path = write_kubeconfig(
+        &dir,
+        &server.url(),
+        ca.as_deref(),
+        Some("a-revoked-token"),
+        "a",
+    );
     let logs = log_until(&dir, &path, "wrong or expired");
     assert!(
         !logs.contains("a-revoked-token"),

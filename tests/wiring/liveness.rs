@@ -223,13 +223,15 @@ fn a_deaf_leader_steps_down_on_a_10ms_link() {
 }
 
 /// Two replicas, each reaching the fake API server through a link with `latency` each way.
+/// Over TLS: the replicas are told apart by their tokens, which go to https:// servers only.
 fn deaf_leader(latency: Duration) {
-    let server = FakeServer::start();
+    let server = FakeServer::start_tls();
     fan_out_world(&server, 3);
-    let upstream = server.url().trim_start_matches("http://").to_owned();
+    let upstream = server.url().trim_start_matches("https://").to_owned();
     let link = FaultProxy::start(&upstream);
     link.set_latency(latency);
-    let url = format!("http://{}", link.address());
+    let url = format!("https://{}", link.address());
+    let ca = server.ca_pem();
     let dir = TempDir::new("deaf-leader");
     let flags = [
         "--leader-elect",
@@ -243,7 +245,7 @@ fn deaf_leader(latency: Duration) {
     ];
     let replica = |name: &str, token: &str| {
         let kubeconfig = dir.0.join(format!("{name}.kubeconfig"));
-        let written = write_kubeconfig(&dir, &url, None, Some(token), "skiff-system");
+        let written = write_kubeconfig(&dir, &url, ca.as_deref(), Some(token), "skiff-system");
         std::fs::rename(written, &kubeconfig).expect("name the kubeconfig");
         let log = dir.0.join(format!("{name}.log"));
         Skiff::start_with_env(&kubeconfig, log, &flags, &[("POD_NAME", name)])
@@ -337,11 +339,18 @@ fn deaf_leader(latency: Duration) {
 
 #[test]
 fn without_leader_election_healthz_fails_while_the_controllers_are_deaf() {
-    let server = FakeServer::start();
+    let server = FakeServer::start_tls();
     server.set_bookmark_interval(Duration::from_millis(300));
     fan_out_world(&server, 1);
     let dir = TempDir::new("deaf-healthz");
-    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, Some("token-a"), "skiff-system");
+    let ca = server.ca_pem();
+    let kubeconfig = write_kubeconfig(
+        &dir,
+        &server.url(),
+        ca.as_deref(),
+        Some("token-a"),
+        "skiff-system",
+    );
     let port = free_port();
     let probes = format!("--health-probe-bind-address=127.0.0.1:{port}");
     let flags = [

@@ -632,6 +632,7 @@ case("exec-relative-command.yaml", exec_user("https://10.0.0.30:6443", "rel", ""
 case("server-host-port-tls.yaml", token_user("api.example.com:6443", "hostport", "t"))
 case("server-host-port-plain.yaml", token_user("127.0.0.1:8080", "plainhost", "t").replace(f"\n    certificate-authority-data: {CA}", "").replace("    token: t", "    {}"))
 case("server-http-with-token.yaml", token_user("http://127.0.0.1:8080", "httptoken", "t").replace(f"\n    certificate-authority-data: {CA}", ""))
+case("server-http-impersonating.yaml", token_user("http://127.0.0.1:8080", "httpas", "t").replace(f"\n    certificate-authority-data: {CA}", "").replace("    token: t", "    token: t\n    as: viewer"))
 case("server-with-path.yaml", token_user("https://proxy.example.com/k8s/clusters/c-1/", "pathed", "t"))
 case("proxy-socks5.yaml", token_user("https://10.0.0.31:6443", "socks", "t", cluster_extra="\n    proxy-url: socks5://user:pass@socks.example:1080"))
 case("proxy-https.yaml", token_user("https://10.0.0.32:6443", "httpsproxy", "t", cluster_extra="\n    proxy-url: https://proxy.example:3129"))
