@@ -20,6 +20,10 @@
 //! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
 //! - [`copy_requests`]: the API requests on a copy, whatever its kind.
 //!
+//! Self-service:
+//! - [`consent`]: tenant Mirrors (offers), which copy only where an acceptance consents, and
+//!   the acceptances' statuses; [`acceptance`]: the `MirrorAcceptance` resource and its index.
+//!
 //! Watching:
 //! - [`caches`]: what is watched and kept.
 //! - [`enqueue`]: which Mirrors each watch event concerns.
@@ -46,11 +50,13 @@
 //!   [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
 //! - [`payload`]: the content a copy carries, and its hash.
 //! - [`types`]: the `Mirror` custom resource.
+pub mod acceptance;
 pub mod announce;
 mod apply;
 pub mod caches;
 pub mod carry;
 mod conflicts;
+pub mod consent;
 pub mod contest;
 pub mod controller;
 pub mod copy;
@@ -79,6 +85,7 @@ pub mod status;
 pub mod types;
 
 pub use caches::SourceScope;
+pub use consent::SelfService;
 pub use controller::runnable;
 pub use secret_targets::SecretTargets;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};

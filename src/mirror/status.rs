@@ -26,6 +26,8 @@ pub enum Reason {
     SecretTargetNotAllowed,
     /// A source skiff never copies: a ServiceAccount token.
     SourceNotAllowed,
+    /// A tenant's offer of a kind tenants may not share (see consent).
+    KindNotAllowed,
     /// `spec.source.keys` lists a key the source does not hold.
     SourceKeyMissing,
     /// `spec.source.keys` leaves out a key the source Secret's type requires.
@@ -45,6 +47,7 @@ impl Reason {
             Reason::SecretTargetsDisabled => "SecretTargetsDisabled",
             Reason::SecretTargetNotAllowed => "SecretTargetNotAllowed",
             Reason::SourceNotAllowed => "SourceNotAllowed",
+            Reason::KindNotAllowed => "KindNotAllowed",
             Reason::SourceKeyMissing => "SourceKeyMissing",
             Reason::RequiredKeyNotListed => "RequiredKeyNotListed",
             Reason::Error => "Error",

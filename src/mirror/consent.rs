@@ -1,0 +1,259 @@
+//! Self-service: tenant Mirrors, which copy only where both ends consent.
+//!
+//! With `--self-service`, a Mirror outside `--source-namespaces` is a tenant's *offer* when its
+//! namespace matches `--offer-namespace-selector`. It goes through the same reconcile as any
+//! Mirror, with three differences, all decided here:
+//! - it copies only into the namespaces it selects that also hold a [`MirrorAcceptance`]
+//!   naming it, the first `--max-copies-per-tenant-mirror` of them by name;
+//! - it shares ConfigMaps only, read from the ConfigMaps labelled [`SOURCE_LABEL`]`=true` that
+//!   are not skiff's copies (so copies cannot chain), and gets no finalizer (its copies are
+//!   deleted when skiff sees it gone, so a tenant namespace never waits for skiff to delete);
+//! - each acceptance of it gets a `Served` condition whose reason is one of [`Verdict`]'s.
+//!   "Not offered to you" and "no such Mirror or source" read the same, so an acceptance
+//!   cannot probe another namespace's objects; no message names anything the acceptance's
+//!   own spec does not.
+
+use super::acceptance::{Accepted, MirrorAcceptance, SERVED, acceptances_of, accepting};
+use super::caches::Caches;
+use super::copy::{CopyInfo, MANAGED_BY_LABEL, MANAGED_BY_VALUE, Owner};
+use super::namespace::NamespaceInfo;
+use super::namespace_selector::matches;
+use super::status::{Reason, Refusal};
+use super::types::{LabelSelector, Mirror, SourceKind};
+use crate::kube::api::Namespace;
+use crate::kube::{Client, Error};
+use crate::runtime::{Change, ObjectKey, Store};
+use serde_json::json;
+use std::collections::BTreeSet;
+
+/// The label a tenant's ConfigMap must carry (`true`) to be offered.
+pub const SOURCE_LABEL: &str = "skiff.dev/offered";
+
+/// The admin's guardrails (`--self-service` on).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelfService {
+    /// `--offer-namespace-selector`: the namespaces whose Mirrors are offers.
+    pub offer_selector: LabelSelector,
+    /// `--max-copies-per-tenant-mirror`.
+    pub max_copies: usize,
+}
+
+impl SelfService {
+    /// The label selector of the tenant source watch: offered, and not a skiff copy.
+    pub fn source_selector() -> String {
+        format!("{SOURCE_LABEL}=true,{MANAGED_BY_LABEL}!={MANAGED_BY_VALUE}")
+    }
+}
+
+/// Why a tenant's offer `mirror` may copy nothing: it shares a kind other than ConfigMap.
+pub fn kind_refusal(mirror: &Mirror) -> Option<Refusal> {
+    let kind = mirror.spec.source.kind;
+    (kind != SourceKind::ConfigMap).then(|| Refusal {
+        reason: Reason::KindNotAllowed,
+        message: format!(
+            "a Mirror outside the admin's source namespaces may share ConfigMaps only, not a {}",
+            kind.as_str()
+        ),
+    })
+}
+
+/// What an acceptance is told; the `Served` condition's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Served,
+    /// Not offered to this namespace, or no such Mirror or source: one answer for both.
+    NotAvailable,
+    /// An object of the copy's name that is not skiff's is in the way; it is left alone.
+    Conflict,
+    /// The offer shares a kind tenants may not share.
+    KindNotAllowed,
+    /// Offered and accepted, the copy not written (yet): the offer's cap, or under way.
+    Pending,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Served => "Served",
+            Verdict::NotAvailable => "NotAvailable",
+            Verdict::Conflict => "Conflict",
+            Verdict::KindNotAllowed => "KindNotAllowed",
+            Verdict::Pending => "Pending",
+        }
+    }
+
+    fn message(self, from: &Owner, copy: &str) -> String {
+        let (ns, name) = (&from.namespace, &from.name);
+        match self {
+            Verdict::Served => format!("ConfigMap {copy} here is a copy offered by {ns}/{name}"),
+            Verdict::NotAvailable => {
+                format!("nothing is offered to this namespace as Mirror {ns}/{name}")
+            }
+            Verdict::Conflict => format!(
+                "an object named {copy} that is not skiff's is in this namespace; it is left alone (delete or rename it to receive the copy)"
+            ),
+            Verdict::KindNotAllowed => {
+                format!("Mirror {ns}/{name} shares a kind tenants may not share (ConfigMaps only)")
+            }
+            Verdict::Pending => format!(
+                "offered and accepted; the copy {copy} is not written yet (the offer may be at its cap of copies)"
+            ),
+        }
+    }
+}
+
+/// The consent checks and acceptance statuses of one controller.
+pub struct Consent {
+    pub settings: SelfService,
+    caches: Caches,
+    client: Client,
+}
+
+impl Consent {
+    pub fn new(settings: SelfService, caches: Caches, client: Client) -> Consent {
+        Consent {
+            settings,
+            caches,
+            client,
+        }
+    }
+
+    /// Whether a Mirror in `namespace` is an offer: the namespace matches the offer selector.
+    pub fn offers(&self, namespace: &str) -> bool {
+        self.caches
+            .namespaces
+            .get("", namespace)
+            .is_some_and(|ns| matches(&self.settings.offer_selector, |k| ns.label(k)))
+    }
+
+    /// The namespaces a tenant Mirror copies into: those it selects that accept it, the first
+    /// `max_copies` by name.
+    pub fn served(&self, owner: &Owner, selected: &BTreeSet<String>) -> BTreeSet<String> {
+        let acceptances = self.caches.acceptances.as_ref();
+        let accepting = acceptances.map(|a| accepting(a, owner)).unwrap_or_default();
+        accepting
+            .intersection(selected)
+            .take(self.settings.max_copies)
+            .cloned()
+            .collect()
+    }
+
+    /// What the acceptance in `ns` of the Mirror `owner` is told. `mirror` is the offer as the
+    /// reconcile saw it (`None`: gone or not an offer); `copy` reads a copy as this replica's
+    /// own writes left it.
+    pub fn verdict(
+        &self,
+        owner: &Owner,
+        mirror: Option<&Mirror>,
+        ns: &str,
+        copy: &impl Fn(SourceKind, &str, &str) -> Option<CopyInfo>,
+    ) -> Verdict {
+        let Some(mirror) = mirror.filter(|m| m.metadata.deletion_timestamp.is_none()) else {
+            return Verdict::NotAvailable;
+        };
+        let selected = self.caches.selections.of(mirror);
+        if !selected.contains(ns) {
+            return Verdict::NotAvailable;
+        }
+        let source = &mirror.spec.source;
+        if source.kind != SourceKind::ConfigMap {
+            return Verdict::KindNotAllowed;
+        }
+        let namespace = mirror.metadata.namespace();
+        if self
+            .caches
+            .source(source.kind, namespace, &source.name)
+            .is_none()
+        {
+            return Verdict::NotAvailable;
+        }
+        if !self.served(owner, &selected).contains(ns) {
+            return Verdict::Pending;
+        }
+        match copy(source.kind, ns, mirror.spec.target_name()) {
+            Some(c) if c.owner.as_ref() == Some(owner) => Verdict::Served,
+            Some(_) => Verdict::Conflict,
+            None => Verdict::Pending,
+        }
+    }
+
+    /// Writes the `Served` condition of every acceptance of `owner` whose verdict changed.
+    pub async fn report(
+        &self,
+        owner: &Owner,
+        verdict: impl Fn(&str) -> Verdict,
+        copy_name: &str,
+    ) -> Result<(), Error> {
+        let Some(acceptances) = self.caches.acceptances.as_ref() else {
+            return Ok(());
+        };
+        for (key, accepted) in acceptances_of(acceptances, owner) {
+            let v = verdict(&key.namespace);
+            let shown = accepted.shown.as_ref();
+            if shown.is_some_and(|(r, g)| &**r == v.as_str() && *g == accepted.generation) {
+                continue;
+            }
+            self.write(&key, &accepted, v, copy_name).await?;
+        }
+        Ok(())
+    }
+
+    async fn write(
+        &self,
+        key: &ObjectKey,
+        accepted: &Accepted,
+        verdict: Verdict,
+        copy_name: &str,
+    ) -> Result<(), Error> {
+        let status = if verdict == Verdict::Served {
+            "True"
+        } else {
+            "False"
+        };
+        let patch = json!({"status": {"conditions": [{
+            "type": SERVED,
+            "status": status,
+            "reason": verdict.as_str(),
+            "message": verdict.message(&accepted.from, copy_name),
+            "lastTransitionTime": crate::time::now_seconds(),
+            "observedGeneration": accepted.generation,
+        }]}});
+        let written = self
+            .client
+            .patch_status::<MirrorAcceptance>(Some(&key.namespace), &key.name, &patch)
+            .await;
+        match written {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The Mirrors a Namespace event concerns beyond its selections: those of a namespace that
+/// started or stopped matching the offer selector (their offers open or close). The first
+/// list is skipped: every Mirror is reconciled after it anyway.
+pub fn offer_moved(
+    offer: &LabelSelector,
+    mirrors: &Store<Mirror, Mirror>,
+    event: &Change<Namespace>,
+    previous: Option<&NamespaceInfo>,
+) -> Vec<ObjectKey> {
+    let (Change::Listed(ns) | Change::Applied(ns)) = event else {
+        return Vec::new();
+    };
+    if previous.is_none() && matches!(event, Change::Listed(_)) {
+        return Vec::new();
+    }
+    let offers = |info: &NamespaceInfo| matches(offer, |k| info.label(k));
+    if previous.is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
+        return Vec::new();
+    }
+    let name = ns.metadata.name();
+    let mut keys = mirrors.keys();
+    keys.retain(|k| k.namespace == name);
+    keys
+}
+
+#[cfg(test)]
+mod tests;
