@@ -140,13 +140,15 @@ impl Consent {
 
     /// What the acceptance in `ns` of the Mirror `owner` is told. `mirror` is the offer as the
     /// reconcile saw it (`None`: gone or not an offer); `copy` reads a copy as this replica's
-    /// own writes left it.
+    /// own writes left it; `blocked` are the namespaces known to hold an object of the copy's
+    /// name that skiff does not manage.
     pub fn verdict(
         &self,
         owner: &Owner,
         mirror: Option<&Mirror>,
         ns: &str,
         copy: &impl Fn(SourceKind, &str, &str) -> Option<CopyInfo>,
+        blocked: &BTreeSet<String>,
     ) -> Verdict {
         let Some(mirror) = mirror.filter(|m| m.metadata.deletion_timestamp.is_none()) else {
             return Verdict::NotAvailable;
@@ -173,6 +175,7 @@ impl Consent {
         match copy(source.kind, ns, mirror.spec.target_name()) {
             Some(c) if c.owner.as_ref() == Some(owner) => Verdict::Served,
             Some(_) => Verdict::Conflict,
+            None if blocked.contains(ns) => Verdict::Conflict,
             None => Verdict::Pending,
         }
     }

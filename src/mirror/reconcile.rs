@@ -166,7 +166,8 @@ impl Reconciler {
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
         let copy_name = mirror.as_ref().map_or("", |m| m.spec.target_name());
-        let verdict = |ns: &str| consent.verdict(owner, mirror.as_ref(), ns, &copy);
+        let blocked = self.conflicts.blocked(owner);
+        let verdict = |ns: &str| consent.verdict(owner, mirror.as_ref(), ns, &copy, &blocked);
         consent.report(owner, verdict, copy_name).await
     }
 

@@ -105,7 +105,7 @@ fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     let consent = world(10, &[("team-b", &[])]);
     let none = |_: SourceKind, _: &str, _: &str| None;
     assert_eq!(
-        consent.verdict(&offer(), None, "team-b", &none),
+        consent.verdict(&offer(), None, "team-b", &none, &BTreeSet::new()),
         Verdict::NotAvailable
     );
     let mut mirror = crate::mirror::fixtures::mirror_of("share", SourceKind::ConfigMap);
@@ -113,7 +113,7 @@ fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     mirror.spec.namespace_selector = Some(LabelSelector::default());
     // Selected, but the source is not there (or not labelled): the same answer.
     assert_eq!(
-        consent.verdict(&offer(), Some(&mirror), "team-b", &none),
+        consent.verdict(&offer(), Some(&mirror), "team-b", &none, &BTreeSet::new()),
         Verdict::NotAvailable
     );
     assert_eq!(
@@ -130,7 +130,7 @@ fn an_offer_of_a_secret_is_refused_and_its_acceptances_told_why() {
     mirror.spec.namespace_selector = Some(LabelSelector::default());
     let none = |_: SourceKind, _: &str, _: &str| None;
     assert_eq!(
-        consent.verdict(&offer(), Some(&mirror), "team-b", &none),
+        consent.verdict(&offer(), Some(&mirror), "team-b", &none, &BTreeSet::new()),
         Verdict::KindNotAllowed
     );
     let refusal = kind_refusal(&mirror).expect("refused");
