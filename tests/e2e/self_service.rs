@@ -28,6 +28,12 @@ const FLAGS: [&str; 5] = [
 /// The ConfigMap part of `edit`, which is empty here (nothing aggregates it).
 const CONFIGMAPS: &str = "e2e-tenant-configmaps";
 
+fn configmaps_role(cp: &ControlPlane) {
+    cp.apply(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {CONFIGMAPS}\nrules:\n- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [get, list, watch, create, update, patch, delete]\n"
+    ));
+}
+
 fn wait_until(what: &str, check: impl FnMut() -> bool) {
     assert!(eventually(STEP_TIMEOUT, check), "timed out: {what}");
 }
@@ -42,14 +48,7 @@ impl Tenant {
     /// The ServiceAccount `name` in `namespace`, bound to `roles` (ClusterRoles) there only.
     fn new(cp: &ControlPlane, namespace: &str, name: &str, roles: &[&str]) -> Tenant {
         cp.kubectl_ok(&["create", "serviceaccount", name, "-n", namespace]);
-        for role in roles {
-            let binding = format!("{name}-{role}");
-            let sa = format!("{namespace}:{name}");
-            let args = ["create", "rolebinding", &binding, "-n", namespace];
-            let mut all = args.to_vec();
-            all.extend(["--clusterrole", role, "--serviceaccount", &sa]);
-            cp.kubectl_ok(&all);
-        }
+        bind(cp, namespace, &format!("{namespace}:{name}"), roles);
         let token = cp.kubectl_ok(&["create", "token", name, "-n", namespace]);
         let dir = TempDir::new(&format!("e2e-self-service-{namespace}-{name}"));
         let path: PathBuf = write_kubeconfig(
@@ -76,6 +75,17 @@ impl Tenant {
 
     fn ok(&self, args: &[&str]) -> String {
         self.kubectl.ok(args)
+    }
+}
+
+/// Binds the ServiceAccount `sa` (`namespace:name`) to `roles` in `namespace`.
+fn bind(cp: &ControlPlane, namespace: &str, sa: &str, roles: &[&str]) {
+    for role in roles {
+        let binding = format!("{}-{role}", sa.replace(':', "-"));
+        let args = ["create", "rolebinding", &binding, "-n", namespace];
+        let mut all = args.to_vec();
+        all.extend(["--clusterrole", role, "--serviceaccount", sa]);
+        cp.kubectl_ok(&all);
     }
 }
 
@@ -141,13 +151,7 @@ fn tenants_share_only_where_both_consent() {
     require_e2e_binaries();
     let cp = ControlPlane::installed();
     let w = world(cp);
-    cp.kubectl_ok(&[
-        "create",
-        "clusterrole",
-        CONFIGMAPS,
-        "--resource=configmaps",
-        "--verb=get,list,watch,create,update,patch,delete",
-    ]);
+    configmaps_role(cp);
     let tenant_roles = [CONFIGMAPS, "skiff-tenant-edit"];
     let a = Tenant::new(cp, &w.a, "tenant", &tenant_roles);
     let b = Tenant::new(cp, &w.b, "tenant", &tenant_roles);
@@ -282,4 +286,40 @@ fn revocations(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
     });
     let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
     assert_eq!(mine["data"]["mine"], "yes");
+}
+
+/// The shipped ValidatingAdmissionPolicy: a tenant who may create Mirrors and acceptances but
+/// may not read the source cannot offer it, and one who may not create ConfigMaps in a
+/// namespace cannot accept there; the same requests pass for a tenant who may.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
+    require_e2e_binaries();
+    let cp = ControlPlane::installed();
+    configmaps_role(cp);
+    let src = cp.create_namespace("vap-a", &[("skiff.dev/may-offer", "true")]);
+    let dst = cp.create_namespace("vap-b", &[]);
+    cp.kubectl_ok(&["create", "configmap", "settings", "-n", &src, "--from-literal=k=v"]);
+    let limited = Tenant::new(cp, &src, "limited", &["skiff-tenant-edit"]);
+    bind(cp, &dst, &format!("{src}:limited"), &["skiff-tenant-edit"]);
+    let full = Tenant::new(cp, &src, "full", &[CONFIGMAPS, "skiff-tenant-edit"]);
+    bind(cp, &dst, &format!("{src}:full"), &[CONFIGMAPS, "skiff-tenant-edit"]);
+
+    let offer_manifest = offer(&src, "share", "ConfigMap", "settings");
+    let refused = limited.apply(&offer_manifest).expect_err("an offer without get");
+    assert!(refused.contains("may offer only what its author may read"), "{refused}");
+    let accept_manifest = acceptance(&dst, "from-a", &src, "share");
+    let refused = limited.apply(&accept_manifest).expect_err("an acceptance without create");
+    assert!(refused.contains("lets skiff create a ConfigMap"), "{refused}");
+    assert!(cp.object("mirror", &src, "share").is_none());
+    assert!(cp.object("mirroracceptance", &dst, "from-a").is_none());
+
+    full.apply(&offer_manifest).expect("an offer with get");
+    full.apply(&accept_manifest).expect("an acceptance with create");
+    // A change that leaves the spec alone is not checked (skiff's own finalizer and status
+    // writes are such changes); a change of the spec is.
+    limited.ok(&["label", "mirror", "share", "seen=yes"]);
+    let other = offer(&src, "share", "ConfigMap", "other");
+    let refused = limited.apply(&other).expect_err("re-pointing the offer without get");
+    assert!(refused.contains("may offer only what its author may read"), "{refused}");
 }
