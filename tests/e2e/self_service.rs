@@ -299,27 +299,55 @@ fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
     configmaps_role(cp);
     let src = cp.create_namespace("vap-a", &[("skiff.dev/may-offer", "true")]);
     let dst = cp.create_namespace("vap-b", &[]);
-    cp.kubectl_ok(&["create", "configmap", "settings", "-n", &src, "--from-literal=k=v"]);
+    cp.kubectl_ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        &src,
+        "--from-literal=k=v",
+    ]);
     let limited = Tenant::new(cp, &src, "limited", &["skiff-tenant-edit"]);
     bind(cp, &dst, &format!("{src}:limited"), &["skiff-tenant-edit"]);
     let full = Tenant::new(cp, &src, "full", &[CONFIGMAPS, "skiff-tenant-edit"]);
-    bind(cp, &dst, &format!("{src}:full"), &[CONFIGMAPS, "skiff-tenant-edit"]);
+    bind(
+        cp,
+        &dst,
+        &format!("{src}:full"),
+        &[CONFIGMAPS, "skiff-tenant-edit"],
+    );
 
     let offer_manifest = offer(&src, "share", "ConfigMap", "settings");
-    let refused = limited.apply(&offer_manifest).expect_err("an offer without get");
-    assert!(refused.contains("may offer only what its author may read"), "{refused}");
+    let refused = limited
+        .apply(&offer_manifest)
+        .expect_err("an offer without get");
+    assert!(
+        refused.contains("may offer only what its author may read"),
+        "{refused}"
+    );
     let accept_manifest = acceptance(&dst, "from-a", &src, "share");
-    let refused = limited.apply(&accept_manifest).expect_err("an acceptance without create");
-    assert!(refused.contains("lets skiff create a ConfigMap"), "{refused}");
+    let refused = limited
+        .apply(&accept_manifest)
+        .expect_err("an acceptance without create");
+    assert!(
+        refused.contains("lets skiff create a ConfigMap"),
+        "{refused}"
+    );
     assert!(cp.object("mirror", &src, "share").is_none());
     assert!(cp.object("mirroracceptance", &dst, "from-a").is_none());
 
     full.apply(&offer_manifest).expect("an offer with get");
-    full.apply(&accept_manifest).expect("an acceptance with create");
+    full.apply(&accept_manifest)
+        .expect("an acceptance with create");
     // A change that leaves the spec alone is not checked (skiff's own finalizer and status
     // writes are such changes); a change of the spec is.
     limited.ok(&["label", "mirror", "share", "seen=yes"]);
     let other = offer(&src, "share", "ConfigMap", "other");
-    let refused = limited.apply(&other).expect_err("re-pointing the offer without get");
-    assert!(refused.contains("may offer only what its author may read"), "{refused}");
+    let refused = limited
+        .apply(&other)
+        .expect_err("re-pointing the offer without get");
+    assert!(
+        refused.contains("may offer only what its author may read"),
+        "{refused}"
+    );
 }
