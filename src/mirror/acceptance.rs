@@ -12,7 +12,6 @@ use crate::kube::api::ObjectMeta;
 use crate::runtime::{Change, ObjectKey, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -59,15 +58,55 @@ pub struct AcceptanceStatus {
 /// The one condition an acceptance reports.
 pub const SERVED: &str = "Served";
 
+/// What an acceptance is told; the `Served` condition's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Served,
+    /// Not offered to this namespace, or no such Mirror or source: one answer for both.
+    NotAvailable,
+    /// An object of the copy's name that is not skiff's is in the way; it is left alone.
+    Conflict,
+    /// The offer shares a kind tenants may not share.
+    KindNotAllowed,
+    /// Offered and accepted, the copy not written (yet): the offer's cap, or under way.
+    Pending,
+}
+
+impl Verdict {
+    const ALL: [Verdict; 5] = [
+        Verdict::Served,
+        Verdict::NotAvailable,
+        Verdict::Conflict,
+        Verdict::KindNotAllowed,
+        Verdict::Pending,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Served => "Served",
+            Verdict::NotAvailable => "NotAvailable",
+            Verdict::Conflict => "Conflict",
+            Verdict::KindNotAllowed => "KindNotAllowed",
+            Verdict::Pending => "Pending",
+        }
+    }
+
+    fn parse(reason: &str) -> Option<Verdict> {
+        Verdict::ALL.into_iter().find(|v| v.as_str() == reason)
+    }
+}
+
 /// What the acceptance cache keeps of one acceptance (its namespace and name are the store's
 /// key): the Mirror it names, and what its status shows, so a status equal to it is not
-/// written again.
+/// written again. Kept small, one allocation besides the key: the cache holds one per
+/// acceptance of the cluster (`benches/acceptances.rs` measures it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
-    pub from: Owner,
+    /// The Mirror it names, as `namespace/name` (its index value).
+    pub from: Box<str>,
     pub generation: i64,
     /// The `Served` condition's reason and the generation it was written for, if any.
-    pub shown: Option<(Arc<str>, i64)>,
+    pub shown: Option<(Verdict, i64)>,
 }
 
 impl Accepted {
@@ -75,16 +114,15 @@ impl Accepted {
         let generation = acceptance.metadata.generation.unwrap_or_default();
         let shown = acceptance.status.as_ref().and_then(|s| {
             let served = s.conditions.iter().find(|c| c.type_ == SERVED)?;
-            Some((
-                Arc::from(served.reason.as_str()),
-                served.observed_generation.unwrap_or_default(),
-            ))
+            let verdict = Verdict::parse(&served.reason)?;
+            Some((verdict, served.observed_generation.unwrap_or_default()))
         });
         Accepted {
-            from: Owner {
-                namespace: acceptance.spec.from.namespace.clone(),
-                name: acceptance.spec.from.mirror.clone(),
-            },
+            from: format!(
+                "{}/{}",
+                acceptance.spec.from.namespace, acceptance.spec.from.mirror
+            )
+            .into(),
             generation,
             shown,
         }
@@ -93,7 +131,7 @@ impl Accepted {
 
 /// The acceptance cache, indexed by the Mirror each acceptance names.
 pub fn acceptance_store() -> Store<MirrorAcceptance, Accepted> {
-    Store::new(Accepted::of).with_index(|a: &Accepted| vec![mirror_index(&a.from)])
+    Store::new(Accepted::of).with_index(|a: &Accepted| vec![a.from.to_string()])
 }
 
 fn mirror_index(owner: &Owner) -> String {
@@ -146,7 +184,9 @@ pub fn accepted_mirrors(
         Change::Relisted => {
             let mut keys: BTreeSet<ObjectKey> = mirrors.keys().into_iter().collect();
             acceptances.scan(|_, a| {
-                keys.insert(ObjectKey::new(&a.from.namespace, &a.from.name));
+                if let Some((ns, name)) = a.from.split_once('/') {
+                    keys.insert(ObjectKey::new(ns, name));
+                }
             });
             keys.into_iter().collect()
         }

@@ -13,7 +13,7 @@
 //!   cannot probe another namespace's objects; no message names anything the acceptance's
 //!   own spec does not.
 
-use super::acceptance::{Accepted, MirrorAcceptance, SERVED, acceptances_of, accepting};
+use super::acceptance::{MirrorAcceptance, SERVED, Verdict, acceptances_of, accepting};
 use super::caches::Caches;
 use super::copy::{CopyInfo, MANAGED_BY_LABEL, MANAGED_BY_VALUE, Owner};
 use super::namespace::NamespaceInfo;
@@ -57,48 +57,23 @@ pub fn kind_refusal(mirror: &Mirror) -> Option<Refusal> {
     })
 }
 
-/// What an acceptance is told; the `Served` condition's reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Served,
-    /// Not offered to this namespace, or no such Mirror or source: one answer for both.
-    NotAvailable,
-    /// An object of the copy's name that is not skiff's is in the way; it is left alone.
-    Conflict,
-    /// The offer shares a kind tenants may not share.
-    KindNotAllowed,
-    /// Offered and accepted, the copy not written (yet): the offer's cap, or under way.
-    Pending,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Served => "Served",
-            Verdict::NotAvailable => "NotAvailable",
-            Verdict::Conflict => "Conflict",
-            Verdict::KindNotAllowed => "KindNotAllowed",
-            Verdict::Pending => "Pending",
+/// What the acceptance of `from` is told with `verdict`; `copy` is the copy's name.
+fn message(verdict: Verdict, from: &Owner, copy: &str) -> String {
+    let (ns, name) = (&from.namespace, &from.name);
+    match verdict {
+        Verdict::Served => format!("ConfigMap {copy} here is a copy offered by {ns}/{name}"),
+        Verdict::NotAvailable => {
+            format!("nothing is offered to this namespace as Mirror {ns}/{name}")
         }
-    }
-
-    fn message(self, from: &Owner, copy: &str) -> String {
-        let (ns, name) = (&from.namespace, &from.name);
-        match self {
-            Verdict::Served => format!("ConfigMap {copy} here is a copy offered by {ns}/{name}"),
-            Verdict::NotAvailable => {
-                format!("nothing is offered to this namespace as Mirror {ns}/{name}")
-            }
-            Verdict::Conflict => format!(
-                "an object named {copy} that is not skiff's is in this namespace; it is left alone (delete or rename it to receive the copy)"
-            ),
-            Verdict::KindNotAllowed => {
-                format!("Mirror {ns}/{name} shares a kind tenants may not share (ConfigMaps only)")
-            }
-            Verdict::Pending => format!(
-                "offered and accepted; the copy {copy} is not written yet (the offer may be at its cap of copies)"
-            ),
+        Verdict::Conflict => format!(
+            "an object named {copy} that is not skiff's is in this namespace; it is left alone (delete or rename it to receive the copy)"
+        ),
+        Verdict::KindNotAllowed => {
+            format!("Mirror {ns}/{name} shares a kind tenants may not share (ConfigMaps only)")
         }
+        Verdict::Pending => format!(
+            "offered and accepted; the copy {copy} is not written yet (the offer may be at its cap of copies)"
+        ),
     }
 }
 
@@ -193,10 +168,11 @@ impl Consent {
         for (key, accepted) in acceptances_of(acceptances, owner) {
             let v = verdict(&key.namespace);
             let shown = accepted.shown.as_ref();
-            if shown.is_some_and(|(r, g)| &**r == v.as_str() && *g == accepted.generation) {
+            if shown == Some(&(v, accepted.generation)) {
                 continue;
             }
-            self.write(&key, &accepted, v, copy_name).await?;
+            self.write(&key, owner, accepted.generation, v, copy_name)
+                .await?;
         }
         Ok(())
     }
@@ -204,7 +180,8 @@ impl Consent {
     async fn write(
         &self,
         key: &ObjectKey,
-        accepted: &Accepted,
+        from: &Owner,
+        generation: i64,
         verdict: Verdict,
         copy_name: &str,
     ) -> Result<(), Error> {
@@ -217,9 +194,9 @@ impl Consent {
             "type": SERVED,
             "status": status,
             "reason": verdict.as_str(),
-            "message": verdict.message(&accepted.from, copy_name),
+            "message": message(verdict, from, copy_name),
             "lastTransitionTime": crate::time::now_seconds(),
-            "observedGeneration": accepted.generation,
+            "observedGeneration": generation,
         }]}});
         let written = self
             .client

@@ -89,7 +89,7 @@ fn the_shown_reason_is_kept_to_write_a_status_only_when_it_changes() {
         }],
     });
     let kept = Accepted::of(&a);
-    assert_eq!(kept.shown, Some((Arc::from("Served"), 3)));
+    assert_eq!(kept.shown, Some((Verdict::Served, 3)));
     assert_eq!(kept.generation, 3);
 }
 
@@ -99,5 +99,5 @@ fn an_acceptance_decodes_from_its_manifest() {
         "metadata":{"name":"settings","namespace":"team-b"},
         "spec":{"from":{"namespace":"team-a","mirror":"share"}}}"#;
     let a: MirrorAcceptance = serde_json::from_str(json).expect("valid acceptance");
-    assert_eq!(Accepted::of(&a).from, owner("team-a", "share"));
+    assert_eq!(&*Accepted::of(&a).from, "team-a/share");
 }

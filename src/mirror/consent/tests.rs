@@ -117,7 +117,7 @@ fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
         Verdict::NotAvailable
     );
     assert_eq!(
-        Verdict::NotAvailable.message(&offer(), "app"),
+        message(Verdict::NotAvailable, &offer(), "app"),
         "nothing is offered to this namespace as Mirror team-a/share"
     );
 }
