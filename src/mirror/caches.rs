@@ -11,11 +11,11 @@
 //! owning Mirror ([`super::index`]), and each Mirror's selected namespaces ([`Selections`]).
 
 use super::acceptance::{Accepted, MirrorAcceptance, acceptance_store, accepted_mirrors};
-use super::consent::{SelfService, offer_moved};
 use super::copy::{CopyInfo, Owner, managed_selector};
 use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
 use super::index::{copies_of, copy_store, mirror_store};
 use super::namespace::NamespaceInfo;
+use super::offers::{SelfService, offer_moved};
 use super::secret_copies::SecretCopyStores;
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;

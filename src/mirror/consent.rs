@@ -5,7 +5,7 @@
 //! Mirror, with three differences, all decided here:
 //! - it copies only into the namespaces it selects that also hold a [`MirrorAcceptance`]
 //!   naming it, the first `--max-copies-per-tenant-mirror` of them by name;
-//! - it shares ConfigMaps only, read from the ConfigMaps labelled [`SOURCE_LABEL`]`=true` that
+//! - it shares ConfigMaps only, read from the ConfigMaps labelled `skiff.dev/offered=true` that
 //!   are not skiff's copies (so copies cannot chain), and gets no finalizer (its copies are
 //!   deleted when skiff sees it gone, so a tenant namespace never waits for skiff to delete);
 //! - each acceptance of it gets a `Served` condition whose reason is one of [`Verdict`]'s.
@@ -15,35 +15,15 @@
 
 use super::acceptance::{MirrorAcceptance, SERVED, Verdict, acceptances_of, accepting};
 use super::caches::Caches;
-use super::copy::{CopyInfo, MANAGED_BY_LABEL, MANAGED_BY_VALUE, Owner};
-use super::namespace::NamespaceInfo;
+use super::copy::{CopyInfo, Owner};
 use super::namespace_selector::matches;
+use super::offers::SelfService;
 use super::status::{Reason, Refusal};
-use super::types::{LabelSelector, Mirror, SourceKind};
-use crate::kube::api::Namespace;
+use super::types::{Mirror, SourceKind};
 use crate::kube::{Client, Error};
-use crate::runtime::{Change, ObjectKey, Store};
+use crate::runtime::ObjectKey;
 use serde_json::json;
 use std::collections::BTreeSet;
-
-/// The label a tenant's ConfigMap must carry (`true`) to be offered.
-pub const SOURCE_LABEL: &str = "skiff.dev/offered";
-
-/// The admin's guardrails (`--self-service` on).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SelfService {
-    /// `--offer-namespace-selector`: the namespaces whose Mirrors are offers.
-    pub offer_selector: LabelSelector,
-    /// `--max-copies-per-tenant-mirror`.
-    pub max_copies: usize,
-}
-
-impl SelfService {
-    /// The label selector of the tenant source watch: offered, and not a skiff copy.
-    pub fn source_selector() -> String {
-        format!("{SOURCE_LABEL}=true,{MANAGED_BY_LABEL}!={MANAGED_BY_VALUE}")
-    }
-}
 
 /// Why a tenant's offer `mirror` may copy nothing: it shares a kind other than ConfigMap.
 pub fn kind_refusal(mirror: &Mirror) -> Option<Refusal> {
@@ -208,31 +188,6 @@ impl Consent {
             Err(e) => Err(e),
         }
     }
-}
-
-/// The Mirrors a Namespace event concerns beyond its selections: those of a namespace that
-/// started or stopped matching the offer selector (their offers open or close). The first
-/// list is skipped: every Mirror is reconciled after it anyway.
-pub fn offer_moved(
-    offer: &LabelSelector,
-    mirrors: &Store<Mirror, Mirror>,
-    event: &Change<Namespace>,
-    previous: Option<&NamespaceInfo>,
-) -> Vec<ObjectKey> {
-    let (Change::Listed(ns) | Change::Applied(ns)) = event else {
-        return Vec::new();
-    };
-    if previous.is_none() && matches!(event, Change::Listed(_)) {
-        return Vec::new();
-    }
-    let offers = |info: &NamespaceInfo| matches(offer, |k| info.label(k));
-    if previous.is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
-        return Vec::new();
-    }
-    let name = ns.metadata.name();
-    let mut keys = mirrors.keys();
-    keys.retain(|k| k.namespace == name);
-    keys
 }
 
 #[cfg(test)]

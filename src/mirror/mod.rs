@@ -22,7 +22,8 @@
 //!
 //! Self-service:
 //! - [`consent`]: tenant Mirrors (offers), which copy only where an acceptance consents, and
-//!   the acceptances' statuses; [`acceptance`]: the `MirrorAcceptance` resource and its index.
+//!   the acceptances' statuses; [`acceptance`]: the `MirrorAcceptance` resource and its index;
+//!   [`offers`]: the admin's guardrails, and which Mirrors a namespace's offer label wakes.
 //!
 //! Watching:
 //! - [`caches`]: what is watched and kept.
@@ -72,6 +73,7 @@ pub mod managed;
 pub mod mirror_writer;
 pub mod namespace;
 pub mod namespace_selector;
+pub mod offers;
 pub mod own_writes;
 pub mod payload;
 pub mod plan;
@@ -85,7 +87,7 @@ pub mod status;
 pub mod types;
 
 pub use caches::SourceScope;
-pub use consent::SelfService;
 pub use controller::runnable;
+pub use offers::SelfService;
 pub use secret_targets::SecretTargets;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};

@@ -1,10 +1,13 @@
 use super::*;
-use crate::kube::api::ObjectMeta;
+use crate::kube::api::{Namespace, ObjectMeta};
 use crate::mirror::SecretTargets;
 use crate::mirror::acceptance::{AcceptanceSpec, MirrorRef};
 use crate::mirror::caches::SourceScope;
 use crate::mirror::fixtures::map;
 use crate::mirror::namespace_selector::expr;
+use crate::mirror::offers::SelfService;
+use crate::mirror::types::LabelSelector;
+use crate::runtime::Change;
 
 /// Caches with self-service on (offers from namespaces labelled `offers=yes`, at most `cap`
 /// copies each), the namespaces `namespaces` (name, labels) listed.
@@ -137,38 +140,4 @@ fn an_offer_of_a_secret_is_refused_and_its_acceptances_told_why() {
     assert_eq!(refusal.reason, Reason::KindNotAllowed);
     mirror.spec.source.kind = SourceKind::ConfigMap;
     assert_eq!(kind_refusal(&mirror), None);
-}
-
-#[test]
-fn a_namespace_that_starts_or_stops_offering_wakes_its_mirrors_only() {
-    let mirrors = crate::mirror::index::mirror_store();
-    for (ns, name) in [("team-a", "one"), ("team-a", "two"), ("team-b", "three")] {
-        let m = Mirror {
-            metadata: ObjectMeta::named(Some(ns), name),
-            ..Mirror::default()
-        };
-        mirrors.apply(&Change::Applied(m));
-    }
-    let offer = expr("offers", "In", &["yes"]);
-    let ns = |labels: &[(&str, &str)]| Namespace {
-        metadata: ObjectMeta {
-            labels: map(labels),
-            ..ObjectMeta::named(None, "team-a")
-        },
-        ..Namespace::default()
-    };
-    let before = NamespaceInfo::of(&ns(&[]));
-    let labelled = Change::Applied(ns(&[("offers", "yes")]));
-    let mut woken = offer_moved(&offer, &mirrors, &labelled, Some(&before));
-    woken.sort();
-    let keys = [
-        ObjectKey::new("team-a", "one"),
-        ObjectKey::new("team-a", "two"),
-    ];
-    assert_eq!(woken, keys);
-    let after = NamespaceInfo::of(&ns(&[("offers", "yes")]));
-    let relabel = Change::Applied(ns(&[("offers", "yes"), ("x", "y")]));
-    assert!(offer_moved(&offer, &mirrors, &relabel, Some(&after)).is_empty());
-    let first_list = Change::Listed(ns(&[("offers", "yes")]));
-    assert!(offer_moved(&offer, &mirrors, &first_list, None).is_empty());
 }
