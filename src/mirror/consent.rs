@@ -81,16 +81,28 @@ impl Consent {
             .is_some_and(|ns| matches(&self.settings.offer_selector, |k| ns.label(k)))
     }
 
-    /// The namespaces a tenant Mirror copies into: those it selects that accept it, the first
-    /// `max_copies` by name.
+    /// The namespaces a tenant Mirror copies into: those it selects that accept it, at most
+    /// `max_copies`. Namespaces already holding its copy keep their place, the rest are
+    /// filled by name, so a newcomer never displaces a copy that is served.
     pub fn served(&self, owner: &Owner, selected: &BTreeSet<String>) -> BTreeSet<String> {
         let acceptances = self.caches.acceptances.as_ref();
         let accepting = acceptances.map(|a| accepting(a, owner)).unwrap_or_default();
-        accepting
-            .intersection(selected)
-            .take(self.settings.max_copies)
-            .cloned()
-            .collect()
+        let wanted: BTreeSet<&String> = accepting.intersection(selected).collect();
+        let max = self.settings.max_copies;
+        let held = self
+            .caches
+            .copies_of(owner)
+            .into_iter()
+            .map(|c| c.namespace);
+        let mut served: BTreeSet<String> =
+            held.filter(|ns| wanted.contains(ns)).take(max).collect();
+        for ns in wanted {
+            if served.len() >= max {
+                break;
+            }
+            served.insert(ns.clone());
+        }
+        served
     }
 
     /// What the acceptance in `ns` of the Mirror `owner` is told. `mirror` is the offer as the

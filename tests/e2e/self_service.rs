@@ -171,6 +171,7 @@ fn tenants_share_only_where_both_consent() {
     let mut skiff = Skiff::start(&cp.operator_kubeconfig(), log.clone(), &FLAGS);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         offer_and_accept(cp, &w, &a, &b, &c, &x);
+        guardrails(cp, &w);
     }));
     let restart = outcome.and_then(|()| {
         skiff.terminate(STEP_TIMEOUT);
@@ -247,6 +248,59 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
     let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
     assert_eq!(mine["data"]["mine"], "yes");
     assert!(mine["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
+}
+
+/// The admin's guardrails: a tenant Mirror of a Secret copies nothing (the admin writes it here:
+/// the policy keeps a tenant who may not read Secrets from writing it at all), and one offer
+/// accepted by more namespaces than `--max-copies-per-tenant-mirror` (10) serves 10 of them.
+fn guardrails(cp: &ControlPlane, w: &World) {
+    cp.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "-n",
+        &w.a,
+        "--from-literal=k=v",
+    ]);
+    cp.apply(&offer(&w.a, "secret-share", "Secret", "creds"));
+    cp.apply(&acceptance(&w.b, "secret-from-a", &w.a, "secret-share"));
+    wait_until("the Secret offer is refused", || {
+        let mirror = cp.object("mirror", &w.a, "secret-share");
+        let conditions = mirror.map(|m| m["status"]["conditions"].clone());
+        conditions.is_some_and(|c| c.to_string().contains("KindNotAllowed"))
+    });
+    wait_until("its acceptance says KindNotAllowed", || {
+        reason_is(cp, &w.b, "secret-from-a", "KindNotAllowed")
+    });
+    assert!(cp.object("secret", &w.b, "creds").is_none());
+
+    let many = cp.create_namespaces("many", &[("shares-with-a", "yes")], 12);
+    let acceptances: Vec<String> = many
+        .iter()
+        .map(|ns| acceptance(ns, "from-a", &w.a, "share"))
+        .collect();
+    cp.apply(&acceptances.join("---\n"));
+    let copies = || many.iter().filter(|ns| copy_data(cp, ns).is_some()).count();
+    wait_until("the offer serves up to its cap", || {
+        let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
+        mirror["status"]["synced"] == 10 && copies() == 9
+    });
+    let pending = many
+        .iter()
+        .filter(|ns| reason_is(cp, ns, "from-a", "Pending"))
+        .count();
+    assert_eq!(pending, 3, "acceptances beyond the cap are told Pending");
+    assert!(copy_data(cp, &w.b).is_some(), "b's copy kept its place");
+    for ns in &many {
+        cp.kubectl_ok(&["delete", "mirroracceptance", "from-a", "-n", ns]);
+    }
+    wait_until("the mass of copies goes with its acceptances", || {
+        copies() == 0
+    });
+    wait_until("c is told Conflict again", || {
+        reason_is(cp, &w.c, "from-a", "Conflict")
+    });
 }
 
 fn restart_writes_nothing(cp: &ControlPlane, w: &World, since: SystemTime) {

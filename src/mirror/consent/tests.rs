@@ -141,3 +141,23 @@ fn an_offer_of_a_secret_is_refused_and_its_acceptances_told_why() {
     mirror.spec.source.kind = SourceKind::ConfigMap;
     assert_eq!(kind_refusal(&mirror), None);
 }
+
+#[test]
+fn a_copy_already_served_keeps_its_place_under_the_cap() {
+    let consent = world(2, &[]);
+    let mut mirror = crate::mirror::fixtures::mirror_of("share", SourceKind::ConfigMap);
+    mirror.metadata.namespace = Some("team-a".into());
+    let held = crate::kube::api::ConfigMap {
+        metadata: crate::mirror::copy::copy_meta(&mirror, "zz-late", "h", Some("1")),
+        ..Default::default()
+    };
+    consent
+        .caches
+        .configmap_copies
+        .apply(&Change::Applied(held));
+    for ns in ["aa", "bb", "zz-late"] {
+        accept(&consent, ns, &offer());
+    }
+    let selected = set(&["aa", "bb", "zz-late"]);
+    assert_eq!(consent.served(&offer(), &selected), set(&["aa", "zz-late"]));
+}
