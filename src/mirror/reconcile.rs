@@ -240,10 +240,14 @@ impl Reconciler {
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
-        self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight)
-            .await;
+        // A tenant's offer gets no Event naming where: those namespaces are other tenants'.
+        let private = self.offer(mirror).is_some();
+        if !private {
+            self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight)
+                .await;
+        }
         let contest = gate.contest();
-        if gate.warn {
+        if gate.warn && !private {
             self.announce.contested(mirror, &contest).await;
         }
         // Progress reports during the fan-out may have written the status since.
@@ -256,6 +260,7 @@ impl Reconciler {
             adopted: outcome.adopted.len() as u32,
             replaced: outcome.replaced.len() as u32,
             contest: Some(contest),
+            private,
         };
         self.write_outcome(mirror, &observed, outcome.errors)
             .await?;

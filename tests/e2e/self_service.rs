@@ -245,6 +245,13 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
     });
     let message = served(cp, &w.c, "from-a").expect("served")["message"].to_string();
     assert!(!message.contains(&w.b), "names another tenant: {message}");
+    wait_until("a's offer counts the conflict without naming where", || {
+        let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
+        mirror["status"]["conflicts"] == 1
+    });
+    let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
+    let status = mirror["status"].to_string();
+    assert!(!status.contains(&w.c), "a's offer names c: {status}");
     let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
     assert_eq!(mine["data"]["mine"], "yes");
     assert!(mine["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
