@@ -412,3 +412,20 @@ fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
         "{refused}"
     );
 }
+
+/// `kubectl explain` describes the acceptance from the CRD's schema, and its short name works.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn kubectl_explains_the_acceptance() {
+    require_e2e_binaries();
+    let cp = ControlPlane::installed();
+    let crd = "customresourcedefinition/mirroracceptances.skiff.dev";
+    cp.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+    let explained = cp.kubectl_ok(&["explain", "mirroracceptances.spec.from"]);
+    for words in ["The offering Mirror", "namespace", "mirror"] {
+        assert!(explained.contains(words), "{words:?} missing:\n{explained}");
+    }
+    let reasons = cp.kubectl_ok(&["explain", "mirroracceptances.status.conditions.reason"]);
+    assert!(reasons.contains("NotAvailable"), "{reasons}");
+    cp.kubectl_ok(&["get", "mirracc", "--all-namespaces"]);
+}
