@@ -113,7 +113,12 @@ fn reason_is(cp: &ControlPlane, namespace: &str, name: &str, reason: &str) -> bo
 }
 
 fn copy_data(cp: &ControlPlane, namespace: &str) -> Option<Value> {
-    let cm = cp.object("configmap", namespace, "settings")?;
+    copy_data_of(cp, namespace, "settings")
+}
+
+/// The data of skiff's copy `name` in `namespace`, if there is one.
+fn copy_data_of(cp: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
+    let cm = cp.object("configmap", namespace, name)?;
     let managed = cm["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "skiff";
     managed.then(|| cm["data"].clone())
 }
@@ -167,9 +172,13 @@ fn tenants_share_only_where_both_consent() {
     c.ok(&["create", "configmap", "settings", "--from-literal=mine=yes"]);
 
     let dir = TempDir::new("e2e-self-service-skiff");
+    off_by_default(cp, &w, &a, &b, &dir);
     let log = dir.0.join("skiff.log");
     let mut skiff = Skiff::start(&cp.operator_kubeconfig(), log.clone(), &FLAGS);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until("switched on, the early offer is served", || {
+            copy_data_of(cp, &w.b, "early").is_some()
+        });
         offer_and_accept(cp, &w, &a, &b, &c, &x);
         guardrails(cp, &w);
     }));
@@ -185,6 +194,40 @@ fn tenants_share_only_where_both_consent() {
     skiff.terminate(STEP_TIMEOUT);
     if let Err(panic) = restart {
         eprintln!("skiff log:\n{}", skiff.logs());
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Without `--self-service` (the default) an offer and its acceptance make nothing: the Mirror
+/// says `SourceNamespaceNotAllowed`, the acceptance is not even read.
+fn off_by_default(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, dir: &TempDir) {
+    let off: Vec<&str> = FLAGS
+        .iter()
+        .copied()
+        .filter(|f| !f.contains("self-service"))
+        .collect();
+    let mut skiff = Skiff::start(&cp.operator_kubeconfig(), dir.0.join("off.log"), &off);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        a.ok(&["create", "configmap", "early", "--from-literal=k=v"]);
+        a.ok(&["label", "configmap", "early", "skiff.dev/offered=true"]);
+        a.apply(&offer(&w.a, "early", "ConfigMap", "early"))
+            .expect("a offers");
+        b.apply(&acceptance(&w.b, "early", &w.a, "early"))
+            .expect("b accepts");
+        wait_until("the offer is refused while self-service is off", || {
+            let mirror = cp.object("mirror", &w.a, "early");
+            let conditions = mirror.map(|m| m["status"]["conditions"].to_string());
+            conditions.is_some_and(|c| c.contains("SourceNamespaceNotAllowed"))
+        });
+        assert!(cp.object("configmap", &w.b, "early").is_none());
+        assert!(
+            served(cp, &w.b, "early").is_none(),
+            "an acceptance read while off"
+        );
+    }));
+    skiff.terminate(STEP_TIMEOUT);
+    if let Err(panic) = outcome {
+        eprintln!("skiff log (off):\n{}", skiff.logs());
         std::panic::resume_unwind(panic);
     }
 }
