@@ -6,6 +6,7 @@
 
 mod argv;
 mod hearing;
+mod self_service;
 #[cfg(test)]
 mod testing;
 mod validate;
@@ -26,6 +27,7 @@ use crate::log::{LogFormat, parse_level};
 
 pub use argv::parse_bool;
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
+pub use self_service::{DEFAULT_MAX_COPIES_PER_TENANT_MIRROR, DEFAULT_OFFER_NAMESPACE_SELECTOR};
 
 /// Main client QPS and burst: the client's own defaults (kubebuilder's).
 pub use crate::kube::config::{
@@ -145,6 +147,18 @@ struct Options {
     /// matching the secret-targets component's resourceNames (default none: no Secret copies)
     #[argh(option, default = "String::new()")]
     secret_target_names: String,
+    /// let tenants share ConfigMaps: a Mirror in a namespace matching
+    /// --offer-namespace-selector copies only into namespaces holding a MirrorAcceptance of it
+    /// (default false)
+    #[argh(switch)]
+    self_service: bool,
+    /// with --self-service, the namespaces whose Mirrors are tenants' offers: k=v, k!=v, k or
+    /// !k, comma-separated (default skiff.dev/may-offer=true)
+    #[argh(option, default = "DEFAULT_OFFER_NAMESPACE_SELECTOR.to_owned()")]
+    offer_namespace_selector: String,
+    /// with --self-service, the most copies one tenant Mirror makes (default 100)
+    #[argh(option, default = "DEFAULT_MAX_COPIES_PER_TENANT_MIRROR")]
+    max_copies_per_tenant_mirror: u32,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,
@@ -191,6 +205,8 @@ pub struct Settings {
     pub source_namespaces: SourceNamespaces,
     /// `--secret-target-names`, sorted and deduplicated; empty = Secret copies disabled.
     pub secret_target_names: Vec<String>,
+    /// `--self-service` with its guardrails; `None` when off (the default).
+    pub self_service: Option<crate::mirror::SelfService>,
     pub log_format: LogFormat,
     pub log_level: LevelFilter,
 }
@@ -282,7 +298,7 @@ impl fmt::Display for Settings {
              leader-elect-pod-deletion-cost={} leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
              graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
-             source-namespaces={} secret-target-names={} log-format={} log-level={}",
+             source-namespaces={} secret-target-names={} self-service={} log-format={} log-level={}",
             or(&kubeconfig, "(auto)"),
             or(&self.context, "(current)"),
             or(&impersonate.user, "(kubeconfig)"),
@@ -314,6 +330,10 @@ impl fmt::Display for Settings {
                 .map_or_else(|| "0 (off)".to_owned(), format_duration),
             sources,
             secret_targets,
+            self.self_service.as_ref().map_or_else(
+                || "false".to_owned(),
+                |s| format!("true (max-copies-per-tenant-mirror={})", s.max_copies)
+            ),
             self.log_format,
             self.log_level.as_str().to_ascii_lowercase(),
         )

@@ -53,6 +53,11 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         hearing: super::hearing::hearing(o.watch_idle_timeout, o.deafness_timeout)?,
         source_namespaces: source_namespaces(&o.source_namespaces)?,
         secret_target_names: secret_target_names(&o.secret_target_names)?,
+        self_service: super::self_service::self_service(
+            o.self_service,
+            &o.offer_namespace_selector,
+            o.max_copies_per_tenant_mirror,
+        )?,
         log_format: o.log_format,
         log_level: o.log_level,
     })

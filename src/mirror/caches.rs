@@ -10,10 +10,12 @@
 //! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
 //! owning Mirror ([`super::index`]), and each Mirror's selected namespaces ([`Selections`]).
 
+use super::acceptance::{Accepted, MirrorAcceptance, acceptance_store, accepted_mirrors};
 use super::copy::{CopyInfo, Owner, managed_selector};
 use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
 use super::index::{copies_of, copy_store, mirror_store};
 use super::namespace::NamespaceInfo;
+use super::offers::{SelfService, offer_moved};
 use super::secret_copies::SecretCopyStores;
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;
@@ -134,10 +136,19 @@ pub struct Caches {
     /// Which namespaces each Mirror selects, kept up to date by the Mirror and Namespace
     /// watches.
     pub selections: Selections,
+    /// With `--self-service`: the guardrails, the acceptances (indexed by the Mirror they
+    /// name) and the tenants' offered ConfigMaps (see [`super::consent`]).
+    pub self_service: Option<SelfService>,
+    pub acceptances: Option<Store<MirrorAcceptance, Accepted>>,
+    pub tenant_sources: Option<Store<ConfigMap, Arc<SourceContent>>>,
 }
 
 impl Caches {
-    pub fn new(scope: &SourceScope, secret_targets: &SecretTargets) -> Caches {
+    pub fn new(
+        scope: &SourceScope,
+        secret_targets: &SecretTargets,
+        self_service: Option<&SelfService>,
+    ) -> Caches {
         let mirrors = mirror_store();
         let namespaces = Store::new(NamespaceInfo::of);
         // Without Secret copies no Mirror of a Secret is reconciled, so its source is not
@@ -155,6 +166,9 @@ impl Caches {
             secret_sources,
             configmap_copies: copy_store(CopyInfo::of_configmap),
             secret_copies: SecretCopyStores::new(secret_targets),
+            self_service: self_service.cloned(),
+            acceptances: self_service.map(|_| acceptance_store()),
+            tenant_sources: self_service.map(|_| Store::new(SourceContent::of_configmap)),
         }
     }
 
@@ -165,7 +179,8 @@ impl Caches {
         name: &str,
     ) -> Option<Arc<SourceContent>> {
         match kind {
-            SourceKind::ConfigMap => self.configmap_sources.get(namespace, name),
+            SourceKind::ConfigMap => (self.configmap_sources.get(namespace, name))
+                .or_else(|| self.tenant_sources.as_ref()?.get(namespace, name)),
             SourceKind::Secret => self.secret_sources.get(namespace, name),
         }
     }
@@ -196,6 +211,12 @@ impl Caches {
         }
         self.configmap_copies.wait_until_ready().await;
         self.secret_copies.wait_until_ready().await;
+        if let Some(store) = &self.acceptances {
+            store.wait_until_ready().await;
+        }
+        if let Some(store) = &self.tenant_sources {
+            store.wait_until_ready().await;
+        }
     }
 
     /// Starts one task per watch, feeding the stores and enqueueing the Mirrors each event
@@ -235,8 +256,14 @@ impl Caches {
                 queue,
                 {
                     let selections = self.selections.clone();
+                    let (mirrors, self_service) = (self.mirrors.clone(), self.self_service.clone());
                     move |event: &Change<Namespace>, previous: Option<&NamespaceInfo>| {
-                        selections.namespace_changed(event, previous)
+                        let mut keys = selections.namespace_changed(event, previous);
+                        if let Some(s) = &self_service {
+                            let offer = &s.offer_selector;
+                            keys.extend(offer_moved(offer, &mirrors, event, previous));
+                        }
+                        keys
                     }
                 },
             ),
@@ -265,6 +292,30 @@ impl Caches {
             &self.mirrors,
             SourceKind::Secret,
         ));
+        tasks.extend(self.self_service_watches(client, queue));
+        tasks
+    }
+
+    /// With `--self-service`: the acceptances, and the ConfigMaps tenants offer.
+    fn self_service_watches(
+        &self,
+        client: &Client,
+        queue: &WorkQueue<ObjectKey>,
+    ) -> Vec<smol::Task<()>> {
+        let mut tasks = Vec::new();
+        if let Some(store) = &self.acceptances {
+            let map = regardless(accepted_mirrors(store.clone(), self.mirrors.clone()));
+            let config = WatcherConfig::default();
+            tasks.push(spawn(client, None, config, store.clone(), queue, map));
+        }
+        if let Some(store) = &self.tenant_sources {
+            let map = regardless(mirrors_of_source(
+                self.mirrors.clone(),
+                SourceKind::ConfigMap,
+            ));
+            let config = WatcherConfig::default().labels(&SelfService::source_selector());
+            tasks.push(spawn(client, None, config, store.clone(), queue, map));
+        }
         tasks
     }
 }

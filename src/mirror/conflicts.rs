@@ -75,6 +75,11 @@ impl Conflicts {
         self.known.blocked(owner, now)
     }
 
+    /// The namespaces where an object skiff does not manage is known to hold `owner`'s name.
+    pub fn blocked(&self, owner: &Owner) -> BTreeSet<String> {
+        self.known.blocked(owner, Instant::now())
+    }
+
     /// Remembers the namespaces a create found blocked, each since when it found it.
     pub fn remember_blocked(&self, owner: &Owner, blocked: &[(String, Instant)]) {
         for (ns, at) in blocked {

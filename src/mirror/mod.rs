@@ -20,6 +20,11 @@
 //! - [`own_writes`]: copy and Mirror writes the caches have not seen yet, so none is made twice.
 //! - [`copy_requests`]: the API requests on a copy, whatever its kind.
 //!
+//! Self-service:
+//! - [`consent`]: tenant Mirrors (offers), which copy only where an acceptance consents, and
+//!   the acceptances' statuses; [`acceptance`]: the `MirrorAcceptance` resource and its index;
+//!   [`offers`]: the admin's guardrails, and which Mirrors a namespace's offer label wakes.
+//!
 //! Watching:
 //! - [`caches`]: what is watched and kept.
 //! - [`enqueue`]: which Mirrors each watch event concerns.
@@ -46,11 +51,13 @@
 //!   [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
 //! - [`payload`]: the content a copy carries, and its hash.
 //! - [`types`]: the `Mirror` custom resource.
+pub mod acceptance;
 pub mod announce;
 mod apply;
 pub mod caches;
 pub mod carry;
 mod conflicts;
+pub mod consent;
 pub mod contest;
 pub mod controller;
 pub mod copy;
@@ -66,6 +73,7 @@ pub mod managed;
 pub mod mirror_writer;
 pub mod namespace;
 pub mod namespace_selector;
+pub mod offers;
 pub mod own_writes;
 pub mod payload;
 pub mod plan;
@@ -80,5 +88,6 @@ pub mod types;
 
 pub use caches::SourceScope;
 pub use controller::runnable;
+pub use offers::SelfService;
 pub use secret_targets::SecretTargets;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};

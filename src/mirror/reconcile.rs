@@ -13,6 +13,7 @@ use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
+use super::consent::{self, Consent};
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
@@ -41,6 +42,8 @@ pub struct Reconciler {
     contests: Contests,
     announce: Announcer,
     applier: Arc<Applier>,
+    /// With `--self-service`: tenant Mirrors' consents (see consent).
+    consent: Option<Consent>,
 }
 
 impl Reconciler {
@@ -53,7 +56,10 @@ impl Reconciler {
         stopping: Signal,
     ) -> Reconciler {
         let requests = CopyRequests::new(client.clone());
+        let consent = (caches.self_service.clone())
+            .map(|settings| Consent::new(settings, caches.clone(), client.clone()));
         Reconciler {
+            consent,
             caches,
             scope,
             secret_targets,
@@ -66,6 +72,16 @@ impl Reconciler {
     }
 
     pub async fn reconcile(&self, key: ObjectKey) -> Result<Action, Error> {
+        let owner = Owner {
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+        };
+        let action = self.reconcile_mirror(key).await?;
+        self.report_acceptances(&owner).await?;
+        Ok(action)
+    }
+
+    async fn reconcile_mirror(&self, key: ObjectKey) -> Result<Action, Error> {
         let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
             let owner = Owner {
                 namespace: key.namespace,
@@ -85,7 +101,11 @@ impl Reconciler {
         if let Some(refusal) = self.refusal(&mirror) {
             return self.refuse(&mirror, &Observed::default(), refusal).await;
         }
-        let mirror = self.mirrors.add_finalizer(mirror).await?;
+        // A tenant's offer gets no finalizer: its copies go when skiff sees it gone.
+        let mirror = match self.offer(&mirror) {
+            Some(_) => mirror,
+            None => self.mirrors.add_finalizer(mirror).await?,
+        };
         let desired = match self.desired(&mirror) {
             Ok(desired) => desired,
             Err(refusal) => {
@@ -108,6 +128,9 @@ impl Reconciler {
     /// or it is a Secret Mirror whose target name RBAC does not cover (see secret_targets).
     fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
         let namespace = mirror.metadata.namespace();
+        if self.offer(mirror).is_some() {
+            return consent::kind_refusal(mirror);
+        }
         if !self.scope.allows(namespace) {
             let message = format!(
                 "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
@@ -120,6 +143,32 @@ impl Reconciler {
             });
         }
         self.secret_targets.refusal(mirror)
+    }
+
+    /// The consent checks, when `mirror` is a tenant's offer: self-service is on, its
+    /// namespace is not an admin's source namespace, and it matches the offer selector.
+    fn offer(&self, mirror: &Mirror) -> Option<&Consent> {
+        let namespace = mirror.metadata.namespace();
+        let consent = self.consent.as_ref()?;
+        (!self.scope.allows(namespace) && consent.offers(namespace)).then_some(consent)
+    }
+
+    /// Writes the status of every acceptance naming the Mirror `owner` whose verdict changed.
+    async fn report_acceptances(&self, owner: &Owner) -> Result<(), Error> {
+        let Some(consent) = &self.consent else {
+            return Ok(());
+        };
+        let cached = self.caches.mirrors.get(&owner.namespace, &owner.name);
+        let mirror = cached.filter(|m| self.offer(m).is_some());
+        let written = self.applier.written();
+        let copy = |kind, ns: &str, name: &str| {
+            let key = CopyKey::new(kind, ns, name);
+            written.resolve(&key, self.caches.copy(kind, ns, name))
+        };
+        let copy_name = mirror.as_ref().map_or("", |m| m.spec.target_name());
+        let blocked = self.conflicts.blocked(owner);
+        let verdict = |ns: &str| consent.verdict(owner, mirror.as_ref(), ns, &copy, &blocked);
+        consent.report(owner, verdict, copy_name).await
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
@@ -191,10 +240,14 @@ impl Reconciler {
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
-        self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight)
-            .await;
+        // A tenant's offer gets no Event naming where: those namespaces are other tenants'.
+        let private = self.offer(mirror).is_some();
+        if !private {
+            self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight)
+                .await;
+        }
         let contest = gate.contest();
-        if gate.warn {
+        if gate.warn && !private {
             self.announce.contested(mirror, &contest).await;
         }
         // Progress reports during the fan-out may have written the status since.
@@ -207,6 +260,7 @@ impl Reconciler {
             adopted: outcome.adopted.len() as u32,
             replaced: outcome.replaced.len() as u32,
             contest: Some(contest),
+            private,
         };
         self.write_outcome(mirror, &observed, outcome.errors)
             .await?;
@@ -269,8 +323,14 @@ impl Reconciler {
         owned
     }
 
+    /// The namespaces `mirror` copies into: those it selects, and for a tenant's offer only
+    /// those that accept it.
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
-        self.caches.selections.of(mirror)
+        let selected = self.caches.selections.of(mirror);
+        match self.offer(mirror) {
+            Some(consent) => consent.served(&Owner::of(mirror), &selected),
+            None => selected,
+        }
     }
 
     /// The Events of a finished fan-out: conflicts not announced yet, adoptions, replacements.

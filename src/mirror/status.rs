@@ -26,6 +26,8 @@ pub enum Reason {
     SecretTargetNotAllowed,
     /// A source skiff never copies: a ServiceAccount token.
     SourceNotAllowed,
+    /// A tenant's offer of a kind tenants may not share (see consent).
+    KindNotAllowed,
     /// `spec.source.keys` lists a key the source does not hold.
     SourceKeyMissing,
     /// `spec.source.keys` leaves out a key the source Secret's type requires.
@@ -45,6 +47,7 @@ impl Reason {
             Reason::SecretTargetsDisabled => "SecretTargetsDisabled",
             Reason::SecretTargetNotAllowed => "SecretTargetNotAllowed",
             Reason::SourceNotAllowed => "SourceNotAllowed",
+            Reason::KindNotAllowed => "KindNotAllowed",
             Reason::SourceKeyMissing => "SourceKeyMissing",
             Reason::RequiredKeyNotListed => "RequiredKeyNotListed",
             Reason::Error => "Error",
@@ -76,6 +79,9 @@ pub struct Observed {
     /// The copies other writers keep changing back; `None`: not known to this write (a
     /// fan-out's progress), so the status keeps what it shows.
     pub contest: Option<Contest>,
+    /// A tenant's offer: its conflicts are counted, never named (each is in a namespace of
+    /// another tenant, who sees it on its own acceptance).
+    pub private: bool,
 }
 
 /// The status to show for `mirror` after a reconcile that ended in `reason`.
@@ -100,6 +106,11 @@ pub fn build(
         Reason::Synced => format!(
             "{} of {} selected namespaces hold an up-to-date copy",
             observed.synced, observed.selected
+        ),
+        Reason::Conflict if observed.private => format!(
+            "{} of the namespaces that accepted hold an object named {} that this Mirror does not manage; it is left untouched, and their acceptances say so",
+            observed.conflicts.len(),
+            mirror.spec.target_name()
         ),
         Reason::Conflict => conflict_message(mirror, &observed.conflicts),
         Reason::Contested => format!(
@@ -370,6 +381,22 @@ mod tests {
         assert_eq!((s.selected, s.synced), (1000, 412));
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(999), "999");
+    }
+
+    #[test]
+    fn a_private_status_counts_conflicts_without_naming_them() {
+        let mut seen = observed(3, 2, &["team-c"]);
+        seen.private = true;
+        let s = first_status(&seen, Reason::Synced);
+        assert_eq!(s.conflicts, 1);
+        assert!(
+            !s.conditions[0].message.contains("team-c"),
+            "{}",
+            s.conditions[0].message
+        );
+        seen.private = false;
+        let named = first_status(&seen, Reason::Synced);
+        assert!(named.conditions[0].message.contains("team-c"));
     }
 
     fn contest(namespaces: &[&str], writers: &[&str]) -> Contest {

@@ -214,7 +214,10 @@ fn helm_install_upgrade_and_uninstall_a_working_skiff() {
             .filter(|o| still_there(cp, o))
             .map(object_key)
             .collect();
-        left == ["CustomResourceDefinition//mirrors.skiff.dev"]
+        left == [
+            "CustomResourceDefinition//mirrors.skiff.dev",
+            "CustomResourceDefinition//mirroracceptances.skiff.dev",
+        ]
     });
     assert!(gone, "left after helm uninstall: {left:?}");
     // Kept, not merely stuck deleting behind the Mirrors' finalizers.

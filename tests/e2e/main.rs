@@ -32,4 +32,5 @@ mod mirror_takeover;
 mod node;
 mod rbac;
 mod secret_targets;
+mod self_service;
 mod throttled;

@@ -25,6 +25,7 @@ fn manifests_apply_and_reapplying_changes_nothing() {
     for kind in [
         "Namespace/skiff-system",
         "CustomResourceDefinition/mirrors.skiff.dev",
+        "CustomResourceDefinition/mirroracceptances.skiff.dev",
         "ServiceAccount/skiff",
         "ClusterRole/skiff",
         "ClusterRoleBinding/skiff",
@@ -38,6 +39,10 @@ fn manifests_apply_and_reapplying_changes_nothing() {
         "ClusterRole/skiff-metrics-reader",
         "Service/skiff-metrics",
         "NetworkPolicy/skiff-allow-metrics-and-probes",
+        "ClusterRole/skiff-tenant-edit",
+        "ClusterRole/skiff-tenant-view",
+        "ValidatingAdmissionPolicy/skiff-self-service",
+        "ValidatingAdmissionPolicyBinding/skiff-self-service",
     ] {
         let prefix = format!("{kind}=");
         assert!(

@@ -37,6 +37,10 @@ const MUST_ALLOW: &[Check] = &[
     check("update", "mirrors.skiff.dev", OTHER), // finalizer
     check("update", "mirrors.skiff.dev/status", OTHER),
     check("patch", "mirrors.skiff.dev/status", OTHER),
+    // --self-service: acceptances are read (their status writes, a subresource `can-i` cannot
+    // name here, are what the self_service suite waits for).
+    check("list", "mirroracceptances.skiff.dev", ALL),
+    check("watch", "mirroracceptances.skiff.dev", ALL),
     check("list", "namespaces", ALL),
     check("watch", "namespaces", ALL),
     check("create", "configmaps", OTHER),
@@ -63,6 +67,10 @@ const MUST_DENY: &[Check] = &[
     check("update", "namespaces", ALL),
     check("create", "mirrors.skiff.dev", OTHER),
     check("delete", "mirrors.skiff.dev", OTHER),
+    check("create", "mirroracceptances.skiff.dev", OTHER),
+    check("update", "mirroracceptances.skiff.dev", OTHER),
+    check("patch", "mirroracceptances.skiff.dev", OTHER),
+    check("delete", "mirroracceptances.skiff.dev", OTHER),
     // No Secret anywhere, not even in skiff's own namespace: Secret copies are opt-in.
     check("get", "secrets", SKIFF),
     check("list", "secrets", SKIFF),

@@ -230,6 +230,9 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
         "kubeAPI.burst=80",
         "sourceNamespaces={skiff-system,shared}",
         "secretTargetNames={app-tls,pull}",
+        "selfService.enable=true",
+        "selfService.offerNamespaceSelector=tenancy",
+        "selfService.maxCopiesPerTenantMirror=25",
         "metrics.secure=false",
         "metrics.certSecret=skiff-metrics-tls",
         "nodeSelector.pool=system",
@@ -267,6 +270,9 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
             "--kube-api-burst=80",
             "--source-namespaces=skiff-system,shared",
             "--secret-target-names=app-tls,pull",
+            "--self-service=true",
+            "--offer-namespace-selector=tenancy",
+            "--max-copies-per-tenant-mirror=25",
             "--metrics-secure=false",
             "--metrics-cert-dir=/etc/skiff/metrics-certs",
             "--log-level=debug",
@@ -360,7 +366,11 @@ fn switches_leave_their_objects_out() {
         .collect();
     let left: Vec<String> = off.iter().map(object_key).collect();
     assert_eq!(left, kept, "only the switched-off objects go");
-    assert_eq!(all.len() - off.len(), 8, "objects switched off");
+    assert_eq!(
+        all.len() - off.len(),
+        9,
+        "objects switched off (two CRDs among them)"
+    );
     let args = container_args(find(&off, "Deployment", "skiff"));
     assert!(
         args.contains(&"--metrics-bind-address=0".to_owned()),

@@ -86,6 +86,9 @@ Deployment always includes this, so combinations of values that cannot work fail
   (list "kube-api-burst" .Values.kubeAPI.burst)
   (list "source-namespaces" (join "," .Values.sourceNamespaces))
   (list "secret-target-names" (join "," .Values.secretTargetNames))
+  (list "self-service" (ternary "true" "" .Values.selfService.enable))
+  (list "offer-namespace-selector" (ternary .Values.selfService.offerNamespaceSelector "" .Values.selfService.enable))
+  (list "max-copies-per-tenant-mirror" (ternary .Values.selfService.maxCopiesPerTenantMirror "" .Values.selfService.enable))
   (list "metrics-secure" (ternary "false" "" (and .Values.metrics.enable (not .Values.metrics.secure))))
   (list "metrics-cert-dir" (ternary (include "skiff.metricsCertDir" .) "" (and .Values.metrics.enable (ne .Values.metrics.certSecret ""))))
 }}

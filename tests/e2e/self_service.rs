@@ -1,0 +1,474 @@
+//! e2e: self-service sharing between tenants, each consenting in its own namespace, on a real
+//! API server with RBAC and the shipped ValidatingAdmissionPolicy enforced.
+//!
+//! Why: the two consents are guarded by the real authorizer, and only real identities show
+//! it. Each tenant is a ServiceAccount with a token of its own, bound in its own namespace only
+//! to ConfigMap rights (what `edit` grants) and to the shipped `skiff-tenant-edit` role (the
+//! test binds both: there is no controller-manager here to aggregate them into `edit`). skiff runs as its own
+//! ServiceAccount with `--self-service`; team-a may offer (the admin labelled it), team-b,
+//! team-c and team-x receive or not.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries, say};
+use crate::support::kubectl::Kubectl;
+use crate::support::skiff::{Skiff, TempDir, eventually, write_kubeconfig};
+use serde_json::Value;
+
+const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+const FLAGS: [&str; 5] = [
+    "--source-namespaces=skiff-system",
+    "--self-service",
+    "--max-copies-per-tenant-mirror=10",
+    "--health-probe-bind-address=127.0.0.1:0",
+    "--metrics-bind-address=0",
+];
+
+/// The ConfigMap part of `edit`, which is empty here (nothing aggregates it).
+const CONFIGMAPS: &str = "e2e-tenant-configmaps";
+
+fn configmaps_role(cp: &ControlPlane) {
+    cp.apply(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {CONFIGMAPS}\nrules:\n- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [get, list, watch, create, update, patch, delete]\n"
+    ));
+}
+
+fn wait_until(what: &str, check: impl FnMut() -> bool) {
+    assert!(eventually(STEP_TIMEOUT, check), "timed out: {what}");
+}
+
+/// A tenant: a ServiceAccount of `namespace` with its own token, and kubectl as it.
+struct Tenant {
+    kubectl: Kubectl,
+    _dir: TempDir,
+}
+
+impl Tenant {
+    /// The ServiceAccount `name` in `namespace`, bound to `roles` (ClusterRoles) there only.
+    fn new(cp: &ControlPlane, namespace: &str, name: &str, roles: &[&str]) -> Tenant {
+        cp.kubectl_ok(&["create", "serviceaccount", name, "-n", namespace]);
+        bind(cp, namespace, &format!("{namespace}:{name}"), roles);
+        let token = cp.kubectl_ok(&["create", "token", name, "-n", namespace]);
+        let dir = TempDir::new(&format!("e2e-self-service-{namespace}-{name}"));
+        let path: PathBuf = write_kubeconfig(
+            &dir,
+            cp.url(),
+            Some(cp.ca_pem().as_bytes()),
+            Some(token.trim()),
+            namespace,
+        );
+        Tenant {
+            kubectl: Kubectl::new(&path, cp.dir()),
+            _dir: dir,
+        }
+    }
+
+    /// `kubectl apply -f -` of `manifest` as this tenant; Err(stderr) when refused.
+    fn apply(&self, manifest: &str) -> Result<(), String> {
+        let output = self.kubectl.run_with_stdin(&["apply", "-f", "-"], manifest);
+        match output.status.success() {
+            true => Ok(()),
+            false => Err(String::from_utf8_lossy(&output.stderr).into_owned()),
+        }
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        self.kubectl.ok(args)
+    }
+}
+
+/// Binds the ServiceAccount `sa` (`namespace:name`) to `roles` in `namespace`.
+fn bind(cp: &ControlPlane, namespace: &str, sa: &str, roles: &[&str]) {
+    for role in roles {
+        let binding = format!("{}-{role}", sa.replace(':', "-"));
+        let args = ["create", "rolebinding", &binding, "-n", namespace];
+        let mut all = args.to_vec();
+        all.extend(["--clusterrole", role, "--serviceaccount", sa]);
+        cp.kubectl_ok(&all);
+    }
+}
+
+fn acceptance(namespace: &str, name: &str, from: &str, mirror: &str) -> String {
+    format!(
+        "apiVersion: skiff.dev/v1alpha1\nkind: MirrorAcceptance\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  from:\n    namespace: {from}\n    mirror: {mirror}\n"
+    )
+}
+
+fn offer(namespace: &str, name: &str, kind: &str, source: &str) -> String {
+    format!(
+        "apiVersion: skiff.dev/v1alpha1\nkind: Mirror\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  source:\n    kind: {kind}\n    name: {source}\n  namespaceSelector:\n    matchLabels:\n      shares-with-a: \"yes\"\n"
+    )
+}
+
+/// The `Served` condition of the acceptance `namespace/name`.
+fn served(cp: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
+    let a = cp.object("mirroracceptance", namespace, name)?;
+    let conditions = a["status"]["conditions"].as_array()?.clone();
+    conditions.into_iter().find(|c| c["type"] == "Served")
+}
+
+fn reason_is(cp: &ControlPlane, namespace: &str, name: &str, reason: &str) -> bool {
+    served(cp, namespace, name).is_some_and(|c| c["reason"] == reason)
+}
+
+fn copy_data(cp: &ControlPlane, namespace: &str) -> Option<Value> {
+    copy_data_of(cp, namespace, "settings")
+}
+
+/// The data of skiff's copy `name` in `namespace`, if there is one.
+fn copy_data_of(cp: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
+    let cm = cp.object("configmap", namespace, name)?;
+    let managed = cm["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "skiff";
+    managed.then(|| cm["data"].clone())
+}
+
+/// skiff's writes the server completed since `since`, as "VERB URI".
+fn skiff_writes(cp: &ControlPlane, since: SystemTime) -> Vec<String> {
+    cp.audit()
+        .iter()
+        .filter(|e| e.user == OPERATOR_USER && e.is_write() && e.received >= since)
+        .filter(|e| e.stage == "ResponseComplete" && !e.is_lease() && !e.uri.contains("/events"))
+        .map(|e| format!("{} {}", e.verb, e.uri))
+        .collect()
+}
+
+struct World {
+    a: String,
+    b: String,
+    c: String,
+    x: String,
+}
+
+fn world(cp: &ControlPlane) -> World {
+    let receiver = [("shares-with-a", "yes")];
+    World {
+        a: cp.create_namespace("team-a", &[("skiff.dev/may-offer", "true")]),
+        b: cp.create_namespace("team-b", &receiver),
+        c: cp.create_namespace("team-c", &receiver),
+        x: cp.create_namespace("team-x", &[]),
+    }
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn tenants_share_only_where_both_consent() {
+    require_e2e_binaries();
+    let cp = ControlPlane::installed();
+    let w = world(cp);
+    configmaps_role(cp);
+    let tenant_roles = [CONFIGMAPS, "skiff-tenant-edit"];
+    let a = Tenant::new(cp, &w.a, "tenant", &tenant_roles);
+    let b = Tenant::new(cp, &w.b, "tenant", &tenant_roles);
+    let c = Tenant::new(cp, &w.c, "tenant", &tenant_roles);
+    let x = Tenant::new(cp, &w.x, "tenant", &tenant_roles);
+
+    // A tenant cannot accept in a namespace it does not own: RBAC refuses it.
+    let refused = b.apply(&acceptance(&w.c, "sneaky", &w.a, "share"));
+    let refused = refused.expect_err("b accepting in team-c");
+    assert!(refused.contains("forbidden"), "{refused}");
+
+    // C owns an object of the copy's name before anything is shared.
+    c.ok(&["create", "configmap", "settings", "--from-literal=mine=yes"]);
+
+    let dir = TempDir::new("e2e-self-service-skiff");
+    off_by_default(cp, &w, &a, &b, &dir);
+    let log = dir.0.join("skiff.log");
+    let mut skiff = Skiff::start(&cp.operator_kubeconfig(), log.clone(), &FLAGS);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until("switched on, the early offer is served", || {
+            copy_data_of(cp, &w.b, "early").is_some()
+        });
+        offer_and_accept(cp, &w, &a, &b, &c, &x);
+        guardrails(cp, &w);
+    }));
+    let restart = outcome.and_then(|()| {
+        skiff.terminate(STEP_TIMEOUT);
+        let since = SystemTime::now();
+        skiff = Skiff::start(&cp.operator_kubeconfig(), dir.0.join("again.log"), &FLAGS);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            restart_writes_nothing(cp, &w, since);
+            revocations(cp, &w, &a, &b);
+        }))
+    });
+    skiff.terminate(STEP_TIMEOUT);
+    if let Err(panic) = restart {
+        eprintln!("skiff log:\n{}", skiff.logs());
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Without `--self-service` (the default) an offer and its acceptance make nothing: the Mirror
+/// says `SourceNamespaceNotAllowed`, the acceptance is not even read.
+fn off_by_default(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, dir: &TempDir) {
+    let off: Vec<&str> = FLAGS
+        .iter()
+        .copied()
+        .filter(|f| !f.contains("self-service"))
+        .collect();
+    let mut skiff = Skiff::start(&cp.operator_kubeconfig(), dir.0.join("off.log"), &off);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        a.ok(&["create", "configmap", "early", "--from-literal=k=v"]);
+        a.ok(&["label", "configmap", "early", "skiff.dev/offered=true"]);
+        a.apply(&offer(&w.a, "early", "ConfigMap", "early"))
+            .expect("a offers");
+        b.apply(&acceptance(&w.b, "early", &w.a, "early"))
+            .expect("b accepts");
+        wait_until("the offer is refused while self-service is off", || {
+            let mirror = cp.object("mirror", &w.a, "early");
+            let conditions = mirror.map(|m| m["status"]["conditions"].to_string());
+            conditions.is_some_and(|c| c.contains("SourceNamespaceNotAllowed"))
+        });
+        assert!(cp.object("configmap", &w.b, "early").is_none());
+        assert!(
+            served(cp, &w.b, "early").is_none(),
+            "an acceptance read while off"
+        );
+    }));
+    skiff.terminate(STEP_TIMEOUT);
+    if let Err(panic) = outcome {
+        eprintln!("skiff log (off):\n{}", skiff.logs());
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Tenant, x: &Tenant) {
+    a.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=url=https://a.example",
+    ]);
+    a.ok(&["label", "configmap", "settings", "skiff.dev/offered=true"]);
+    a.apply(&offer(&w.a, "share", "ConfigMap", "settings"))
+        .expect("a offers");
+
+    let started = Instant::now();
+    b.apply(&acceptance(&w.b, "from-a", &w.a, "share"))
+        .expect("b accepts");
+    wait_until("b's copy appears", || copy_data(cp, &w.b).is_some());
+    say(&format!(
+        "self-service: the copy appeared in team-b {} ms after the acceptance",
+        started.elapsed().as_millis()
+    ));
+    assert_eq!(
+        copy_data(cp, &w.b).expect("copy")["url"],
+        "https://a.example"
+    );
+    wait_until("b's acceptance says Served", || {
+        reason_is(cp, &w.b, "from-a", "Served")
+    });
+
+    // C is offered to but did not accept (and holds its own object of that name); X accepts
+    // but is not offered to; B accepts a Mirror that does not exist.
+    x.apply(&acceptance(&w.x, "from-a", &w.a, "share"))
+        .expect("x accepts");
+    b.apply(&acceptance(&w.b, "ghost", &w.a, "no-such-mirror"))
+        .expect("b accepts a ghost");
+    wait_until("x is told NotAvailable", || {
+        reason_is(cp, &w.x, "from-a", "NotAvailable")
+    });
+    wait_until("the ghost is told NotAvailable", || {
+        reason_is(cp, &w.b, "ghost", "NotAvailable")
+    });
+    assert!(cp.object("configmap", &w.x, "settings").is_none());
+    let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
+    assert_eq!(
+        mirror["status"]["selected"], 1,
+        "only b's acceptance counts"
+    );
+    let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
+    assert_eq!(mine["data"]["mine"], "yes");
+
+    // C accepts too: its own object is left alone and its acceptance says why.
+    c.apply(&acceptance(&w.c, "from-a", &w.a, "share"))
+        .expect("c accepts");
+    wait_until("c is told Conflict", || {
+        reason_is(cp, &w.c, "from-a", "Conflict")
+    });
+    let message = served(cp, &w.c, "from-a").expect("served")["message"].to_string();
+    assert!(!message.contains(&w.b), "names another tenant: {message}");
+    wait_until("a's offer counts the conflict without naming where", || {
+        let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
+        mirror["status"]["conflicts"] == 1
+    });
+    let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
+    let status = mirror["status"].to_string();
+    assert!(!status.contains(&w.c), "a's offer names c: {status}");
+    let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
+    assert_eq!(mine["data"]["mine"], "yes");
+    assert!(mine["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
+}
+
+/// The admin's guardrails: a tenant Mirror of a Secret copies nothing (the admin writes it here:
+/// the policy keeps a tenant who may not read Secrets from writing it at all), and one offer
+/// accepted by more namespaces than `--max-copies-per-tenant-mirror` (10) serves 10 of them.
+fn guardrails(cp: &ControlPlane, w: &World) {
+    cp.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "-n",
+        &w.a,
+        "--from-literal=k=v",
+    ]);
+    cp.apply(&offer(&w.a, "secret-share", "Secret", "creds"));
+    cp.apply(&acceptance(&w.b, "secret-from-a", &w.a, "secret-share"));
+    wait_until("the Secret offer is refused", || {
+        let mirror = cp.object("mirror", &w.a, "secret-share");
+        let conditions = mirror.map(|m| m["status"]["conditions"].clone());
+        conditions.is_some_and(|c| c.to_string().contains("KindNotAllowed"))
+    });
+    wait_until("its acceptance says KindNotAllowed", || {
+        reason_is(cp, &w.b, "secret-from-a", "KindNotAllowed")
+    });
+    assert!(cp.object("secret", &w.b, "creds").is_none());
+
+    let many = cp.create_namespaces("many", &[("shares-with-a", "yes")], 12);
+    let acceptances: Vec<String> = many
+        .iter()
+        .map(|ns| acceptance(ns, "from-a", &w.a, "share"))
+        .collect();
+    cp.apply(&acceptances.join("---\n"));
+    let copies = || many.iter().filter(|ns| copy_data(cp, ns).is_some()).count();
+    wait_until("the offer serves up to its cap", || {
+        let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
+        mirror["status"]["synced"] == 10 && copies() == 9
+    });
+    let pending = many
+        .iter()
+        .filter(|ns| reason_is(cp, ns, "from-a", "Pending"))
+        .count();
+    assert_eq!(pending, 3, "acceptances beyond the cap are told Pending");
+    assert!(copy_data(cp, &w.b).is_some(), "b's copy kept its place");
+    for ns in &many {
+        cp.kubectl_ok(&["delete", "mirroracceptance", "from-a", "-n", ns]);
+    }
+    wait_until("the mass of copies goes with its acceptances", || {
+        copies() == 0
+    });
+    wait_until("c is told Conflict again", || {
+        reason_is(cp, &w.c, "from-a", "Conflict")
+    });
+}
+
+fn restart_writes_nothing(cp: &ControlPlane, w: &World, since: SystemTime) {
+    wait_until("the new skiff still serves b", || {
+        reason_is(cp, &w.b, "from-a", "Served") && copy_data(cp, &w.b).is_some()
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let writes = skiff_writes(cp, since);
+    assert!(writes.is_empty(), "a restart wrote:\n{}", writes.join("\n"));
+}
+
+fn revocations(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
+    let started = Instant::now();
+    b.ok(&["delete", "mirroracceptance", "from-a"]);
+    wait_until("b's copy goes with b's acceptance", || {
+        cp.object("configmap", &w.b, "settings").is_none()
+    });
+    say(&format!(
+        "self-service: b's copy went {} ms after b revoked",
+        started.elapsed().as_millis()
+    ));
+
+    b.apply(&acceptance(&w.b, "from-a", &w.a, "share"))
+        .expect("b accepts again");
+    wait_until("b's copy is back", || copy_data(cp, &w.b).is_some());
+    let started = Instant::now();
+    a.ok(&["delete", "mirror", "share"]);
+    wait_until("b's copy goes with a's offer", || {
+        cp.object("configmap", &w.b, "settings").is_none()
+    });
+    say(&format!(
+        "self-service: b's copy went {} ms after a revoked",
+        started.elapsed().as_millis()
+    ));
+    wait_until("b is told NotAvailable", || {
+        reason_is(cp, &w.b, "from-a", "NotAvailable")
+    });
+    let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
+    assert_eq!(mine["data"]["mine"], "yes");
+}
+
+/// The shipped ValidatingAdmissionPolicy: a tenant who may create Mirrors and acceptances but
+/// may not read the source cannot offer it, and one who may not create ConfigMaps in a
+/// namespace cannot accept there; the same requests pass for a tenant who may.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
+    require_e2e_binaries();
+    let cp = ControlPlane::installed();
+    configmaps_role(cp);
+    let src = cp.create_namespace("vap-a", &[("skiff.dev/may-offer", "true")]);
+    let dst = cp.create_namespace("vap-b", &[]);
+    cp.kubectl_ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        &src,
+        "--from-literal=k=v",
+    ]);
+    let limited = Tenant::new(cp, &src, "limited", &["skiff-tenant-edit"]);
+    bind(cp, &dst, &format!("{src}:limited"), &["skiff-tenant-edit"]);
+    let full = Tenant::new(cp, &src, "full", &[CONFIGMAPS, "skiff-tenant-edit"]);
+    bind(
+        cp,
+        &dst,
+        &format!("{src}:full"),
+        &[CONFIGMAPS, "skiff-tenant-edit"],
+    );
+
+    let offer_manifest = offer(&src, "share", "ConfigMap", "settings");
+    let refused = limited
+        .apply(&offer_manifest)
+        .expect_err("an offer without get");
+    assert!(
+        refused.contains("may offer only what its author may read"),
+        "{refused}"
+    );
+    let accept_manifest = acceptance(&dst, "from-a", &src, "share");
+    let refused = limited
+        .apply(&accept_manifest)
+        .expect_err("an acceptance without create");
+    assert!(
+        refused.contains("lets skiff create a ConfigMap"),
+        "{refused}"
+    );
+    assert!(cp.object("mirror", &src, "share").is_none());
+    assert!(cp.object("mirroracceptance", &dst, "from-a").is_none());
+
+    full.apply(&offer_manifest).expect("an offer with get");
+    full.apply(&accept_manifest)
+        .expect("an acceptance with create");
+    // A change that leaves the spec alone is not checked (skiff's own finalizer and status
+    // writes are such changes); a change of the spec is.
+    limited.ok(&["label", "mirror", "share", "seen=yes"]);
+    let other = offer(&src, "share", "ConfigMap", "other");
+    let refused = limited
+        .apply(&other)
+        .expect_err("re-pointing the offer without get");
+    assert!(
+        refused.contains("may offer only what its author may read"),
+        "{refused}"
+    );
+}
+
+/// `kubectl explain` describes the acceptance from the CRD's schema, and its short name works.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn kubectl_explains_the_acceptance() {
+    require_e2e_binaries();
+    let cp = ControlPlane::installed();
+    let crd = "customresourcedefinition/mirroracceptances.skiff.dev";
+    cp.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+    let explained = cp.kubectl_ok(&["explain", "mirroracceptances.spec.from"]);
+    for words in ["The offering Mirror", "namespace", "mirror"] {
+        assert!(explained.contains(words), "{words:?} missing:\n{explained}");
+    }
+    let reasons = cp.kubectl_ok(&["explain", "mirroracceptances.status.conditions.reason"]);
+    assert!(reasons.contains("NotAvailable"), "{reasons}");
+    cp.kubectl_ok(&["get", "mirracc", "--all-namespaces"]);
+}
