@@ -23,6 +23,7 @@ use crate::duration::{format_duration, parse_duration};
 use crate::kube::impersonate::Overrides;
 use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
+use crate::mirror::Kinds;
 
 pub use argv::parse_bool;
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
@@ -145,6 +146,15 @@ struct Options {
     /// matching the secret-targets component's resourceNames (default none: no Secret copies)
     #[argh(option, default = "String::new()")]
     secret_target_names: String,
+    /// kinds Mirrors may copy besides ConfigMaps and Secrets, as resource.group (comma lists,
+    /// repeatable): networkpolicies.networking.k8s.io, limitranges, resourcequotas,
+    /// rolebindings.rbac.authorization.k8s.io (default none)
+    #[argh(option)]
+    kinds: Vec<String>,
+    /// the only ClusterRoles a copied RoleBinding may bind: a comma list, matching the
+    /// resourceNames of skiff's `bind` rule (needed with rolebindings in --kinds)
+    #[argh(option)]
+    bindable_roles: Vec<String>,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,
@@ -191,6 +201,8 @@ pub struct Settings {
     pub source_namespaces: SourceNamespaces,
     /// `--secret-target-names`, sorted and deduplicated; empty = Secret copies disabled.
     pub secret_target_names: Vec<String>,
+    /// `--kinds` and `--bindable-roles`, checked together; none by default.
+    pub kinds: Kinds,
     pub log_format: LogFormat,
     pub log_level: LevelFilter,
 }
@@ -246,6 +258,14 @@ pub fn parse(args: &[String]) -> Result<Settings, FlagError> {
     validate::settings(options)
 }
 
+/// A comma list, or `(none)`.
+fn or_none(items: Vec<String>) -> String {
+    if items.is_empty() {
+        return "(none)".to_owned();
+    }
+    items.join(",")
+}
+
 fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
@@ -282,7 +302,8 @@ impl fmt::Display for Settings {
              leader-elect-pod-deletion-cost={} leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
              graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
-             source-namespaces={} secret-target-names={} log-format={} log-level={}",
+             source-namespaces={} secret-target-names={} kinds={} bindable-roles={} \
+             log-format={} log-level={}",
             or(&kubeconfig, "(auto)"),
             or(&self.context, "(current)"),
             or(&impersonate.user, "(kubeconfig)"),
@@ -314,6 +335,8 @@ impl fmt::Display for Settings {
                 .map_or_else(|| "0 (off)".to_owned(), format_duration),
             sources,
             secret_targets,
+            or_none(self.kinds.enabled().map(|k| k.flag_name()).collect()),
+            or_none(self.kinds.bindable_roles().map(str::to_owned).collect()),
             self.log_format,
             self.log_level.as_str().to_ascii_lowercase(),
         )

@@ -71,6 +71,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
         replica.main,
         replica.scope,
         secret_targets,
+        settings.kinds.clone(),
         &identity,
     )];
     smol::spawn(skiff::heap::release_when_idle()).detach();

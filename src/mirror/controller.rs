@@ -6,6 +6,7 @@
 //! until every first list has arrived, and a reconcile waits while a relist is under way.
 
 use super::caches::{Caches, SourceScope};
+use super::kinds::Kinds;
 use super::reconcile::Reconciler;
 use super::secret_targets::SecretTargets;
 use crate::kube::Client;
@@ -24,6 +25,7 @@ pub fn runnable(
     client: Client,
     scope: SourceScope,
     secret_targets: SecretTargets,
+    kinds: Kinds,
     identity: &str,
 ) -> Runnable {
     let identity = identity.to_owned();
@@ -32,6 +34,7 @@ pub fn runnable(
             client.clone(),
             scope.clone(),
             secret_targets.clone(),
+            kinds.clone(),
             identity.clone(),
             stop,
         )
@@ -42,12 +45,13 @@ async fn run(
     client: Client,
     scope: SourceScope,
     secret_targets: SecretTargets,
+    kinds: Kinds,
     identity: String,
     stop: Signal,
 ) {
     let controller = Controller::new("mirror", WORKERS);
     super::contest::declare_metric();
-    let caches = Caches::new(&scope, &secret_targets);
+    let caches = Caches::new(&scope, &secret_targets, &kinds);
     let _watches = caches.spawn_watches(&client, &controller.queue());
     if !until_listed(&caches, &stop).await {
         return;
@@ -63,6 +67,7 @@ async fn run(
         caches,
         scope,
         secret_targets,
+        kinds,
         recorder,
         stop.clone(),
     ));

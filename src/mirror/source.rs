@@ -6,6 +6,7 @@
 //! skiff never copies one (see [`super::desired`]), so it holds no token either.
 
 use super::carry::copyable;
+use super::kit_types::KitResource;
 use super::payload::{Digest, Payload};
 use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
 use std::collections::BTreeMap;
@@ -37,6 +38,12 @@ impl SourceContent {
             data.clear();
         }
         SourceContent::new(&secret.metadata, payload)
+    }
+
+    /// A kit kind's source: its user-set fields.
+    pub fn of_kit<K: KitResource>(object: &K) -> Arc<SourceContent> {
+        let payload = Payload::of_kit(K::SOURCE_KIND, object.object(), K::fields());
+        SourceContent::new(object.metadata(), payload)
     }
 
     fn new(meta: &ObjectMeta, payload: Payload) -> Arc<SourceContent> {
