@@ -387,3 +387,65 @@ fn a_role_binding_to_cluster_admin_and_a_kind_not_enabled_are_refused_before_any
     }));
     finish(replica, outcome);
 }
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_namespace_kit_sample_stamps_its_four_objects_into_a_labelled_namespace() {
+    use crate::support::control_plane::E2E_REPLICA_FLAGS;
+    use crate::support::skiff::{Skiff, TempDir};
+    require_e2e_binaries();
+    let _turn = one_replica_at_a_time();
+    let cp = control_plane();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/namespace-kit.yaml");
+    cp.kubectl_ok(&["apply", "-f", &sample.display().to_string()]);
+    let team = cp.create_namespace("kit-team", &[("skiff.dev/kit", "team")]);
+    // The sample's install: skiff-kit among the source namespaces.
+    let mut flags: Vec<&str> = E2E_REPLICA_FLAGS
+        .iter()
+        .copied()
+        .filter(|f| !f.starts_with("--source-namespaces"))
+        .collect();
+    flags.extend([
+        "--source-namespaces=skiff-system,skiff-kit",
+        "--metrics-bind-address=0",
+    ]);
+    flags.extend(KIT_FLAGS);
+    let dir = TempDir::new("e2e-kinds-sample");
+    let mut skiff = Skiff::start_with_env(
+        &cp.operator_kubeconfig(),
+        dir.0.join("skiff.log"),
+        &flags,
+        &[("POD_NAME", "kit-sample")],
+    );
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let kit = [
+            ("networkpolicies", "default-deny-ingress"),
+            ("limitranges", "defaults"),
+            ("resourcequotas", "team-quota"),
+            ("rolebindings", "team-edit"),
+        ];
+        wait_until("the four objects in the labelled namespace", || {
+            kit.iter()
+                .all(|(resource, name)| cp.object(resource, &team, name).is_some())
+        });
+        let binding = cp
+            .object("rolebindings", &team, "team-edit")
+            .expect("RoleBinding");
+        assert_eq!(binding["roleRef"]["name"], "edit");
+    }));
+    skiff.signal("TERM");
+    let code = skiff.wait_exit(Duration::from_secs(20));
+    if outcome.is_err() {
+        eprintln!("skiff log:\n{}", skiff.logs());
+    }
+    cp.kubectl(&[
+        "delete",
+        "-f",
+        &sample.display().to_string(),
+        "--wait=false",
+    ]);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    assert_eq!(code, Some(0), "skiff exit; log:\n{}", skiff.logs());
+}
