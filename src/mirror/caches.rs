@@ -135,9 +135,15 @@ impl Caches {
                     let selections = self.selections.clone();
                     let keys =
                         mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone());
+                    let kits = self.kits.clone();
                     move |event: &Change<Mirror>, _: Option<&Mirror>| {
                         selections.mirror_changed(event);
-                        keys(event)
+                        let mut keys = keys(event);
+                        // As `mirror_keys` does for ConfigMap and Secret copies.
+                        if let Change::Relisted = event {
+                            keys.extend(kits.owners());
+                        }
+                        keys
                     }
                 },
             ),

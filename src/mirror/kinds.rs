@@ -86,6 +86,13 @@ impl Kinds {
             .filter(|r| !r.is_empty())
             .map(str::to_owned)
             .collect();
+        if bindable_roles.iter().any(|r| r.contains('*')) {
+            return Err(
+                "--bindable-roles takes ClusterRole names, e.g. edit,view; a wildcard \
+                        would let skiff bind any role, cluster-admin included"
+                    .to_owned(),
+            );
+        }
         let binds = enabled.contains(&SourceKind::RoleBinding);
         match (binds, bindable_roles.is_empty()) {
             (true, true) => Err(format!(

@@ -26,6 +26,7 @@ trait KindCache: Send + Sync {
     fn source(&self, namespace: &str, name: &str) -> Option<Arc<SourceContent>>;
     fn copy(&self, namespace: &str, name: &str) -> Option<CopyInfo>;
     fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo>;
+    fn copies(&self) -> Vec<CopyInfo>;
     fn wait_until_ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
     fn spawn_watches(
         &self,
@@ -61,6 +62,10 @@ impl<K: KitResource> KindCache for KindStores<K> {
 
     fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
         copies_of(&self.copies, owner)
+    }
+
+    fn copies(&self) -> Vec<CopyInfo> {
+        self.copies.list()
     }
 
     fn wait_until_ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
@@ -132,6 +137,16 @@ impl KitCaches {
         self.kinds
             .values()
             .flat_map(|c| c.copies_of(owner))
+            .collect()
+    }
+
+    /// Every Mirror a cached copy names: after a relist of the Mirrors, one that vanished while
+    /// the watch was down is remembered only by its copies.
+    pub fn owners(&self) -> Vec<ObjectKey> {
+        let copies = self.kinds.values().flat_map(|c| c.copies());
+        copies
+            .filter_map(|c| c.owner)
+            .map(|o| ObjectKey::new(o.namespace, o.name))
             .collect()
     }
 

@@ -88,6 +88,8 @@ fn denied_and_unknown_kinds_are_refused_naming_the_kind_and_why() {
 fn rolebindings_and_bindable_roles_go_together() {
     let error = parse("rolebindings", "").expect_err("no roles");
     assert_mentions(&error, &["--bindable-roles", "bind"]);
+    let error = parse("rolebindings", "edit,*").expect_err("a wildcard");
+    assert_mentions(&error, &["--bindable-roles", "wildcard"]);
     let error = parse("limitranges", "edit").expect_err("roles without rolebindings");
     assert_mentions(&error, &["--bindable-roles", "rolebindings"]);
 }
