@@ -5,7 +5,6 @@
 //! it; the `source-hash` annotation would not). The hash covers the labels and annotations
 //! skiff manages on the copy too (see [`super::managed`]), whose record the entry keeps.
 
-use super::kit_types::KitResource;
 use super::managed::{Managed, Record};
 use super::payload::{Digest, Payload};
 use super::types::{Mirror, SourceKind};
@@ -64,12 +63,7 @@ impl CopyInfo {
         CopyInfo::new(&secret.metadata, Payload::of_secret(secret))
     }
 
-    /// A kit kind's copy: the hash of its user-set fields, never the fields.
-    pub fn of_kit<K: KitResource>(object: &K) -> CopyInfo {
-        CopyInfo::of_kit_object(K::SOURCE_KIND, object.object(), K::fields())
-    }
-
-    /// As [`CopyInfo::of_kit`], for a kind known at run time.
+    /// A copy of the kit kind `kind`: the hash of its user-set `fields`, never the fields.
     pub fn of_kit_object(kind: SourceKind, object: &KitObject, fields: &[&str]) -> CopyInfo {
         CopyInfo::new(&object.metadata, Payload::of_kit(kind, object, fields))
     }

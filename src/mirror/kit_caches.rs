@@ -10,69 +10,33 @@ use super::copy::{CopyInfo, Owner};
 use super::enqueue::copy_owners;
 use super::index::{copies_of, copy_store};
 use super::kinds::Kinds;
-use super::kit_types::{KitResource, with_kit_type};
+use super::kit_table::KitKind;
 use super::source::SourceContent;
-use super::source_stores::{SourceScope, SourceStores, regardless, spawn};
+use super::source_stores::{SourceScope, SourceStores, regardless, spawn_from};
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
-use crate::runtime::{ObjectKey, Store, WatcherConfig, WorkQueue};
+use crate::kube::api::KitObject;
+use crate::runtime::{ApiSource, ObjectKey, Store, WatcherConfig, WorkQueue};
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-/// The caches of one kit kind, whatever its API type.
-trait KindCache: Send + Sync {
-    fn source(&self, namespace: &str, name: &str) -> Option<Arc<SourceContent>>;
-    fn copy(&self, namespace: &str, name: &str) -> Option<CopyInfo>;
-    fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo>;
-    fn copies(&self) -> Vec<CopyInfo>;
-    fn wait_until_ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
-    fn spawn_watches(
-        &self,
-        client: &Client,
-        queue: &WorkQueue<ObjectKey>,
-        mirrors: &Store<Mirror, Mirror>,
-        copies: &WatcherConfig,
-    ) -> Vec<smol::Task<()>>;
+/// The caches of one kit kind. Every kind is kept as [`KitObject`], its watches addressed by
+/// its collection's path, so the watch and store code is compiled in once for all kinds.
+#[derive(Clone)]
+struct KindStores {
+    kind: &'static KitKind,
+    sources: SourceStores<KitObject>,
+    copies: Store<KitObject, CopyInfo>,
 }
 
-struct KindStores<K: KitResource> {
-    sources: SourceStores<K>,
-    copies: Store<K, CopyInfo>,
-}
-
-impl<K: KitResource> KindStores<K> {
-    fn new(scope: &SourceScope) -> KindStores<K> {
+impl KindStores {
+    fn new(scope: &SourceScope, kind: &'static KitKind) -> KindStores {
+        let (of, fields) = (kind.kind, kind.fields);
         KindStores {
-            sources: SourceStores::new(scope, SourceContent::of_kit::<K>),
-            copies: copy_store(CopyInfo::of_kit::<K>),
+            kind,
+            sources: SourceStores::new(scope, move |o| SourceContent::of_kit(of, o, fields)),
+            copies: copy_store(move |o| CopyInfo::of_kit_object(of, o, fields)),
         }
-    }
-}
-
-impl<K: KitResource> KindCache for KindStores<K> {
-    fn source(&self, namespace: &str, name: &str) -> Option<Arc<SourceContent>> {
-        self.sources.get(namespace, name)
-    }
-
-    fn copy(&self, namespace: &str, name: &str) -> Option<CopyInfo> {
-        self.copies.get(namespace, name)
-    }
-
-    fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
-        copies_of(&self.copies, owner)
-    }
-
-    fn copies(&self) -> Vec<CopyInfo> {
-        self.copies.list()
-    }
-
-    fn wait_until_ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            self.sources.wait_until_ready().await;
-            self.copies.wait_until_ready().await;
-        })
     }
 
     fn spawn_watches(
@@ -82,20 +46,13 @@ impl<K: KitResource> KindCache for KindStores<K> {
         mirrors: &Store<Mirror, Mirror>,
         copies: &WatcherConfig,
     ) -> Vec<smol::Task<()>> {
-        let owners = regardless(copy_owners(mirrors.clone(), K::SOURCE_KIND));
+        let (kind, of) = (self.kind, self.kind.kind);
+        let owners = regardless(copy_owners(mirrors.clone(), of));
+        let all = ApiSource::at(client, None, kind.collection_path(None));
         let copy_store = self.copies.clone();
-        let mut tasks = vec![spawn(
-            client,
-            None,
-            copies.clone(),
-            copy_store,
-            queue,
-            owners,
-        )];
-        tasks.extend(
-            self.sources
-                .spawn_watches(client, queue, mirrors, K::SOURCE_KIND),
-        );
+        let mut tasks = vec![spawn_from(all, copies.clone(), copy_store, queue, owners)];
+        let source = |ns: Option<&str>| ApiSource::at(client, ns, kind.collection_path(ns));
+        tasks.extend(self.sources.spawn_watches_from(queue, mirrors, of, source));
         tasks
     }
 }
@@ -103,20 +60,18 @@ impl<K: KitResource> KindCache for KindStores<K> {
 /// The caches of every enabled kit kind; none for a kind not enabled.
 #[derive(Clone, Default)]
 pub struct KitCaches {
-    kinds: BTreeMap<SourceKind, Arc<dyn KindCache>>,
+    kinds: Arc<BTreeMap<SourceKind, KindStores>>,
 }
 
 impl KitCaches {
     pub fn new(scope: &SourceScope, kinds: &Kinds) -> KitCaches {
         let kinds = kinds
             .enabled()
-            .filter_map(|entry| {
-                let cache: Arc<dyn KindCache> = with_kit_type!(entry.kind,
-                    K => Arc::new(KindStores::<K>::new(scope)), else return None);
-                Some((entry.kind, cache))
-            })
+            .map(|entry| (entry.kind, KindStores::new(scope, entry)))
             .collect();
-        KitCaches { kinds }
+        KitCaches {
+            kinds: Arc::new(kinds),
+        }
     }
 
     pub fn source(
@@ -125,25 +80,25 @@ impl KitCaches {
         namespace: &str,
         name: &str,
     ) -> Option<Arc<SourceContent>> {
-        self.kinds.get(&kind)?.source(namespace, name)
+        self.kinds.get(&kind)?.sources.get(namespace, name)
     }
 
     pub fn copy(&self, kind: SourceKind, namespace: &str, name: &str) -> Option<CopyInfo> {
-        self.kinds.get(&kind)?.copy(namespace, name)
+        self.kinds.get(&kind)?.copies.get(namespace, name)
     }
 
     /// The copies of every enabled kind labelled for the Mirror `owner`.
     pub fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
         self.kinds
             .values()
-            .flat_map(|c| c.copies_of(owner))
+            .flat_map(|c| copies_of(&c.copies, owner))
             .collect()
     }
 
     /// Every Mirror a cached copy names: after a relist of the Mirrors, one that vanished while
     /// the watch was down is remembered only by its copies.
     pub fn owners(&self) -> Vec<ObjectKey> {
-        let copies = self.kinds.values().flat_map(|c| c.copies());
+        let copies = self.kinds.values().flat_map(|c| c.copies.list());
         copies
             .filter_map(|c| c.owner)
             .map(|o| ObjectKey::new(o.namespace, o.name))
@@ -152,7 +107,8 @@ impl KitCaches {
 
     pub async fn wait_until_ready(&self) {
         for cache in self.kinds.values() {
-            cache.wait_until_ready().await;
+            cache.sources.wait_until_ready().await;
+            cache.copies.wait_until_ready().await;
         }
     }
 

@@ -17,6 +17,21 @@ pub struct KitKind {
 }
 
 impl KitKind {
+    /// The URL path of this kind's collection in `namespace`, or across all (`None`).
+    pub fn collection_path(&self, namespace: Option<&str>) -> String {
+        let mut path = match self.group {
+            "" => format!("/api/{}", self.version),
+            group => format!("/apis/{group}/{}", self.version),
+        };
+        if let Some(ns) = namespace {
+            path.push_str("/namespaces/");
+            path.push_str(ns);
+        }
+        path.push('/');
+        path.push_str(self.resource);
+        path
+    }
+
     /// `resource.group`, or `resource` for the core group: the `--kinds` spelling.
     pub fn flag_name(&self) -> String {
         match self.group {

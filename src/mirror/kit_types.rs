@@ -6,7 +6,6 @@
 //! needs it, and every kit type shares one decoder ([`KitObject`]'s), so each kind costs only
 //! the thin generic code over it.
 
-use super::kit_table::kit;
 use super::types::SourceKind;
 use crate::kube::api::{
     KitObject, LimitRange, NetworkPolicy, Resource, ResourceQuota, RoleBinding,
@@ -19,11 +18,6 @@ pub trait KitResource: Resource + Clone {
     fn object(&self) -> &KitObject;
 
     fn from_object(object: KitObject) -> Self;
-
-    /// The fields a copy of this kind carries.
-    fn fields() -> &'static [&'static str] {
-        kit(Self::SOURCE_KIND).map_or(&[], |k| k.fields)
-    }
 }
 
 macro_rules! kit_resource {

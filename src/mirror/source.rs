@@ -6,9 +6,9 @@
 //! skiff never copies one (see [`super::desired`]), so it holds no token either.
 
 use super::carry::copyable;
-use super::kit_types::KitResource;
 use super::payload::{Digest, Payload};
-use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use super::types::SourceKind;
+use crate::kube::api::{ConfigMap, KitObject, ObjectMeta, Secret};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -40,10 +40,9 @@ impl SourceContent {
         SourceContent::new(&secret.metadata, payload)
     }
 
-    /// A kit kind's source: its user-set fields.
-    pub fn of_kit<K: KitResource>(object: &K) -> Arc<SourceContent> {
-        let payload = Payload::of_kit(K::SOURCE_KIND, object.object(), K::fields());
-        SourceContent::new(object.metadata(), payload)
+    /// A source of the kit kind `of`: its user-set `fields`.
+    pub fn of_kit(of: SourceKind, object: &KitObject, fields: &[&str]) -> Arc<SourceContent> {
+        SourceContent::new(&object.metadata, Payload::of_kit(of, object, fields))
     }
 
     fn new(meta: &ObjectMeta, payload: Payload) -> Arc<SourceContent> {

@@ -52,11 +52,14 @@ pub struct SourceStores<K: Resource> {
 }
 
 impl<K: Resource + Clone> SourceStores<K> {
-    pub fn new(scope: &SourceScope, project: fn(&K) -> Arc<SourceContent>) -> SourceStores<K> {
+    pub fn new(
+        scope: &SourceScope,
+        project: impl Fn(&K) -> Arc<SourceContent> + Clone + Send + Sync + 'static,
+    ) -> SourceStores<K> {
         let stores = scope
             .watch_namespaces()
             .into_iter()
-            .map(|ns| (ns, Store::new(project)))
+            .map(|ns| (ns, Store::new(project.clone())))
             .collect();
         SourceStores { stores }
     }
@@ -76,18 +79,23 @@ impl<K: Resource + Clone> SourceStores<K> {
         mirrors: &Store<Mirror, Mirror>,
         kind: SourceKind,
     ) -> Vec<smol::Task<()>> {
+        self.spawn_watches_from(queue, mirrors, kind, |ns| ApiSource::new(client, ns))
+    }
+
+    /// As [`SourceStores::spawn_watches`], each watch reading from `source(namespace)`.
+    pub fn spawn_watches_from(
+        &self,
+        queue: &WorkQueue<ObjectKey>,
+        mirrors: &Store<Mirror, Mirror>,
+        kind: SourceKind,
+        source: impl Fn(Option<&str>) -> ApiSource,
+    ) -> Vec<smol::Task<()>> {
         self.stores
             .iter()
             .map(|(ns, store)| {
                 let map = regardless(mirrors_of_source(mirrors.clone(), kind));
-                spawn(
-                    client,
-                    ns.as_deref(),
-                    WatcherConfig::default(),
-                    store.clone(),
-                    queue,
-                    map,
-                )
+                let config = WatcherConfig::default();
+                spawn_from(source(ns.as_deref()), config, store.clone(), queue, map)
             })
             .collect()
     }
@@ -115,7 +123,18 @@ pub fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
     queue: &WorkQueue<ObjectKey>,
     map: impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static,
 ) -> smol::Task<()> {
-    let watcher = Watcher::new(ApiSource::new(client, namespace), config);
+    spawn_from(ApiSource::new(client, namespace), config, store, queue, map)
+}
+
+/// As [`spawn`], reading from `source`.
+pub fn spawn_from<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
+    source: ApiSource,
+    config: WatcherConfig,
+    store: Store<K, P>,
+    queue: &WorkQueue<ObjectKey>,
+    map: impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static,
+) -> smol::Task<()> {
+    let watcher = Watcher::new(source, config);
     smol::spawn(feed(watcher, store, queue.clone(), map))
 }
 

@@ -50,6 +50,22 @@ impl KitObject {
     }
 }
 
+/// Every kit kind is watched and cached as this one type, so the watch machinery is compiled
+/// in once for all four: a watch names its kind's collection by path (`ApiSource::at`). Its
+/// `url_path` addresses nothing; requests on one object go through the kind's own type below.
+impl super::Resource for KitObject {
+    const API_VERSION: &'static str = "kit.skiff.dev/addressed-by-kind";
+    const KIND: &'static str = "KitObject";
+    const PLURAL: &'static str = "addressed-by-kind";
+    const NAMESPACED: bool = true;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 macro_rules! kit_kind {
     ($(#[$doc:meta])* $ty:ident, $api_version:expr, $kind:expr, $plural:expr) => {
         $(#[$doc])*

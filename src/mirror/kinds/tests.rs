@@ -1,5 +1,5 @@
 use super::*;
-use crate::kube::api::{KitObject, RoleBinding};
+use crate::kube::api::KitObject;
 use crate::mirror::fixtures::mirror_of;
 use crate::mirror::source::SourceContent;
 use crate::testing::assert_mentions;
@@ -17,7 +17,10 @@ fn role_binding(role_kind: &str, role: &str) -> Payload {
             "kind": role_kind, "name": role})),
         ..KitObject::default()
     };
-    SourceContent::of_kit(&RoleBinding(object)).payload.clone()
+    let fields = kit(SourceKind::RoleBinding).expect("in the table").fields;
+    SourceContent::of_kit(SourceKind::RoleBinding, &object, fields)
+        .payload
+        .clone()
 }
 
 #[test]

@@ -222,7 +222,7 @@ mod kit {
         source.0.metadata.uid = Some("u".into());
         let d = DesiredCopy::of(
             &kit_mirror(SourceKind::NetworkPolicy),
-            &SourceContent::of_kit(&source),
+            &SourceContent::of_kit(SourceKind::NetworkPolicy, &source.0, &["spec"]),
         )
         .expect("desired");
         let CopyObject::Kit(kind, copy) = new_copy(&owner(), "team-a", "deny", &d) else {
@@ -246,7 +246,7 @@ mod kit {
         let spec = json!({"podSelector": {"matchLabels": {"a": "b"}}});
         let d = DesiredCopy::of(
             &kit_mirror(SourceKind::NetworkPolicy),
-            &SourceContent::of_kit(&policy(spec)),
+            &SourceContent::of_kit(SourceKind::NetworkPolicy, &policy(spec).0, &["spec"]),
         )
         .expect("desired");
         let patch = update_patch(&owner(), &d, None, "5");
@@ -261,6 +261,7 @@ mod kit {
 
     #[test]
     fn a_role_binding_whose_role_ref_differs_is_replaced() {
+        const FIELDS: &[&str] = &["subjects", "roleRef"];
         let binding = |role: &str| {
             RoleBinding(KitObject {
                 subjects: Some(json!([])),
@@ -270,7 +271,7 @@ mod kit {
         };
         let d = DesiredCopy::of(
             &kit_mirror(SourceKind::RoleBinding),
-            &SourceContent::of_kit(&binding("edit")),
+            &SourceContent::of_kit(SourceKind::RoleBinding, &binding("edit").0, FIELDS),
         )
         .expect("desired");
         let held = Existing::of_kit(SourceKind::RoleBinding, &binding("view").0);
