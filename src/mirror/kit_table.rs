@@ -77,3 +77,24 @@ pub const TABLE: [KitKind; 4] = [
 pub fn kit(kind: SourceKind) -> Option<&'static KitKind> {
     TABLE.iter().find(|k| k.kind == kind)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::api::{LimitRange, NetworkPolicy, Resource};
+
+    #[test]
+    fn collection_paths_are_the_kinds_own() {
+        let policy = kit(SourceKind::NetworkPolicy).expect("in the table");
+        assert_eq!(
+            policy.collection_path(Some("a")),
+            NetworkPolicy::url_path(Some("a"), None)
+        );
+        let limits = kit(SourceKind::LimitRange).expect("in the table");
+        assert_eq!(
+            limits.collection_path(None),
+            LimitRange::url_path(None, None)
+        );
+        assert_eq!(kit(SourceKind::ConfigMap), None);
+    }
+}

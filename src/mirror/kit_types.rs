@@ -1,10 +1,11 @@
 //! The kit kinds as Rust types: which [`SourceKind`] each API type is, and a way to run code
 //! written once against the type of a kind known only at run time.
 //!
-//! The client, the watches and the stores are generic over the API type; the Mirror controller
-//! asks by [`SourceKind`]. [`with_kit_type!`] bridges the two, one match in each place that
-//! needs it, and every kit type shares one decoder ([`KitObject`]'s), so each kind costs only
-//! the thin generic code over it.
+//! The client's requests are generic over the API type; the Mirror controller asks by
+//! [`SourceKind`]. [`with_kit_type!`] bridges the two for requests on one object (get, create,
+//! patch, delete), one match in each place that needs it, and every kit type shares one decoder
+//! ([`KitObject`]'s), so each kind costs only the thin generic code over it. Watches and stores
+//! need no such bridge: they keep every kind as [`KitObject`] (see [`super::kit_caches`]).
 
 use super::types::SourceKind;
 use crate::kube::api::{
