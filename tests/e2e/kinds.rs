@@ -139,19 +139,24 @@ fn versions(cp: &ControlPlane, kit: &Kit, name: &str, namespaces: &[String]) -> 
         .collect()
 }
 
-fn start(cp: &ControlPlane, name: &str, flags: &[&str]) -> Replica {
+/// Runs `test` while a replica named `name` with `flags` leads and reconciles; stops it after
+/// (exit 0 expected), printing its log first if `test` panicked.
+fn running<T>(
+    cp: &ControlPlane,
+    name: &str,
+    flags: &[&str],
+    test: impl FnOnce(&Replica) -> T,
+) -> T {
     let replica = Replica::start_with(cp, name, flags);
-    wait_until("the replica reconciles", || {
-        replica
-            .skiff
-            .logs()
-            .contains("mirror caches filled; reconciling")
-    });
-    replica
-}
-
-/// Stops `replica`, printing its log first if `outcome` is a panic, which it then resumes.
-fn finish<T>(replica: Replica, outcome: std::thread::Result<T>) -> T {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until("the replica reconciles", || {
+            replica
+                .skiff
+                .logs()
+                .contains("mirror caches filled; reconciling")
+        });
+        test(&replica)
+    }));
     if outcome.is_err() {
         eprintln!("skiff log:\n{}", replica.skiff.logs());
     }
@@ -168,20 +173,19 @@ fn lifecycle(kit: &Kit, settle: impl Fn(&ControlPlane, &str, &[String])) {
     let name = format!("kit-{}", kit.resource);
     let label = name.as_str();
     let namespaces = cp.create_namespaces(label, &[(SELECT_LABEL, label)], 2);
-    let replica = start(cp, &format!("{name}-a"), &KIT_FLAGS);
-    let settled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let before = running(cp, &format!("{name}-a"), &KIT_FLAGS, |replica| {
         source(cp, kit, &name, kit.content);
         mirror(cp, &name, kit.kind, &name, "", label);
         wait_until("a copy in each namespace, Ready", || {
             namespaces.iter().all(|ns| copied(cp, kit, &name, ns))
                 && ready_says(cp, &name, "Synced", "2 of 2")
         });
-        let writes = updates(&replica);
+        let writes = updates(replica);
         std::thread::sleep(QUIET);
         settle(cp, &name, &namespaces);
         std::thread::sleep(QUIET);
         assert_eq!(
-            updates(&replica),
+            updates(replica),
             writes,
             "a steady state wrote: {:?}",
             replica.writes()
@@ -209,14 +213,12 @@ fn lifecycle(kit: &Kit, settle: impl Fn(&ControlPlane, &str, &[String])) {
             absent(cp, kit.resource, ns1, &name)
         });
         versions(cp, kit, &name, &namespaces[..1])
-    }));
-    let before = finish(replica, settled);
+    });
 
-    let replica = start(cp, &format!("{name}-b"), &KIT_FLAGS);
-    let restarted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    running(cp, &format!("{name}-b"), &KIT_FLAGS, |replica| {
         std::thread::sleep(QUIET);
         assert_eq!(
-            updates(&replica),
+            updates(replica),
             0.0,
             "writes on a restart: {:?}",
             replica.writes()
@@ -238,8 +240,7 @@ fn lifecycle(kit: &Kit, settle: impl Fn(&ControlPlane, &str, &[String])) {
             absent(cp, kit.resource, &namespaces[0], &name)
                 && absent(cp, "mirror", OPERATOR_NAMESPACE, &name)
         });
-    }));
-    finish(replica, restarted);
+    });
 }
 
 #[test]
@@ -317,8 +318,7 @@ fn a_role_binding_is_copied_and_a_new_role_ref_replaces_its_copies() {
     let cp = control_plane();
     let (kit, name) = (&ROLE_BINDING, "kit-rolebinding-edit");
     let namespaces = cp.create_namespaces(name, &[(SELECT_LABEL, name)], 1);
-    let replica = start(cp, name, &KIT_FLAGS);
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    running(cp, name, &KIT_FLAGS, |_| {
         source(cp, kit, name, kit.content);
         mirror(cp, name, kit.kind, name, "", name);
         wait_until("a copy binding view", || {
@@ -337,8 +337,7 @@ fn a_role_binding_is_copied_and_a_new_role_ref_replaces_its_copies() {
             .object("mirror", OPERATOR_NAMESPACE, name)
             .expect("Mirror");
         assert_eq!(mirror["status"]["replaced"], 1, "{mirror:#}");
-    }));
-    finish(replica, outcome);
+    });
 }
 
 #[test]
@@ -359,8 +358,7 @@ fn a_role_binding_to_cluster_admin_and_a_kind_not_enabled_are_refused_before_any
         "--kinds=rolebindings.rbac.authorization.k8s.io",
         "--bindable-roles=edit,view",
     ];
-    let replica = start(cp, label, &flags);
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    running(cp, label, &flags, |replica| {
         mirror(cp, "kit-admin", "RoleBinding", "kit-admin", "", label);
         mirror(cp, "kit-off", "NetworkPolicy", "kit-off", "", label);
         wait_until("the cluster-admin binding is refused", || {
@@ -384,8 +382,7 @@ fn a_role_binding_to_cluster_admin_and_a_kind_not_enabled_are_refused_before_any
         for m in ["kit-admin", "kit-off"] {
             cp.kubectl_ok(&["delete", "mirror", m, "-n", OPERATOR_NAMESPACE]);
         }
-    }));
-    finish(replica, outcome);
+    });
 }
 
 #[test]
