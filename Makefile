@@ -124,7 +124,7 @@ run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kin
 	$(CARGO) run -- $(ARGS)
 
 bench: compare ## run the benchmarks (benches/, make compare first) and record the figures in BENCHMARKS.md
-	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode --bench acceptances
+	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode --bench acceptances --bench kit_memory
 
 bench-large: testbin peer ## skiff and the controller-runtime peer at 100,000 namespaces on a real control plane (about 40 min on 2 CPUs; SCALE_QPS, SCALE_BASELINE=<older skiff>)
 	$(CARGO) bench --bench scale -- --real --namespaces 100000

@@ -24,6 +24,7 @@ use crate::duration::{format_duration, parse_duration};
 use crate::kube::impersonate::Overrides;
 use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
+use crate::mirror::Kinds;
 
 pub use argv::parse_bool;
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
@@ -159,6 +160,15 @@ struct Options {
     /// with --self-service, the most copies one tenant Mirror makes (default 100)
     #[argh(option, default = "DEFAULT_MAX_COPIES_PER_TENANT_MIRROR")]
     max_copies_per_tenant_mirror: u32,
+    /// kinds Mirrors may copy besides ConfigMaps and Secrets, as resource.group (comma lists,
+    /// repeatable): networkpolicies.networking.k8s.io, limitranges, resourcequotas,
+    /// rolebindings.rbac.authorization.k8s.io (default none)
+    #[argh(option)]
+    kinds: Vec<String>,
+    /// the only ClusterRoles a copied RoleBinding may bind: a comma list, matching the
+    /// resourceNames of skiff's `bind` rule (needed with rolebindings in --kinds)
+    #[argh(option)]
+    bindable_roles: Vec<String>,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,
@@ -207,6 +217,8 @@ pub struct Settings {
     pub secret_target_names: Vec<String>,
     /// `--self-service` with its guardrails; `None` when off (the default).
     pub self_service: Option<crate::mirror::SelfService>,
+    /// `--kinds` and `--bindable-roles`, checked together; none by default.
+    pub kinds: Kinds,
     pub log_format: LogFormat,
     pub log_level: LevelFilter,
 }
@@ -262,6 +274,14 @@ pub fn parse(args: &[String]) -> Result<Settings, FlagError> {
     validate::settings(options)
 }
 
+/// A comma list, or `(none)`.
+fn or_none(items: Vec<String>) -> String {
+    if items.is_empty() {
+        return "(none)".to_owned();
+    }
+    items.join(",")
+}
+
 fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
 }
@@ -298,7 +318,8 @@ impl fmt::Display for Settings {
              leader-elect-pod-deletion-cost={} leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
              graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
-             source-namespaces={} secret-target-names={} self-service={} log-format={} log-level={}",
+             source-namespaces={} secret-target-names={} self-service={} kinds={} \
+             bindable-roles={} log-format={} log-level={}",
             or(&kubeconfig, "(auto)"),
             or(&self.context, "(current)"),
             or(&impersonate.user, "(kubeconfig)"),
@@ -334,6 +355,8 @@ impl fmt::Display for Settings {
                 || "false".to_owned(),
                 |s| format!("true (max-copies-per-tenant-mirror={})", s.max_copies)
             ),
+            or_none(self.kinds.enabled().map(|k| k.flag_name()).collect()),
+            or_none(self.kinds.bindable_roles().map(str::to_owned).collect()),
             self.log_format,
             self.log_level.as_str().to_ascii_lowercase(),
         )

@@ -72,6 +72,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
         replica.scope,
         secret_targets,
         settings.self_service.clone(),
+        settings.kinds.clone(),
         &identity,
     )];
     smol::spawn(skiff::heap::release_when_idle()).detach();

@@ -22,8 +22,9 @@ type kustomization struct {
 		IncludeSelectors bool              `yaml:"includeSelectors"`
 		IncludeTemplates bool              `yaml:"includeTemplates"`
 	} `yaml:"labels"`
-	// The secret-targets component adds --secret-target-names to the Deployment; the chart's
-	// secretTargetNames value does that, so the patch is only checked for what it adds.
+	// The secret-targets and kinds components add --secret-target-names, --kinds and
+	// --bindable-roles to the Deployment; the chart's values do that, so the patch is only
+	// checked for what it adds.
 	Patches []struct {
 		Target map[string]string `yaml:"target"`
 		Patch  string            `yaml:"patch"`
@@ -57,8 +58,9 @@ func readKustomization(dir string) ([]string, map[string]string, error) {
 		}
 	}
 	for _, p := range k.Patches {
-		if p.Target["kind"] != "Deployment" || !strings.Contains(p.Patch, secretTargetsPatch) {
-			return nil, nil, fmt.Errorf("%s: a patch that does not add %s; chartgen only stands in for that one", path, secretTargetsPatch)
+		known := strings.Contains(p.Patch, secretTargetsPatch) || strings.Contains(p.Patch, kindsPatch)
+		if p.Target["kind"] != "Deployment" || !known {
+			return nil, nil, fmt.Errorf("%s: a patch that adds neither %s nor %s; chartgen only stands in for those", path, secretTargetsPatch, kindsPatch)
 		}
 	}
 	return k.Resources, labels, nil

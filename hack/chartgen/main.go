@@ -45,10 +45,12 @@ type source struct {
 	condition string // renders the source's objects only when it holds ("" always)
 }
 
-// The base install, the opt-in Secret copies (a kustomize component) and the ServiceMonitor.
+// The base install, the opt-in Secret copies and kit kinds (kustomize components) and the
+// ServiceMonitor.
 var sources = []source{
 	{dir: "."},
 	{dir: "components/secret-targets", prefix: "secret-targets-", condition: "$.Values.secretTargetNames"},
+	{dir: kindsDir, prefix: "kinds-", condition: "$.Values.kinds"},
 	{dir: "prometheus", prefix: "prometheus-", condition: "$.Values.prometheus.enable"},
 }
 

@@ -145,6 +145,8 @@ func templateKind(root *yaml.Node, kind string, src source, f *fragments, d *val
 		}
 		d.MinAvailable = get(spec, "minAvailable").Value
 		set(spec, "minAvailable", f.value("$.Values.podDisruptionBudget.minAvailable"))
+	case kind == "ClusterRole" && src.dir == kindsDir:
+		return templateKindsRules(root, f)
 	case kind == "ClusterRole" && src.dir == sources[1].dir:
 		// The Secret names skiff may write are secretTargetNames, flag and RBAC alike.
 		found := false

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::{FlagError, Options, Settings, SourceNamespaces};
 use crate::leader::Timing;
+use crate::mirror::Kinds;
 
 fn invalid(flag: &'static str, message: String) -> FlagError {
     FlagError::Invalid { flag, message }
@@ -58,6 +59,7 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
             &o.offer_namespace_selector,
             o.max_copies_per_tenant_mirror,
         )?,
+        kinds: Kinds::parse(&o.kinds, &o.bindable_roles).map_err(|e| invalid("--kinds", e))?,
         log_format: o.log_format,
         log_level: o.log_level,
     })
@@ -341,6 +343,19 @@ mod tests {
             assert_eq!(flag, "--secret-target-names", "{bad}");
             assert!(message.contains(bad), "{bad}: {message}");
         }
+    }
+
+    #[test]
+    fn kinds_enable_kit_kinds_and_refuse_denied_ones_at_start() {
+        let s = try_parse(&[]).expect("valid");
+        assert_eq!(s.kinds.enabled().count(), 0, "none by default");
+        let s = try_parse(&["--kinds=limitranges", "--kinds", "resourcequotas"]).expect("valid");
+        assert_eq!(s.kinds.enabled().count(), 2);
+        let (flag, message) = rejected_flag(&["--kinds=deployments.apps"]);
+        assert_eq!(flag, "--kinds");
+        assert!(message.contains("deployments.apps"), "{message}");
+        let (_, message) = rejected_flag(&["--kinds=rolebindings"]);
+        assert!(message.contains("--bindable-roles"), "{message}");
     }
 
     #[test]

@@ -133,7 +133,16 @@ impl Client {
         namespace: Option<&str>,
         params: &ListParams,
     ) -> Result<ObjectList<K>, Error> {
-        let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "list");
+        self.list_at(K::url_path(namespace, None), params).await
+    }
+
+    /// One page of a LIST of the collection at `path`, for a kind addressed at run time.
+    pub async fn list_at<K: Resource>(
+        &self,
+        path: String,
+        params: &ListParams,
+    ) -> Result<ObjectList<K>, Error> {
+        let mut spec = RequestSpec::new(Method::Get, path, "list");
         spec.query = params.query();
         decode(&self.transport.execute(&spec).await?)
     }
@@ -259,7 +268,16 @@ impl Client {
         namespace: Option<&str>,
         params: &WatchParams,
     ) -> Result<WatchStream<K>, Error> {
-        let mut spec = RequestSpec::new(Method::Get, K::url_path(namespace, None), "watch");
+        self.watch_at(K::url_path(namespace, None), params).await
+    }
+
+    /// A watch of the collection at `path`, for a kind addressed at run time.
+    pub async fn watch_at<K: Resource>(
+        &self,
+        path: String,
+        params: &WatchParams,
+    ) -> Result<WatchStream<K>, Error> {
+        let mut spec = RequestSpec::new(Method::Get, path, "watch");
         spec.query = params.within(self.config().watch_idle_timeout).query();
         self.transport
             .watch(&spec)

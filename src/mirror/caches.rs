@@ -4,7 +4,8 @@
 //! API allows: Mirrors and Namespaces (small), ConfigMaps and Secrets only in the namespaces
 //! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
 //! their content rather than the content. Secrets are watched only when Secret copies are
-//! enabled, and their copies only by allowed name (see [`super::secret_copies`]).
+//! enabled, and their copies only by allowed name (see [`super::secret_copies`]); the kit kinds
+//! only when `--kinds` enables them (see [`super::kit_caches`]).
 //!
 //! Each cache is indexed for the questions events and reconciles ask, so that their cost is
 //! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
@@ -14,19 +15,20 @@ use super::acceptance::{Accepted, MirrorAcceptance, acceptance_store, accepted_m
 use super::copy::{CopyInfo, Owner, managed_selector};
 use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
 use super::index::{copies_of, copy_store, mirror_store};
+use super::kinds::Kinds;
+use super::kit_caches::KitCaches;
 use super::namespace::NamespaceInfo;
 use super::offers::{SelfService, offer_moved};
 use super::secret_copies::SecretCopyStores;
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;
 use super::source::SourceContent;
+pub use super::source_stores::{SourceScope, SourceStores};
+use super::source_stores::{regardless, spawn};
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
-use crate::kube::api::{ConfigMap, Namespace, Resource, Secret};
-use crate::runtime::{
-    ApiSource, Change, ObjectKey, Store, Watcher, WatcherConfig, WorkQueue, feed,
-};
-use std::collections::{BTreeSet, HashMap};
+use crate::kube::api::{ConfigMap, Namespace, Secret};
+use crate::runtime::{Change, ObjectKey, Store, WatcherConfig, WorkQueue};
 use std::sync::Arc;
 
 /// Namespaces per page of the Namespace relist: the largest collection skiff lists (every
@@ -34,94 +36,6 @@ use std::sync::Arc;
 /// the wire together) halve the requests a relist takes from the token bucket; every other
 /// watch lists 500 a page.
 pub const NAMESPACE_PAGE: u32 = 1_000;
-
-/// Where Mirror sources may be read from (`--source-namespaces`, resolved).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceScope {
-    All,
-    Namespaces(BTreeSet<String>),
-}
-
-impl SourceScope {
-    pub fn allows(&self, namespace: &str) -> bool {
-        match self {
-            SourceScope::All => true,
-            SourceScope::Namespaces(set) => set.contains(namespace),
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            SourceScope::All => "*".to_owned(),
-            SourceScope::Namespaces(set) => set.iter().cloned().collect::<Vec<_>>().join(","),
-        }
-    }
-
-    /// One watch per allowed namespace, or one across all (`None`).
-    fn watch_namespaces(&self) -> Vec<Option<String>> {
-        match self {
-            SourceScope::All => vec![None],
-            SourceScope::Namespaces(set) => set.iter().cloned().map(Some).collect(),
-        }
-    }
-}
-
-/// Source payloads of one kind, one store per watched namespace (a store is filled by exactly
-/// one watcher, whose relist replaces its whole content).
-#[derive(Clone)]
-pub struct SourceStores<K: Resource> {
-    stores: HashMap<Option<String>, Store<K, Arc<SourceContent>>>,
-}
-
-impl<K: Resource + Clone> SourceStores<K> {
-    fn new(scope: &SourceScope, project: fn(&K) -> Arc<SourceContent>) -> SourceStores<K> {
-        let stores = scope
-            .watch_namespaces()
-            .into_iter()
-            .map(|ns| (ns, Store::new(project)))
-            .collect();
-        SourceStores { stores }
-    }
-
-    /// No store and no watch: sources of this kind are never read.
-    fn none() -> SourceStores<K> {
-        SourceStores {
-            stores: HashMap::new(),
-        }
-    }
-
-    /// One watch per store, each enqueueing the Mirrors that read the changed source.
-    fn spawn_watches(
-        &self,
-        client: &Client,
-        queue: &WorkQueue<ObjectKey>,
-        mirrors: &Store<Mirror, Mirror>,
-        kind: SourceKind,
-    ) -> Vec<smol::Task<()>> {
-        self.stores
-            .iter()
-            .map(|(ns, store)| {
-                let map = regardless(mirrors_of_source(mirrors.clone(), kind));
-                spawn(
-                    client,
-                    ns.as_deref(),
-                    WatcherConfig::default(),
-                    store.clone(),
-                    queue,
-                    map,
-                )
-            })
-            .collect()
-    }
-
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<SourceContent>> {
-        let store = self
-            .stores
-            .get(&Some(namespace.to_owned()))
-            .or_else(|| self.stores.get(&None))?;
-        store.get(namespace, name)
-    }
-}
 
 /// Everything the reconciler reads. Clones of the stores are shared with the watch tasks, and
 /// clones of the caches share their stores.
@@ -133,6 +47,8 @@ pub struct Caches {
     pub secret_sources: SourceStores<Secret>,
     pub configmap_copies: Store<ConfigMap, CopyInfo>,
     pub secret_copies: SecretCopyStores,
+    /// Sources and copies of the kit kinds `--kinds` enables.
+    pub kits: KitCaches,
     /// Which namespaces each Mirror selects, kept up to date by the Mirror and Namespace
     /// watches.
     pub selections: Selections,
@@ -148,6 +64,7 @@ impl Caches {
         scope: &SourceScope,
         secret_targets: &SecretTargets,
         self_service: Option<&SelfService>,
+        kinds: &Kinds,
     ) -> Caches {
         let mirrors = mirror_store();
         let namespaces = Store::new(NamespaceInfo::of);
@@ -169,6 +86,7 @@ impl Caches {
             self_service: self_service.cloned(),
             acceptances: self_service.map(|_| acceptance_store()),
             tenant_sources: self_service.map(|_| Store::new(SourceContent::of_configmap)),
+            kits: KitCaches::new(scope, kinds),
         }
     }
 
@@ -182,6 +100,7 @@ impl Caches {
             SourceKind::ConfigMap => (self.configmap_sources.get(namespace, name))
                 .or_else(|| self.tenant_sources.as_ref()?.get(namespace, name)),
             SourceKind::Secret => self.secret_sources.get(namespace, name),
+            kit => self.kits.source(kit, namespace, name),
         }
     }
 
@@ -189,13 +108,15 @@ impl Caches {
         match kind {
             SourceKind::ConfigMap => self.configmap_copies.get(namespace, name),
             SourceKind::Secret => self.secret_copies.get(namespace, name),
+            kit => self.kits.copy(kit, namespace, name),
         }
     }
 
-    /// Every cached copy labelled for the Mirror `owner`, of either kind.
+    /// Every cached copy labelled for the Mirror `owner`, of every kind.
     pub fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
         let mut copies = copies_of(&self.configmap_copies, owner);
         copies.extend(self.secret_copies.copies_of(owner));
+        copies.extend(self.kits.copies_of(owner));
         copies
     }
 
@@ -203,12 +124,8 @@ impl Caches {
     pub async fn wait_until_ready(&self) {
         self.mirrors.wait_until_ready().await;
         self.namespaces.wait_until_ready().await;
-        for store in self.configmap_sources.stores.values() {
-            store.wait_until_ready().await;
-        }
-        for store in self.secret_sources.stores.values() {
-            store.wait_until_ready().await;
-        }
+        self.configmap_sources.wait_until_ready().await;
+        self.secret_sources.wait_until_ready().await;
         self.configmap_copies.wait_until_ready().await;
         self.secret_copies.wait_until_ready().await;
         if let Some(store) = &self.acceptances {
@@ -217,6 +134,7 @@ impl Caches {
         if let Some(store) = &self.tenant_sources {
             store.wait_until_ready().await;
         }
+        self.kits.wait_until_ready().await;
     }
 
     /// Starts one task per watch, feeding the stores and enqueueing the Mirrors each event
@@ -239,9 +157,15 @@ impl Caches {
                     let selections = self.selections.clone();
                     let keys =
                         mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone());
+                    let kits = self.kits.clone();
                     move |event: &Change<Mirror>, _: Option<&Mirror>| {
                         selections.mirror_changed(event);
-                        keys(event)
+                        let mut keys = keys(event);
+                        // As `mirror_keys` does for ConfigMap and Secret copies.
+                        if let Change::Relisted = event {
+                            keys.extend(kits.owners());
+                        }
+                        keys
                     }
                 },
             ),
@@ -270,7 +194,7 @@ impl Caches {
             spawn(
                 client,
                 None,
-                copies,
+                copies.clone(),
                 self.configmap_copies.clone(),
                 queue,
                 regardless(copy_owners(self.mirrors.clone(), SourceKind::ConfigMap)),
@@ -293,6 +217,10 @@ impl Caches {
             SourceKind::Secret,
         ));
         tasks.extend(self.self_service_watches(client, queue));
+        tasks.extend(
+            self.kits
+                .spawn_watches(client, queue, &self.mirrors, &copies),
+        );
         tasks
     }
 
@@ -317,42 +245,5 @@ impl Caches {
             tasks.push(spawn(client, None, config, store.clone(), queue, map));
         }
         tasks
-    }
-}
-
-fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
-    client: &Client,
-    namespace: Option<&str>,
-    config: WatcherConfig,
-    store: Store<K, P>,
-    queue: &WorkQueue<ObjectKey>,
-    map: impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static,
-) -> smol::Task<()> {
-    let watcher = Watcher::new(ApiSource::new(client, namespace), config);
-    smol::spawn(feed(watcher, store, queue.clone(), map))
-}
-
-/// A mapping that does not need what the store held before the event.
-fn regardless<K, P>(
-    map: impl Fn(&Change<K>) -> Vec<ObjectKey> + Send + 'static,
-) -> impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static {
-    move |event, _previous| map(event)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scope_allows_listed_namespaces_or_all() {
-        let only = SourceScope::Namespaces(["skiff-system".to_string()].into());
-        assert!(only.allows("skiff-system"));
-        assert!(!only.allows("kube-system"));
-        assert!(SourceScope::All.allows("anything"));
-        assert_eq!(
-            only.watch_namespaces(),
-            vec![Some("skiff-system".to_string())]
-        );
-        assert_eq!(SourceScope::All.watch_namespaces(), vec![None]);
     }
 }

@@ -7,6 +7,7 @@
 
 use super::caches::{Caches, SourceScope};
 use super::offers::SelfService;
+use super::kinds::Kinds;
 use super::reconcile::Reconciler;
 use super::secret_targets::SecretTargets;
 use crate::kube::Client;
@@ -26,6 +27,7 @@ pub fn runnable(
     scope: SourceScope,
     secret_targets: SecretTargets,
     self_service: Option<SelfService>,
+    kinds: Kinds,
     identity: &str,
 ) -> Runnable {
     let identity = identity.to_owned();
@@ -35,6 +37,7 @@ pub fn runnable(
             scope.clone(),
             secret_targets.clone(),
             self_service.clone(),
+            kinds.clone(),
             identity.clone(),
             stop,
         )
@@ -46,12 +49,13 @@ async fn run(
     scope: SourceScope,
     secret_targets: SecretTargets,
     self_service: Option<SelfService>,
+    kinds: Kinds,
     identity: String,
     stop: Signal,
 ) {
     let controller = Controller::new("mirror", WORKERS);
     super::contest::declare_metric();
-    let caches = Caches::new(&scope, &secret_targets, self_service.as_ref());
+    let caches = Caches::new(&scope, &secret_targets, self_service.as_ref(), &kinds);
     let _watches = caches.spawn_watches(&client, &controller.queue());
     if !until_listed(&caches, &stop).await {
         return;
@@ -67,6 +71,7 @@ async fn run(
         caches,
         scope,
         secret_targets,
+        kinds,
         recorder,
         stop.clone(),
     ));

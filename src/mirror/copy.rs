@@ -8,7 +8,7 @@
 use super::managed::{Managed, Record};
 use super::payload::{Digest, Payload};
 use super::types::{Mirror, SourceKind};
-use crate::kube::api::{ConfigMap, FieldManager, ObjectMeta, Secret};
+use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
 use std::collections::BTreeMap;
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -61,6 +61,11 @@ impl CopyInfo {
 
     pub fn of_secret(secret: &Secret) -> CopyInfo {
         CopyInfo::new(&secret.metadata, Payload::of_secret(secret))
+    }
+
+    /// A copy of the kit kind `kind`: the hash of its user-set `fields`, never the fields.
+    pub fn of_kit_object(kind: SourceKind, object: &KitObject, fields: &[&str]) -> CopyInfo {
+        CopyInfo::new(&object.metadata, Payload::of_kit(kind, object, fields))
     }
 
     fn new(meta: &ObjectMeta, payload: Payload) -> CopyInfo {

@@ -1,11 +1,13 @@
 //! The API requests skiff makes on a copy, whatever its kind.
 //!
-//! A copy is a ConfigMap or a Secret, and the client's requests are generic over the type. Each
-//! request is written here once per kind, so the rest of the controller asks by
-//! [`SourceKind`] and the request code is compiled in once per kind, not once per caller.
+//! A copy is a ConfigMap or a Secret, or an object of a kit kind, and the client's requests are
+//! generic over the type. Each request is written here once per kind (once for all kit kinds,
+//! through [`with_kit_type!`]), so the rest of the controller asks by [`SourceKind`] and the
+//! request code is compiled in once per kind, not once per caller.
 
 use super::copy::CopyInfo;
 use super::existing::Existing;
+use super::kit_types::{KitResource, with_kit_type};
 use super::render::CopyObject;
 use super::types::SourceKind;
 use crate::kube::api::{ConfigMap, Secret};
@@ -41,6 +43,8 @@ impl CopyRequests {
                 .get::<Secret>(Some(ns), name)
                 .await
                 .map(|s| Existing::of_secret(&s)),
+            kit => with_kit_type!(kit, K => self.client.get::<K>(Some(ns), name).await
+                .map(|o| Existing::of_kit(kit, o.object())), else Err(unreachable_kind(kit))),
         }
     }
 
@@ -49,6 +53,10 @@ impl CopyRequests {
         let created = match copy {
             CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
             CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
+            CopyObject::Kit(kind, object) => with_kit_type!(kind, K => {
+                let created = self.client.create(&K::from_object(object)).await?;
+                CopyObject::Kit(kind, created.0)
+            }, else return Err(unreachable_kind(kind))),
         };
         Ok(created.info())
     }
@@ -70,6 +78,10 @@ impl CopyRequests {
             SourceKind::Secret => {
                 CopyObject::Secret(client.patch_as(Some(ns), name, patch, patch_kind).await?)
             }
+            kit => with_kit_type!(kit, K => {
+                let answer: K = client.patch_as(Some(ns), name, patch, patch_kind).await?;
+                CopyObject::Kit(kit, answer.0)
+            }, else return Err(unreachable_kind(kit))),
         })
     }
 
@@ -88,6 +100,10 @@ impl CopyRequests {
                     .await
             }
             SourceKind::Secret => self.client.delete::<Secret>(Some(ns), name, Some(rv)).await,
+            kit => {
+                with_kit_type!(kit, K => self.client.delete::<K>(Some(ns), name, Some(rv)).await,
+                else Err(unreachable_kind(kit)))
+            }
         }
     }
 
@@ -112,6 +128,13 @@ impl CopyRequests {
                     .delete_exact::<Secret>(Some(ns), name, uid, rv)
                     .await
             }
+            kit => with_kit_type!(kit, K => self.client.delete_exact::<K>(Some(ns), name, uid, rv)
+                .await, else Err(unreachable_kind(kit))),
         }
     }
+}
+
+/// A ConfigMap or Secret where a kit kind was matched: never reached.
+fn unreachable_kind(kind: SourceKind) -> Error {
+    Error::Refused(format!("{} is not a kit kind", kind.as_str()))
 }

@@ -7,8 +7,11 @@
 
 use super::copy::{CopyInfo, Owner};
 use super::desired::DesiredCopy;
+use super::kit_table::kit;
 use super::payload::{Digest, Payload};
-use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use super::types::SourceKind;
+use crate::kube::api::{ConfigMap, KitObject, ObjectMeta, Secret};
+use serde_json::Value;
 
 /// The annotation by which a user hands an object skiff does not manage to a Mirror:
 /// `skiff.dev/adopt: "<mirror-namespace>/<mirror-name>"`.
@@ -24,6 +27,8 @@ pub struct Existing {
     payload_hash: Digest,
     immutable: bool,
     secret_type: Option<String>,
+    /// A RoleBinding's `roleRef`, which cannot change.
+    role_ref: Option<Value>,
 }
 
 /// Whose the object is, as far as `me` (a Mirror) is concerned.
@@ -51,6 +56,16 @@ impl Existing {
         Existing::new(&secret.metadata, info, Payload::of_secret(secret))
     }
 
+    pub fn of_kit(kind: SourceKind, object: &KitObject) -> Existing {
+        let fields = kit(kind).map_or(&[][..], |k| k.fields);
+        let info = CopyInfo::of_kit_object(kind, object, fields);
+        Existing::new(
+            &object.metadata,
+            info,
+            Payload::of_kit(kind, object, fields),
+        )
+    }
+
     fn new(meta: &ObjectMeta, info: CopyInfo, payload: Payload) -> Existing {
         Existing {
             info,
@@ -62,6 +77,7 @@ impl Existing {
             payload_hash: payload.hash(),
             immutable: payload.immutable(),
             secret_type: payload.secret_type().map(str::to_owned),
+            role_ref: payload.field("roleRef").cloned(),
         }
     }
 
@@ -83,6 +99,15 @@ impl Existing {
         {
             return Some(format!(
                 "its type {held} differs from the source's {wanted}, and a Secret's type cannot change"
+            ));
+        }
+        if let (Some(held), Some(wanted)) = (&self.role_ref, wanted.field("roleRef"))
+            && held != wanted
+        {
+            return Some(format!(
+                "its roleRef {} differs from the source's {}, and a RoleBinding's roleRef \
+                 cannot change",
+                held["name"], wanted["name"]
             ));
         }
         if !self.immutable || self.payload_hash == wanted.hash() {

@@ -17,7 +17,9 @@ pub fn mirror_store() -> Store<Mirror, Mirror> {
 }
 
 /// A copy cache keeping `project(object)`, indexed by owning Mirror.
-pub fn copy_store<K: Resource>(project: fn(&K) -> CopyInfo) -> Store<K, CopyInfo> {
+pub fn copy_store<K: Resource>(
+    project: impl Fn(&K) -> CopyInfo + Send + Sync + 'static,
+) -> Store<K, CopyInfo> {
     Store::new(project).with_index(copy_index)
 }
 

@@ -1,4 +1,5 @@
-//! The Mirror controller: copies one ConfigMap or Secret into every selected namespace.
+//! The Mirror controller: copies one ConfigMap or Secret, or an object of a kind `--kinds`
+//! enables, into every selected namespace.
 //!
 //! Listed from the top down: a module uses only those listed after it, so the list can be read
 //! in order, and each module understood from what comes after.
@@ -26,9 +27,11 @@
 //!   [`offers`]: the admin's guardrails, and which Mirrors a namespace's offer label wakes.
 //!
 //! Watching:
-//! - [`caches`]: what is watched and kept.
+//! - [`caches`]: what is watched and kept; [`source_stores`]: the sources of one kind, and
+//!   where they may be read from.
 //! - [`enqueue`]: which Mirrors each watch event concerns.
 //! - [`secret_copies`]: Secret copies, watched one allowed name at a time.
+//! - [`kit_caches`]: sources and copies of the enabled kit kinds, watched only when enabled.
 //! - [`index`]: how the caches are asked which Mirrors read a source or want a name, and which
 //!   copies a Mirror owns.
 //! - [`selection`]: each Mirror's selected namespaces, kept up to date event by event;
@@ -49,6 +52,9 @@
 //!   labels and annotations may go with its copies.
 //! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it;
 //!   [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
+//! - [`kinds`]: the kinds `--kinds` may enable and the roles `--bindable-roles` names;
+//!   [`kit_table`]: their API versions and copied fields; [`kit_types`]: their API types,
+//!   reached from a [`SourceKind`].
 //! - [`payload`]: the content a copy carries, and its hash.
 //! - [`types`]: the `Mirror` custom resource.
 pub mod acceptance;
@@ -68,6 +74,10 @@ pub mod existing;
 #[cfg(test)]
 mod fixtures;
 pub mod index;
+pub mod kinds;
+pub mod kit_caches;
+pub mod kit_table;
+pub mod kit_types;
 pub mod known_conflicts;
 pub mod managed;
 pub mod mirror_writer;
@@ -83,11 +93,13 @@ pub mod secret_copies;
 pub mod secret_targets;
 pub mod selection;
 pub mod source;
+pub mod source_stores;
 pub mod status;
 pub mod types;
 
 pub use caches::SourceScope;
 pub use controller::runnable;
 pub use offers::SelfService;
+pub use kinds::Kinds;
 pub use secret_targets::SecretTargets;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};

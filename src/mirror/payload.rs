@@ -1,13 +1,15 @@
-//! The content a copy carries (its data, and a Secret's type, and whether it is immutable), and
-//! the hash that tells whether a copy still holds what its Mirror wants.
+//! The content a copy carries (its data, and a Secret's type, and whether it is immutable; or a
+//! kit kind's user-set fields), and the hash that tells whether a copy still holds what its
+//! Mirror wants.
 //!
 //! The hash is taken over a canonical JSON form, the same on both sides: of what the Mirror
 //! wants, and of what a copy in the cache holds. A copy without any label or annotation of its
 //! own from skiff hashes exactly as skiff's copies always have, so an upgrade rewrites nothing.
 
 use super::types::SourceKind;
-use crate::kube::api::{ConfigMap, Secret};
+use crate::kube::api::{ConfigMap, KitObject, Secret};
 use serde::Serialize;
+use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -51,6 +53,14 @@ pub enum Payload {
         #[serde(skip_serializing_if = "is_false")]
         immutable: bool,
     },
+    /// A kit kind's user-set fields (see [`super::kinds`]), as the server stores them: the
+    /// source's fields are already defaulted, so a copy the server defaults again hashes the
+    /// same, and no default looks like drift.
+    Kit {
+        of: SourceKind,
+        #[serde(flatten)]
+        fields: BTreeMap<String, Value>,
+    },
 }
 
 fn is_false(b: &bool) -> bool {
@@ -74,16 +84,35 @@ impl Payload {
         }
     }
 
+    /// The `fields` of a kit object of kind `of` (absent ones are not part of it).
+    pub fn of_kit(of: SourceKind, object: &KitObject, fields: &[&str]) -> Payload {
+        let fields = fields
+            .iter()
+            .filter_map(|f| Some(((*f).to_owned(), object.field(f)?.clone())))
+            .collect();
+        Payload::Kit { of, fields }
+    }
+
     pub fn kind(&self) -> SourceKind {
         match self {
             Payload::ConfigMap { .. } => SourceKind::ConfigMap,
             Payload::Secret { .. } => SourceKind::Secret,
+            Payload::Kit { of, .. } => *of,
         }
     }
 
     pub fn immutable(&self) -> bool {
         match self {
             Payload::ConfigMap { immutable, .. } | Payload::Secret { immutable, .. } => *immutable,
+            Payload::Kit { .. } => false,
+        }
+    }
+
+    /// A kit payload's field named as on the wire (`spec`, `roleRef`).
+    pub fn field(&self, name: &str) -> Option<&Value> {
+        match self {
+            Payload::Kit { fields, .. } => fields.get(name),
+            Payload::ConfigMap { .. } | Payload::Secret { .. } => None,
         }
     }
 
@@ -91,7 +120,7 @@ impl Payload {
     pub fn secret_type(&self) -> Option<&str> {
         match self {
             Payload::Secret { type_, .. } => Some(type_.as_deref().unwrap_or(OPAQUE)),
-            Payload::ConfigMap { .. } => None,
+            Payload::ConfigMap { .. } | Payload::Kit { .. } => None,
         }
     }
 
@@ -102,6 +131,7 @@ impl Payload {
                 data, binary_data, ..
             } => data.contains_key(key) || binary_data.contains_key(key),
             Payload::Secret { data, .. } => data.contains_key(key),
+            Payload::Kit { .. } => false,
         }
     }
 
@@ -134,6 +164,8 @@ impl Payload {
                 data: pick(data),
                 immutable: *immutable,
             },
+            // Copied whole: a Mirror listing keys of one is refused (see `kinds`).
+            Payload::Kit { .. } => self.clone(),
         }
     }
 

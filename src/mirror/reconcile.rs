@@ -18,6 +18,7 @@ use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
+use super::kinds::Kinds;
 use super::mirror_writer::{MirrorWriter, has_finalizer};
 use super::own_writes::CopyKey;
 use super::payload::Digest;
@@ -37,6 +38,7 @@ pub struct Reconciler {
     caches: Caches,
     scope: SourceScope,
     secret_targets: SecretTargets,
+    kinds: Kinds,
     mirrors: MirrorWriter,
     conflicts: Conflicts,
     contests: Contests,
@@ -52,6 +54,7 @@ impl Reconciler {
         caches: Caches,
         scope: SourceScope,
         secret_targets: SecretTargets,
+        kinds: Kinds,
         recorder: Recorder,
         stopping: Signal,
     ) -> Reconciler {
@@ -63,6 +66,7 @@ impl Reconciler {
             caches,
             scope,
             secret_targets,
+            kinds,
             mirrors: MirrorWriter::new(client),
             conflicts: Conflicts::new(requests.clone()),
             contests: Contests::default(),
@@ -125,7 +129,8 @@ impl Reconciler {
     }
 
     /// Why `mirror` may copy nothing at all: its sources may not be read from its namespace,
-    /// or it is a Secret Mirror whose target name RBAC does not cover (see secret_targets).
+    /// it is a Secret Mirror whose target name RBAC does not cover (see secret_targets), or its
+    /// kind is not enabled (see kinds).
     fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
         let namespace = mirror.metadata.namespace();
         if self.offer(mirror).is_some() {
@@ -142,7 +147,9 @@ impl Reconciler {
                 message,
             });
         }
-        self.secret_targets.refusal(mirror)
+        self.secret_targets
+            .refusal(mirror)
+            .or_else(|| self.kinds.refusal(mirror))
     }
 
     /// The consent checks, when `mirror` is a tenant's offer: self-service is on, its
@@ -172,7 +179,8 @@ impl Reconciler {
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
-    /// missing, or it may not be copied as the Mirror asks (see desired).
+    /// missing, or it may not be copied as the Mirror asks (see desired), or it binds a role
+    /// skiff may not bind (see kinds).
     fn desired(&self, mirror: &Mirror) -> Result<DesiredCopy, Refusal> {
         let (source, namespace) = (&mirror.spec.source, mirror.metadata.namespace());
         let Some(content) = self.caches.source(source.kind, namespace, &source.name) else {
@@ -187,6 +195,9 @@ impl Reconciler {
                 message,
             });
         };
+        if let Some(refusal) = self.kinds.binding_refusal(mirror, &content.payload) {
+            return Err(refusal);
+        }
         DesiredCopy::of(mirror, &content)
     }
 

@@ -6,13 +6,17 @@
 //! references others put on the copy. The patch sets skiff's own labels and annotations,
 //! removes those the copy's record lists that the Mirror no longer sets (see
 //! [`super::managed`]), replaces `data` (and `binaryData`) whole, and is conditional on the
-//! resourceVersion the cache saw.
+//! resourceVersion the cache saw. A kit kind's fields (`spec`, a RoleBinding's `subjects` and
+//! `roleRef`) are replaced whole the same way; a RoleBinding whose `roleRef` must change is
+//! replaced instead (the server refuses the patch, see `apply/replace.rs`).
 
 use super::copy::{CopyInfo, Owner, SOURCE_HASH_ANNOTATION, labelled_for};
 use super::desired::DesiredCopy;
+use super::kit_table::kit;
 use super::managed::{Record, record_annotations};
 use super::payload::Payload;
-use crate::kube::api::{ConfigMap, Secret};
+use super::types::SourceKind;
+use crate::kube::api::{ConfigMap, KitObject, Secret};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -24,6 +28,7 @@ const NO_KEYS: &BTreeMap<String, String> = &BTreeMap::new();
 pub enum CopyObject {
     ConfigMap(ConfigMap),
     Secret(Secret),
+    Kit(SourceKind, KitObject),
 }
 
 impl CopyObject {
@@ -31,6 +36,10 @@ impl CopyObject {
         match self {
             CopyObject::ConfigMap(cm) => CopyInfo::of_configmap(cm),
             CopyObject::Secret(secret) => CopyInfo::of_secret(secret),
+            CopyObject::Kit(kind, object) => {
+                let fields = kit(*kind).map_or(&[][..], |k| k.fields);
+                CopyInfo::of_kit_object(*kind, object, fields)
+            }
         }
     }
 
@@ -39,6 +48,7 @@ impl CopyObject {
         match self {
             CopyObject::ConfigMap(cm) => cm.metadata.resource_version(),
             CopyObject::Secret(secret) => secret.metadata.resource_version(),
+            CopyObject::Kit(_, object) => object.metadata.resource_version(),
         }
     }
 
@@ -46,6 +56,7 @@ impl CopyObject {
         match self {
             CopyObject::ConfigMap(cm) => [("data", &cm.data), ("binaryData", &cm.binary_data)],
             CopyObject::Secret(secret) => [("data", &secret.data), ("binaryData", NO_KEYS)],
+            CopyObject::Kit(..) => [("data", NO_KEYS), ("binaryData", NO_KEYS)],
         }
     }
 }
@@ -85,6 +96,16 @@ pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCop
             immutable,
             ..Secret::default()
         }),
+        Payload::Kit { of, fields } => {
+            let mut object = KitObject {
+                metadata: meta,
+                ..KitObject::default()
+            };
+            for (field, value) in fields {
+                object.set_field(field, value.clone());
+            }
+            CopyObject::Kit(*of, object)
+        }
     }
 }
 
@@ -133,8 +154,30 @@ pub fn update_patch(
             let type_ = desired.payload().secret_type().unwrap_or_default();
             patch["type"] = type_.into();
         }
+        Payload::Kit { fields, .. } => {
+            if let Some(patch) = patch.as_object_mut() {
+                patch.remove("immutable");
+            }
+            for (field, value) in fields {
+                patch[field.as_str()] = replace_value(value);
+            }
+        }
     }
     patch
+}
+
+/// A kit field the patch sets whole: a map replaced (`$patch: replace`), so fields the copy
+/// holds that the source does not (a hand edit) go; any other value (a RoleBinding's
+/// `subjects`, a list without a merge key) the patch replaces anyway.
+fn replace_value(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut map = map.clone();
+            map.insert("$patch".into(), "replace".into());
+            Value::Object(map)
+        }
+        other => other.clone(),
+    }
 }
 
 /// A merge patch that makes `answer`'s `data` and `binaryData` exactly what `desired` wants,
@@ -148,6 +191,7 @@ pub fn maps_patch(answer: &CopyObject, desired: &DesiredCopy) -> Option<Value> {
             data, binary_data, ..
         } => [data, binary_data],
         Payload::Secret { data, .. } => [data, NO_KEYS],
+        Payload::Kit { .. } => return None,
     };
     let mut patch = Map::new();
     for ((field, held), wanted) in answer.maps().into_iter().zip(wanted) {

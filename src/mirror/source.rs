@@ -7,7 +7,8 @@
 
 use super::carry::copyable;
 use super::payload::{Digest, Payload};
-use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use super::types::SourceKind;
+use crate::kube::api::{ConfigMap, KitObject, ObjectMeta, Secret};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -37,6 +38,11 @@ impl SourceContent {
             data.clear();
         }
         SourceContent::new(&secret.metadata, payload)
+    }
+
+    /// A source of the kit kind `of`: its user-set `fields`.
+    pub fn of_kit(of: SourceKind, object: &KitObject, fields: &[&str]) -> Arc<SourceContent> {
+        SourceContent::new(&object.metadata, Payload::of_kit(of, object, fields))
     }
 
     fn new(meta: &ObjectMeta, payload: Payload) -> Arc<SourceContent> {

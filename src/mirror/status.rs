@@ -32,6 +32,12 @@ pub enum Reason {
     SourceKeyMissing,
     /// `spec.source.keys` leaves out a key the source Secret's type requires.
     RequiredKeyNotListed,
+    /// A Mirror of a kit kind `--kinds` does not enable.
+    KindNotEnabled,
+    /// `spec.source.keys` on a kind copied whole.
+    KeysNotApplicable,
+    /// A RoleBinding whose role is not in `--bindable-roles`.
+    RoleNotBindable,
     Error,
 }
 
@@ -50,6 +56,9 @@ impl Reason {
             Reason::KindNotAllowed => "KindNotAllowed",
             Reason::SourceKeyMissing => "SourceKeyMissing",
             Reason::RequiredKeyNotListed => "RequiredKeyNotListed",
+            Reason::KindNotEnabled => "KindNotEnabled",
+            Reason::KeysNotApplicable => "KeysNotApplicable",
+            Reason::RoleNotBindable => "RoleNotBindable",
             Reason::Error => "Error",
         }
     }

@@ -65,11 +65,19 @@ impl MirrorSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The kind a Mirror copies: a ConfigMap or a Secret, or a "namespace kit" kind the admin
+/// enables with `--kinds` (see [`super::kinds`]).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub enum SourceKind {
     #[default]
     ConfigMap,
     Secret,
+    NetworkPolicy,
+    LimitRange,
+    ResourceQuota,
+    RoleBinding,
 }
 
 impl SourceKind {
@@ -77,7 +85,16 @@ impl SourceKind {
         match self {
             SourceKind::ConfigMap => "ConfigMap",
             SourceKind::Secret => "Secret",
+            SourceKind::NetworkPolicy => "NetworkPolicy",
+            SourceKind::LimitRange => "LimitRange",
+            SourceKind::ResourceQuota => "ResourceQuota",
+            SourceKind::RoleBinding => "RoleBinding",
         }
+    }
+
+    /// A kit kind: copied whole (its user-set fields), only when `--kinds` enables it.
+    pub fn is_kit(self) -> bool {
+        !matches!(self, SourceKind::ConfigMap | SourceKind::Secret)
     }
 }
 

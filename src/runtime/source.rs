@@ -9,6 +9,8 @@ use crate::kube::{Client, Error, ListParams, WatchEvent, WatchParams, WatchStrea
 pub struct ApiSource {
     client: Client,
     namespace: Option<String>,
+    /// The collection's path when the kind is known only at run time; `K`'s own otherwise.
+    path: Option<String>,
 }
 
 impl ApiSource {
@@ -16,6 +18,15 @@ impl ApiSource {
         ApiSource {
             client: client.clone(),
             namespace: namespace.map(str::to_owned),
+            path: None,
+        }
+    }
+
+    /// A source listing and watching the collection at `path` (which names `namespace`, if any).
+    pub fn at(client: &Client, namespace: Option<&str>, path: String) -> ApiSource {
+        ApiSource {
+            path: Some(path),
+            ..ApiSource::new(client, namespace)
         }
     }
 }
@@ -24,11 +35,15 @@ impl<K: Resource> ListWatch<K> for ApiSource {
     type Stream = WatchStream<K>;
 
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        self.client.list(self.namespace.as_deref(), params).await
+        let path = self.path.clone();
+        let path = path.unwrap_or_else(|| K::url_path(self.namespace.as_deref(), None));
+        self.client.list_at(path, params).await
     }
 
     async fn watch(&self, params: &WatchParams) -> Result<WatchStream<K>, Error> {
-        self.client.watch(self.namespace.as_deref(), params).await
+        let path = self.path.clone();
+        let path = path.unwrap_or_else(|| K::url_path(self.namespace.as_deref(), None));
+        self.client.watch_at(path, params).await
     }
 
     fn register_health(&self, what: &str) -> Option<WatchHealth> {

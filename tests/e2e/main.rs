@@ -23,6 +23,7 @@ mod helm;
 mod hostile_ports;
 mod hostile_proxy;
 mod impersonation;
+mod kinds;
 mod leader;
 mod manifests;
 mod metrics;

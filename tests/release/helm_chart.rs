@@ -146,6 +146,85 @@ fn secret_target_names_render_what_the_kustomize_component_adds() {
     );
 }
 
+/// Every kit kind and `edit,view`: what `deploy/kinds` sets.
+const ALL_KINDS: [&str; 2] = [
+    "kinds={networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io}",
+    "bindableRoles={edit,view}",
+];
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn kinds_render_what_the_kustomize_component_adds() {
+    require_e2e_binaries();
+    let mut values = ALL_KINDS.to_vec();
+    values.push("image.tag=latest");
+    let chart = without_helm_metadata(skiff_system(&Helm::new(), &sets(&values)));
+    let component: Vec<Value> = kustomize("deploy/kinds")
+        .into_iter()
+        .filter(|o| o["kind"] != "Namespace")
+        .collect();
+    assert_same_objects(&chart, &component, "every kind vs deploy/kinds");
+}
+
+/// The rules of the kinds ClusterRole the chart renders with `values`, as `resource verbs`.
+fn kinds_rules(values: &[&str]) -> Vec<String> {
+    let objects = skiff_system(&Helm::new(), &sets(values));
+    let role = objects
+        .iter()
+        .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "skiff-kinds");
+    let Some(role) = role else {
+        return Vec::new();
+    };
+    let rules = role["rules"].as_array().cloned().unwrap_or_default();
+    rules
+        .iter()
+        .map(|r| {
+            let names = r
+                .get("resourceNames")
+                .map_or(String::new(), |n| format!(" {n}"));
+            format!(
+                "{} {}{names}",
+                r["resources"][0].as_str().unwrap_or(""),
+                r["verbs"]
+            )
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn each_kind_gets_exactly_its_rbac_and_none_without_kinds() {
+    require_e2e_binaries();
+    assert_eq!(
+        kinds_rules(&[]),
+        Vec::<String>::new(),
+        "no kinds, no ClusterRole"
+    );
+    let keep = r#"["get","list","watch","create","patch","delete"]"#;
+    assert_eq!(
+        kinds_rules(&["kinds={limitranges}"]),
+        [format!("limitranges {keep}")]
+    );
+    assert_eq!(
+        kinds_rules(&[
+            "kinds={rolebindings.rbac.authorization.k8s.io}",
+            "bindableRoles={edit}"
+        ]),
+        [
+            format!("rolebindings {keep}"),
+            r#"clusterroles ["bind"] ["edit"]"#.to_owned()
+        ]
+    );
+    let objects = skiff_system(&Helm::new(), &sets(&["kinds={resourcequotas}"]));
+    let deployment = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment");
+    let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("--kinds=resourcequotas"), "{args}");
+    assert!(!args.contains("--bindable-roles"), "{args}");
+}
+
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn prometheus_enable_renders_the_service_monitor() {
@@ -409,6 +488,7 @@ fn the_schema_refuses_bad_values_and_names_them() {
         ("leaderElection.qps=0", "qps"),
         ("metrics.enable=maybe", "enable"),
         ("secretTargetNames={App_TLS}", "secretTargetNames"),
+        ("kinds={pods}", "kinds"),
         ("networkPolicy.enabled=false", "enabled"),
     ] {
         let stderr = helm.fails(&["template", "skiff", &chart, "--set", value]);
@@ -435,6 +515,9 @@ fn the_schema_refuses_bad_values_and_names_them() {
         "secretTargetNames={app-tls}",
     ]);
     assert!(stderr.contains("every Secret in the cluster"), "{stderr}");
+    let rolebindings = "kinds={rolebindings.rbac.authorization.k8s.io}";
+    let stderr = helm.fails(&["template", "skiff", &chart, "--set", rolebindings]);
+    assert!(stderr.contains("bindableRoles go together"), "{stderr}");
     let stderr = helm.fails(&[
         "template",
         "skiff",

@@ -45,6 +45,11 @@ pub struct Replica {
 impl Replica {
     /// Starts a replica named `name`, with Secret copies of `app-tls` enabled.
     pub fn start(cp: &ControlPlane, name: &str) -> Replica {
+        Replica::start_with(cp, name, &[])
+    }
+
+    /// As [`Replica::start`], with `extra` flags.
+    pub fn start_with(cp: &ControlPlane, name: &str, extra: &[&str]) -> Replica {
         let dir = TempDir::new(&format!("e2e-mirror-{name}"));
         let metrics_port = free_port();
         let metrics = format!("--metrics-bind-address=127.0.0.1:{metrics_port}");
@@ -54,6 +59,7 @@ impl Replica {
             "--metrics-secure=false",
             &metrics,
         ]);
+        flags.extend_from_slice(extra);
         let skiff = Skiff::start_with_env(
             &cp.operator_kubeconfig(),
             dir.0.join("skiff.log"),

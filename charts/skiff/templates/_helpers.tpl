@@ -75,6 +75,9 @@ Deployment always includes this, so combinations of values that cannot work fail
 {{- if and .Values.prometheus.enable (not (and .Values.metrics.enable .Values.metrics.secure)) }}
 {{- fail "prometheus.enable needs metrics.enable and metrics.secure: the ServiceMonitor scrapes /metrics over HTTPS with Prometheus's token" }}
 {{- end }}
+{{- if ne (has "rolebindings.rbac.authorization.k8s.io" .Values.kinds) (not (empty .Values.bindableRoles)) }}
+{{- fail "kinds with rolebindings.rbac.authorization.k8s.io and bindableRoles go together: name the ClusterRoles skiff may bind, or neither" }}
+{{- end }}
 {{- $flags := list
   (list "leader-election-id" (ternary "" .Values.leaderElection.id (eq .Values.leaderElection.id "skiff-leader")))
   (list "leader-elect-lease-duration" .Values.leaderElection.leaseDuration)
@@ -89,6 +92,8 @@ Deployment always includes this, so combinations of values that cannot work fail
   (list "self-service" (ternary "true" "" .Values.selfService.enable))
   (list "offer-namespace-selector" (ternary .Values.selfService.offerNamespaceSelector "" .Values.selfService.enable))
   (list "max-copies-per-tenant-mirror" (ternary .Values.selfService.maxCopiesPerTenantMirror "" .Values.selfService.enable))
+  (list "kinds" (join "," .Values.kinds))
+  (list "bindable-roles" (join "," .Values.bindableRoles))
   (list "metrics-secure" (ternary "false" "" (and .Values.metrics.enable (not .Values.metrics.secure))))
   (list "metrics-cert-dir" (ternary (include "skiff.metricsCertDir" .) "" (and .Values.metrics.enable (ne .Values.metrics.certSecret ""))))
 }}

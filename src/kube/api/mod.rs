@@ -9,6 +9,7 @@
 
 mod core;
 mod field_manager;
+mod kit;
 mod lease;
 mod meta;
 mod meta_decode;
@@ -18,6 +19,7 @@ pub use core::{
     ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, Secret,
 };
 pub use field_manager::{FieldManager, OWN_MANAGER};
+pub use kit::{KitObject, LimitRange, NetworkPolicy, ResourceQuota, RoleBinding};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchFrame};
 pub use meta_decode::MANAGED_FIELDS;

@@ -17,7 +17,12 @@ fn world(cap: usize, namespaces: &[(&str, &[(&str, &str)])]) -> Consent {
         max_copies: cap,
     };
     let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
-    let caches = Caches::new(&scope, &SecretTargets::new(Vec::new()), Some(&settings));
+    let caches = Caches::new(
+        &scope,
+        &SecretTargets::new(Vec::new()),
+        Some(&settings),
+        &crate::mirror::Kinds::default(),
+    );
     for (name, labels) in namespaces {
         let ns = Namespace {
             metadata: ObjectMeta {

@@ -36,7 +36,7 @@ fn desired_of(source: &ConfigMap) -> DesiredCopy {
 fn my_copy(source: &ConfigMap) -> ConfigMap {
     match new_copy(&me(), "team-a", "app", &desired_of(source)) {
         CopyObject::ConfigMap(cm) => cm,
-        CopyObject::Secret(_) => panic!("a ConfigMap"),
+        CopyObject::Secret(_) | CopyObject::Kit(..) => panic!("a ConfigMap"),
     }
 }
 

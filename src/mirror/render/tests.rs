@@ -43,7 +43,9 @@ fn source(data: &[(&str, &str)]) -> ConfigMap {
 fn created(d: &DesiredCopy) -> ConfigMap {
     match new_copy(&owner(), "team-a", "app-ca", d) {
         CopyObject::ConfigMap(cm) => cm,
-        CopyObject::Secret(_) => panic!("a ConfigMap source makes a ConfigMap copy"),
+        CopyObject::Secret(_) | CopyObject::Kit(..) => {
+            panic!("a ConfigMap source makes a ConfigMap copy")
+        }
     }
 }
 
@@ -192,4 +194,90 @@ fn maps_the_strategic_patch_dropped_are_set_by_a_second_patch() {
     let fixed: ConfigMap = serde_json::from_value(fixed).expect("a ConfigMap");
     assert_eq!(CopyInfo::of_configmap(&fixed).content_hash, d.hash);
     assert_eq!(maps_patch(&CopyObject::ConfigMap(fixed), &d), None);
+}
+
+mod kit {
+    use super::*;
+    use crate::kube::api::{KitObject, NetworkPolicy, RoleBinding};
+    use crate::mirror::existing::Existing;
+
+    fn policy(spec: Value) -> NetworkPolicy {
+        NetworkPolicy(KitObject {
+            spec: Some(spec),
+            ..KitObject::default()
+        })
+    }
+
+    fn kit_mirror(kind: SourceKind) -> Mirror {
+        let mut m = mirror(&[], &[]);
+        m.spec.target = None;
+        m.spec.source.kind = kind;
+        m
+    }
+
+    #[test]
+    fn a_copy_carries_the_user_set_fields_only_and_hashes_as_its_source() {
+        let spec = json!({"podSelector": {}, "policyTypes": ["Ingress"]});
+        let mut source = policy(spec.clone());
+        source.0.metadata.uid = Some("u".into());
+        let d = DesiredCopy::of(
+            &kit_mirror(SourceKind::NetworkPolicy),
+            &SourceContent::of_kit(SourceKind::NetworkPolicy, &source.0, &["spec"]),
+        )
+        .expect("desired");
+        let CopyObject::Kit(kind, copy) = new_copy(&owner(), "team-a", "deny", &d) else {
+            panic!("a kit copy");
+        };
+        assert_eq!(kind, SourceKind::NetworkPolicy);
+        assert_eq!(copy.spec, Some(spec));
+        assert_eq!(copy.metadata.uid, None);
+        // The server's answer: the same spec (already defaulted in the source), and metadata
+        // of its own; the cache sees no drift.
+        let mut stored = copy.clone();
+        stored.metadata.uid = Some("v".into());
+        stored.metadata.resource_version = Some("7".into());
+        let info = CopyObject::Kit(kind, stored).info();
+        assert_eq!(info.content_hash, d.hash);
+        assert_eq!(info.owner, Some(owner()));
+    }
+
+    #[test]
+    fn the_patch_replaces_each_field_whole_and_sends_nothing_else() {
+        let spec = json!({"podSelector": {"matchLabels": {"a": "b"}}});
+        let d = DesiredCopy::of(
+            &kit_mirror(SourceKind::NetworkPolicy),
+            &SourceContent::of_kit(SourceKind::NetworkPolicy, &policy(spec).0, &["spec"]),
+        )
+        .expect("desired");
+        let patch = update_patch(&owner(), &d, None, "5");
+        assert_eq!(patch["spec"]["$patch"], "replace");
+        assert_eq!(patch["spec"]["podSelector"]["matchLabels"]["a"], "b");
+        assert!(patch.get("immutable").is_none() && patch.get("data").is_none());
+        assert_eq!(patch["metadata"]["resourceVersion"], "5");
+        let mut held = json!({"podSelector": {}, "egress": [{}]});
+        apply(&mut held, &patch["spec"]);
+        assert_eq!(held, json!({"podSelector": {"matchLabels": {"a": "b"}}}));
+    }
+
+    #[test]
+    fn a_role_binding_whose_role_ref_differs_is_replaced() {
+        const FIELDS: &[&str] = &["subjects", "roleRef"];
+        let binding = |role: &str| {
+            RoleBinding(KitObject {
+                subjects: Some(json!([])),
+                role_ref: Some(json!({"kind": "ClusterRole", "name": role})),
+                ..KitObject::default()
+            })
+        };
+        let d = DesiredCopy::of(
+            &kit_mirror(SourceKind::RoleBinding),
+            &SourceContent::of_kit(SourceKind::RoleBinding, &binding("edit").0, FIELDS),
+        )
+        .expect("desired");
+        let held = Existing::of_kit(SourceKind::RoleBinding, &binding("view").0);
+        let reason = held.replacement_reason(&d).expect("replaced");
+        assert!(reason.contains("roleRef"), "{reason}");
+        let same = Existing::of_kit(SourceKind::RoleBinding, &binding("edit").0);
+        assert_eq!(same.replacement_reason(&d), None);
+    }
 }

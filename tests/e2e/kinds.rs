@@ -1,0 +1,448 @@
+//! e2e: Mirrors of the namespace kit kinds (`--kinds`), on a real API server with RBAC enforced
+//! and skiff run as a process with its flags and the RBAC of `deploy/kinds`.
+//!
+//! Why: what the server defaults (a NetworkPolicy's `policyTypes` and port protocols, a
+//! LimitRange's defaults, a ResourceQuota's canonical quantities and its `status.used`, a
+//! RoleBinding subject's `apiGroup`) only the real server does, and a default taken for drift
+//! would make skiff write forever. Per kind: the copy is created, a hand edit is restored, a
+//! namespace relabelled out loses its copy, a settled replica and a restarted one write nothing,
+//! and deleting the Mirror deletes the copies. And skiff refuses, before any write, a RoleBinding
+//! to a role the admin did not name (`cluster-admin`) and a kind `--kinds` does not enable.
+
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
+use crate::support::mirror_e2e::{
+    Replica, SELECT_LABEL, absent, mirror, one_replica_at_a_time, ready_says, wait_until,
+};
+use serde_json::{Value, json};
+
+/// How long a settled replica is watched for writes.
+const QUIET: Duration = Duration::from_secs(4);
+/// The flags of `deploy/kinds`: every kit kind, and two bindable ClusterRoles.
+const KIT_FLAGS: [&str; 2] = [
+    "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io",
+    "--bindable-roles=edit,view",
+];
+
+/// The Mirror e2e control plane plus the kinds component's RBAC, once.
+fn control_plane() -> &'static ControlPlane {
+    static COMPONENT: OnceLock<()> = OnceLock::new();
+    let cp = crate::support::mirror_e2e::control_plane();
+    COMPONENT.get_or_init(|| {
+        let overlay = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kinds");
+        cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
+    });
+    cp
+}
+
+/// One kit kind as the test drives it.
+struct Kit {
+    /// The Mirror's `spec.source.kind`, and the kubectl resource.
+    kind: &'static str,
+    resource: &'static str,
+    api_version: &'static str,
+    /// The source's content members, written as a user would (the server defaults the rest).
+    content: &'static str,
+    /// The fields a copy carries.
+    fields: &'static [&'static str],
+    /// A merge patch a hand edit of a copy makes.
+    drift: &'static str,
+}
+
+const NETWORK_POLICY: Kit = Kit {
+    kind: "NetworkPolicy",
+    resource: "networkpolicies",
+    api_version: "networking.k8s.io/v1",
+    content: r#""spec": {"podSelector": {}, "ingress": [{"ports": [{"port": 80}]}]}"#,
+    fields: &["spec"],
+    drift: r#"{"spec": {"podSelector": {"matchLabels": {"hand": "edit"}}}}"#,
+};
+
+const LIMIT_RANGE: Kit = Kit {
+    kind: "LimitRange",
+    resource: "limitranges",
+    api_version: "v1",
+    content: r#""spec": {"limits": [{"type": "Container", "max": {"cpu": "2", "memory": "1Gi"}}]}"#,
+    fields: &["spec"],
+    drift: r#"{"spec": {"limits": [{"type": "Container", "max": {"cpu": "3"}}]}}"#,
+};
+
+const RESOURCE_QUOTA: Kit = Kit {
+    kind: "ResourceQuota",
+    resource: "resourcequotas",
+    api_version: "v1",
+    content: r#""spec": {"hard": {"pods": "10", "requests.cpu": "1000m"}}"#,
+    fields: &["spec"],
+    drift: r#"{"spec": {"hard": {"pods": "99"}}}"#,
+};
+
+const ROLE_BINDING: Kit = Kit {
+    kind: "RoleBinding",
+    resource: "rolebindings",
+    api_version: "rbac.authorization.k8s.io/v1",
+    content: r#""subjects": [{"kind": "Group", "name": "team-a"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}"#,
+    fields: &["subjects", "roleRef"],
+    drift: r#"{"subjects": [{"kind": "Group", "name": "intruder",
+        "apiGroup": "rbac.authorization.k8s.io"}]}"#,
+};
+
+fn source(cp: &ControlPlane, kit: &Kit, name: &str, content: &str) {
+    cp.apply(&format!(
+        r#"{{"apiVersion": "{}", "kind": "{}",
+            "metadata": {{"name": "{name}", "namespace": "{OPERATOR_NAMESPACE}"}}, {content}}}"#,
+        kit.api_version, kit.kind
+    ));
+}
+
+/// The fields a copy carries, as the server holds them on `object`.
+fn content(kit: &Kit, object: &Value) -> Value {
+    kit.fields
+        .iter()
+        .map(|f| ((*f).to_owned(), object[*f].clone()))
+        .collect()
+}
+
+/// Whether `namespace` holds skiff's copy with the source's content.
+fn copied(cp: &ControlPlane, kit: &Kit, name: &str, namespace: &str) -> bool {
+    let Some(source) = cp.object(kit.resource, OPERATOR_NAMESPACE, name) else {
+        return false;
+    };
+    cp.object(kit.resource, namespace, name)
+        .is_some_and(|copy| {
+            copy["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "skiff"
+                && content(kit, &copy) == content(kit, &source)
+        })
+}
+
+/// PATCH, PUT and DELETE the replica sent (POST is also the leader's Event).
+fn updates(replica: &Replica) -> f64 {
+    let writes = replica.writes();
+    writes
+        .iter()
+        .filter(|(m, _)| *m != "POST")
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn versions(cp: &ControlPlane, kit: &Kit, name: &str, namespaces: &[String]) -> Vec<Value> {
+    namespaces
+        .iter()
+        .map(|ns| {
+            cp.object(kit.resource, ns, name).map_or(Value::Null, |o| {
+                json!([o["metadata"]["uid"], o["metadata"]["resourceVersion"]])
+            })
+        })
+        .collect()
+}
+
+/// Runs `test` while a replica named `name` with `flags` leads and reconciles; stops it after
+/// (exit 0 expected), printing its log first if `test` panicked.
+fn running<T>(
+    cp: &ControlPlane,
+    name: &str,
+    flags: &[&str],
+    test: impl FnOnce(&Replica) -> T,
+) -> T {
+    let replica = Replica::start_with(cp, name, flags);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until("the replica reconciles", || {
+            replica
+                .skiff
+                .logs()
+                .contains("mirror caches filled; reconciling")
+        });
+        test(&replica)
+    }));
+    if outcome.is_err() {
+        eprintln!("skiff log:\n{}", replica.skiff.logs());
+    }
+    replica.stop();
+    outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// A whole lifecycle of one kit kind's Mirror; `settle` runs on a settled cluster (a status
+/// the server or a controller writes, say) and must not make skiff write.
+fn lifecycle(kit: &Kit, settle: impl Fn(&ControlPlane, &str, &[String])) {
+    require_e2e_binaries();
+    let _turn = one_replica_at_a_time();
+    let cp = control_plane();
+    let name = format!("kit-{}", kit.resource);
+    let label = name.as_str();
+    let namespaces = cp.create_namespaces(label, &[(SELECT_LABEL, label)], 2);
+    let before = running(cp, &format!("{name}-a"), &KIT_FLAGS, |replica| {
+        source(cp, kit, &name, kit.content);
+        mirror(cp, &name, kit.kind, &name, "", label);
+        wait_until("a copy in each namespace, Ready", || {
+            namespaces.iter().all(|ns| copied(cp, kit, &name, ns))
+                && ready_says(cp, &name, "Synced", "2 of 2")
+        });
+        let writes = updates(replica);
+        std::thread::sleep(QUIET);
+        settle(cp, &name, &namespaces);
+        std::thread::sleep(QUIET);
+        assert_eq!(
+            updates(replica),
+            writes,
+            "a steady state wrote: {:?}",
+            replica.writes()
+        );
+        let (ns0, ns1) = (&namespaces[0], &namespaces[1]);
+        cp.kubectl_ok(&[
+            "patch",
+            kit.resource,
+            &name,
+            "-n",
+            ns0,
+            "--type=merge",
+            "-p",
+            kit.drift,
+        ]);
+        wait_until("the hand edit is undone", || copied(cp, kit, &name, ns0));
+        cp.kubectl_ok(&[
+            "label",
+            "namespace",
+            ns1,
+            &format!("{SELECT_LABEL}=elsewhere"),
+            "--overwrite",
+        ]);
+        wait_until("the copy leaves the namespace relabelled out", || {
+            absent(cp, kit.resource, ns1, &name)
+        });
+        versions(cp, kit, &name, &namespaces[..1])
+    });
+
+    running(cp, &format!("{name}-b"), &KIT_FLAGS, |replica| {
+        std::thread::sleep(QUIET);
+        assert_eq!(
+            updates(replica),
+            0.0,
+            "writes on a restart: {:?}",
+            replica.writes()
+        );
+        assert_eq!(
+            versions(cp, kit, &name, &namespaces[..1]),
+            before,
+            "the restart changed a copy"
+        );
+        cp.kubectl_ok(&[
+            "delete",
+            "mirror",
+            &name,
+            "-n",
+            OPERATOR_NAMESPACE,
+            "--wait=false",
+        ]);
+        wait_until("deleting the Mirror deletes its copy", || {
+            absent(cp, kit.resource, &namespaces[0], &name)
+                && absent(cp, "mirror", OPERATOR_NAMESPACE, &name)
+        });
+    });
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn a_network_policy_is_copied_and_its_server_defaults_are_no_drift() {
+    lifecycle(&NETWORK_POLICY, |cp, name, namespaces| {
+        let copy = cp
+            .object("networkpolicies", &namespaces[0], name)
+            .expect("copy");
+        assert_eq!(
+            copy["spec"]["policyTypes"],
+            json!(["Ingress"]),
+            "defaulted: {copy:#}"
+        );
+        assert_eq!(copy["spec"]["ingress"][0]["ports"][0]["protocol"], "TCP");
+    });
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn a_limit_range_is_copied_and_its_server_defaults_are_no_drift() {
+    lifecycle(&LIMIT_RANGE, |cp, name, namespaces| {
+        let copy = cp
+            .object("limitranges", &namespaces[0], name)
+            .expect("copy");
+        assert_eq!(
+            copy["spec"]["limits"][0]["default"]["cpu"], "2",
+            "defaulted: {copy:#}"
+        );
+    });
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn a_resource_quota_is_copied_and_its_status_updates_are_no_drift() {
+    lifecycle(&RESOURCE_QUOTA, |cp, name, namespaces| {
+        let copy = cp
+            .object("resourcequotas", &namespaces[0], name)
+            .expect("copy");
+        assert_eq!(
+            copy["spec"]["hard"]["requests.cpu"], "1",
+            "canonical: {copy:#}"
+        );
+        // What the quota controller does on every pod: a new status.used, a new version.
+        for ns in [namespaces[0].as_str(), OPERATOR_NAMESPACE] {
+            let used = r#"{"status": {"hard": {"pods": "10"}, "used": {"pods": "3"}}}"#;
+            cp.kubectl_ok(&[
+                "patch",
+                "resourcequota",
+                name,
+                "-n",
+                ns,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                used,
+            ]);
+        }
+    });
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn a_role_binding_is_copied_and_a_new_role_ref_replaces_its_copies() {
+    lifecycle(&ROLE_BINDING, |cp, name, namespaces| {
+        let copy = cp
+            .object("rolebindings", &namespaces[0], name)
+            .expect("copy");
+        assert_eq!(copy["subjects"][0]["apiGroup"], "rbac.authorization.k8s.io");
+    });
+    // A roleRef cannot change, on the source either: it is deleted and created anew, and skiff
+    // replaces each copy (a patch would be refused), conditional on the uid it read.
+    require_e2e_binaries();
+    let _turn = one_replica_at_a_time();
+    let cp = control_plane();
+    let (kit, name) = (&ROLE_BINDING, "kit-rolebinding-edit");
+    let namespaces = cp.create_namespaces(name, &[(SELECT_LABEL, name)], 1);
+    running(cp, name, &KIT_FLAGS, |_| {
+        source(cp, kit, name, kit.content);
+        mirror(cp, name, kit.kind, name, "", name);
+        wait_until("a copy binding view", || {
+            copied(cp, kit, name, &namespaces[0])
+        });
+        let uid = versions(cp, kit, name, &namespaces)[0][0].clone();
+        cp.kubectl_ok(&["delete", "rolebinding", name, "-n", OPERATOR_NAMESPACE]);
+        source(cp, kit, name, &kit.content.replace("\"view\"", "\"edit\""));
+        wait_until("the copy binds edit, replaced", || {
+            copied(cp, kit, name, &namespaces[0])
+                && cp
+                    .object("rolebindings", &namespaces[0], name)
+                    .is_some_and(|c| c["roleRef"]["name"] == "edit" && c["metadata"]["uid"] != uid)
+        });
+        let mirror = cp
+            .object("mirror", OPERATOR_NAMESPACE, name)
+            .expect("Mirror");
+        assert_eq!(mirror["status"]["replaced"], 1, "{mirror:#}");
+    });
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn a_role_binding_to_cluster_admin_and_a_kind_not_enabled_are_refused_before_any_write() {
+    require_e2e_binaries();
+    let _turn = one_replica_at_a_time();
+    let cp = control_plane();
+    let label = "kit-refused";
+    let namespaces = cp.create_namespaces(label, &[(SELECT_LABEL, label)], 1);
+    let admin = ROLE_BINDING
+        .content
+        .replace("\"view\"", "\"cluster-admin\"");
+    source(cp, &ROLE_BINDING, "kit-admin", &admin);
+    source(cp, &NETWORK_POLICY, "kit-off", NETWORK_POLICY.content);
+    // Only RoleBindings enabled: NetworkPolicies are not.
+    let flags = [
+        "--kinds=rolebindings.rbac.authorization.k8s.io",
+        "--bindable-roles=edit,view",
+    ];
+    running(cp, label, &flags, |replica| {
+        mirror(cp, "kit-admin", "RoleBinding", "kit-admin", "", label);
+        mirror(cp, "kit-off", "NetworkPolicy", "kit-off", "", label);
+        wait_until("the cluster-admin binding is refused", || {
+            ready_says(cp, "kit-admin", "RoleNotBindable", "cluster-admin")
+        });
+        wait_until("the NetworkPolicy Mirror is refused", || {
+            ready_says(
+                cp,
+                "kit-off",
+                "KindNotEnabled",
+                "networkpolicies.networking.k8s.io",
+            )
+        });
+        assert!(absent(cp, "rolebindings", &namespaces[0], "kit-admin"));
+        assert!(absent(cp, "networkpolicies", &namespaces[0], "kit-off"));
+        let log = replica.skiff.logs().to_ascii_lowercase();
+        assert!(
+            !log.contains("forbidden"),
+            "skiff met a 403 instead of refusing first"
+        );
+        for m in ["kit-admin", "kit-off"] {
+            cp.kubectl_ok(&["delete", "mirror", m, "-n", OPERATOR_NAMESPACE]);
+        }
+    });
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_namespace_kit_sample_stamps_its_four_objects_into_a_labelled_namespace() {
+    use crate::support::control_plane::E2E_REPLICA_FLAGS;
+    use crate::support::skiff::{Skiff, TempDir};
+    require_e2e_binaries();
+    let _turn = one_replica_at_a_time();
+    let cp = control_plane();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/namespace-kit.yaml");
+    cp.kubectl_ok(&["apply", "-f", &sample.display().to_string()]);
+    let team = cp.create_namespace("kit-team", &[("skiff.dev/kit", "team")]);
+    // The sample's install: skiff-kit among the source namespaces.
+    let mut flags: Vec<&str> = E2E_REPLICA_FLAGS
+        .iter()
+        .copied()
+        .filter(|f| !f.starts_with("--source-namespaces"))
+        .collect();
+    flags.extend([
+        "--source-namespaces=skiff-system,skiff-kit",
+        "--metrics-bind-address=0",
+    ]);
+    flags.extend(KIT_FLAGS);
+    let dir = TempDir::new("e2e-kinds-sample");
+    let mut skiff = Skiff::start_with_env(
+        &cp.operator_kubeconfig(),
+        dir.0.join("skiff.log"),
+        &flags,
+        &[("POD_NAME", "kit-sample")],
+    );
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let kit = [
+            ("networkpolicies", "default-deny-ingress"),
+            ("limitranges", "defaults"),
+            ("resourcequotas", "team-quota"),
+            ("rolebindings", "team-edit"),
+        ];
+        wait_until("the four objects in the labelled namespace", || {
+            kit.iter()
+                .all(|(resource, name)| cp.object(resource, &team, name).is_some())
+        });
+        let binding = cp
+            .object("rolebindings", &team, "team-edit")
+            .expect("RoleBinding");
+        assert_eq!(binding["roleRef"]["name"], "edit");
+    }));
+    skiff.signal("TERM");
+    let code = skiff.wait_exit(Duration::from_secs(20));
+    if outcome.is_err() {
+        eprintln!("skiff log:\n{}", skiff.logs());
+    }
+    cp.kubectl(&[
+        "delete",
+        "-f",
+        &sample.display().to_string(),
+        "--wait=false",
+    ]);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+    assert_eq!(code, Some(0), "skiff exit; log:\n{}", skiff.logs());
+}
