@@ -6,8 +6,8 @@
 //! until every first list has arrived, and a reconcile waits while a relist is under way.
 
 use super::caches::{Caches, SourceScope};
-use super::offers::SelfService;
 use super::kinds::Kinds;
+use super::offers::SelfService;
 use super::reconcile::Reconciler;
 use super::secret_targets::SecretTargets;
 use crate::kube::Client;

@@ -99,7 +99,7 @@ pub mod types;
 
 pub use caches::SourceScope;
 pub use controller::runnable;
-pub use offers::SelfService;
 pub use kinds::Kinds;
+pub use offers::SelfService;
 pub use secret_targets::SecretTargets;
 pub use types::{Mirror, MirrorSpec, MirrorStatus, SourceKind};
