@@ -105,6 +105,19 @@ impl Payload {
         }
     }
 
+    /// The bytes of data the payload carries, keys and values as the API sends them.
+    pub fn bytes(&self) -> usize {
+        let size = |map: &BTreeMap<String, String>| -> usize {
+            map.iter().map(|(k, v)| k.len() + v.len()).sum()
+        };
+        match self {
+            Payload::ConfigMap {
+                data, binary_data, ..
+            } => size(data) + size(binary_data),
+            Payload::Secret { data, .. } => size(data),
+        }
+    }
+
     /// The same payload holding only `keys` (those it has).
     pub fn only(&self, keys: &[String]) -> Payload {
         // Inserted, not collected: see `carry::only`.
