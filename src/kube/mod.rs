@@ -65,7 +65,7 @@ pub mod watch;
 mod watch_body;
 pub mod yaml;
 
-pub use client::{Client, PatchKind};
+pub use client::{Client, METADATA_ONLY, PatchKind, Written};
 pub use config::{
     Auth, ClientIdentity, Config, Credential, ExecPlugin, ProxyConfig, TlsOptions, TokenFile,
 };

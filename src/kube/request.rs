@@ -24,6 +24,8 @@ pub struct RequestSpec {
     pub body: Option<(Vec<u8>, &'static str)>,
     /// The `verb` label of the latency metric (get, list, watch, create, update, patch, delete).
     pub verb: &'static str,
+    /// The reply's media types, in the Accept header.
+    pub accept: &'static str,
 }
 
 impl RequestSpec {
@@ -40,6 +42,7 @@ impl RequestSpec {
             query: Vec::new(),
             body: None,
             verb,
+            accept: "application/json",
         }
     }
 
@@ -73,7 +76,7 @@ impl RequestSpec {
             req.set_body(Body::from_bytes(body.clone()));
             req.insert_header("Content-Type", *content_type);
         }
-        req.insert_header("Accept", "application/json");
+        req.insert_header("Accept", self.accept);
         req.insert_header("User-Agent", config.user_agent.as_str());
         if let Some(token) = &credential.token {
             req.insert_header("Authorization", format!("Bearer {token}"));

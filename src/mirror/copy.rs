@@ -56,14 +56,16 @@ pub struct CopyInfo {
 
 impl CopyInfo {
     pub fn of_configmap(cm: &ConfigMap) -> CopyInfo {
-        CopyInfo::new(&cm.metadata, Payload::of_configmap(cm))
+        CopyInfo::written(&cm.metadata, &Payload::of_configmap(cm))
     }
 
     pub fn of_secret(secret: &Secret) -> CopyInfo {
-        CopyInfo::new(&secret.metadata, Payload::of_secret(secret))
+        CopyInfo::written(&secret.metadata, &Payload::of_secret(secret))
     }
 
-    fn new(meta: &ObjectMeta, payload: Payload) -> CopyInfo {
+    /// A copy whose metadata is `meta` holding `payload`: one just written with that payload,
+    /// whose reply carried its metadata only.
+    pub fn written(meta: &ObjectMeta, payload: &Payload) -> CopyInfo {
         let record = Record::of(meta);
         let managed = record.as_ref().map(|r| Managed::held(meta, r));
         CopyInfo {

@@ -6,6 +6,7 @@
 
 use super::copy::CopyInfo;
 use super::existing::Existing;
+use super::payload::Payload;
 use super::render::CopyObject;
 use super::types::SourceKind;
 use crate::kube::api::{ConfigMap, Secret};
@@ -44,13 +45,14 @@ impl CopyRequests {
         }
     }
 
-    /// Creates `copy`; what the cache would keep of the object created.
-    pub async fn create(&self, copy: CopyObject) -> Result<CopyInfo, Error> {
+    /// Creates `copy`, which holds `payload`; what the cache would keep of the object created.
+    /// The reply is asked for the metadata alone: the content is what was sent.
+    pub async fn create(&self, copy: CopyObject, payload: &Payload) -> Result<CopyInfo, Error> {
         let created = match copy {
-            CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
-            CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
+            CopyObject::ConfigMap(cm) => self.client.create_for_metadata(&cm).await?,
+            CopyObject::Secret(secret) => self.client.create_for_metadata(&secret).await?,
         };
-        Ok(created.info())
+        Ok(CopyInfo::written(&created.metadata, payload))
     }
 
     /// A strategic merge patch of the copy named `name` in `ns`, or a plain merge patch.

@@ -33,3 +33,4 @@ mod node;
 mod rbac;
 mod secret_targets;
 mod throttled;
+mod write_replies;

@@ -1,9 +1,10 @@
 //! Writes in flight are bounded by their bytes as well as by their count: a big source fans out
 //! a few copies at a time, a small one with the full count.
 
-use crate::support::cluster::Cluster;
+use crate::support::cluster::{Cluster, describe};
 use crate::support::fake::{Fault, RequestClass, RequestRecord};
 use serde_json::json;
+use skiff::kube::METADATA_ONLY;
 use std::time::Duration;
 
 const NAMESPACES: usize = 24;
@@ -62,4 +63,31 @@ fn a_900_kb_source_fans_out_with_few_writes_in_flight_and_a_small_one_with_many(
     );
     let at_once = fan_out("small", json!({ "ca.crt": "PEM" }));
     assert!(at_once > 8, "only {at_once} small writes in flight at once");
+}
+
+#[test]
+fn copy_creates_ask_for_the_metadata_only() {
+    let mut cluster = Cluster::new("accept");
+    let selected = cluster.namespaces("team", 3, json!({"team": "yes"}));
+    cluster.team_ca_mirror();
+    let skiff = cluster.start(&[]);
+    cluster.wait_for(&skiff, "a copy in every namespace", || {
+        selected
+            .iter()
+            .all(|ns| cluster.configmap_at(ns, "app-ca").is_some())
+    });
+    let creates: Vec<_> = cluster
+        .writes_since(0)
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.contains("/configmaps"))
+        .collect();
+    assert_eq!(creates.len(), 3, "{}", describe(&creates));
+    for create in creates {
+        assert_eq!(
+            create.accept.as_deref(),
+            Some(METADATA_ONLY),
+            "{}",
+            create.path
+        );
+    }
 }

@@ -95,7 +95,7 @@ impl CopyWriter {
     /// Creates the copy in `ns`.
     pub async fn create(&self, target: &Target, ns: &str) -> Result<(), Error> {
         let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
-        let info = self.requests.create(copy).await?;
+        let info = self.requests.create(copy, target.desired.payload()).await?;
         self.written.record(target.key(ns), None, Some(info));
         Ok(())
     }
