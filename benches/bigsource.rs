@@ -96,7 +96,10 @@ fn create_namespaces(cp: &ControlPlane) {
                        "metadata": {"name": format!("big-{i:04}"), "labels": labels}})
             })
             .collect();
-        create(cp, &json!({"apiVersion": "v1", "kind": "List", "items": items}));
+        create(
+            cp,
+            &json!({"apiVersion": "v1", "kind": "List", "items": items}),
+        );
     }
 }
 
@@ -164,7 +167,9 @@ fn leader(cp: &ControlPlane, binary: &Path, dir: &TempDir) -> Skiff {
     let mut lease = LeaseReader::new(cp);
     let leading = eventually(STEP_LIMIT, || {
         assert!(skiff.is_running(), "skiff exited; log:\n{}", skiff.logs());
-        lease.read().is_some_and(|l| l.holder.starts_with("bigsource"))
+        lease
+            .read()
+            .is_some_and(|l| l.holder.starts_with("bigsource"))
     });
     assert!(leading, "skiff did not lead; log:\n{}", skiff.logs());
     skiff

@@ -6,6 +6,7 @@
 
 use super::Error;
 use super::api::{ObjectList, ObjectMeta, Resource};
+use super::body::Pieces;
 use super::config::Config;
 use super::guard::WriteGuard;
 use super::liveness::Liveness;
@@ -177,15 +178,26 @@ impl Client {
     pub async fn create<K: Resource>(&self, obj: &K) -> Result<K, Error> {
         let namespace = obj.metadata().namespace.as_deref();
         let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
-        spec.body = Some((encode(obj)?, JSON));
+        spec.body = Some((encode(obj)?.into(), JSON));
         decode(&self.transport.execute(&spec).await?)
     }
 
     /// Creates `obj`, asking for the created object's metadata only.
     pub async fn create_for_metadata<K: Resource>(&self, obj: &K) -> Result<Written, Error> {
         let namespace = obj.metadata().namespace.as_deref();
+        self.create_encoded::<K>(namespace, encode(obj)?.into())
+            .await
+    }
+
+    /// Creates the object of kind `K` in `namespace` that `body` encodes (a head and a shared
+    /// content, say), asking for its metadata only.
+    pub async fn create_encoded<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        body: Pieces,
+    ) -> Result<Written, Error> {
         let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
-        spec.body = Some((encode(obj)?, JSON));
+        spec.body = Some((body, JSON));
         spec.accept = METADATA_ONLY;
         decode(&self.transport.execute(&spec).await?)
     }
@@ -271,7 +283,7 @@ impl Client {
                 "apiVersion": "v1",
                 "preconditions": preconditions,
             });
-            spec.body = Some((encode(&options)?, JSON));
+            spec.body = Some((encode(&options)?.into(), JSON));
         }
         self.transport.execute(&spec).await.map(drop)
     }
@@ -292,7 +304,7 @@ impl Client {
 
     async fn put<K: Resource>(&self, path: String, obj: &K) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Put, path, "update");
-        spec.body = Some((encode(obj)?, JSON));
+        spec.body = Some((encode(obj)?.into(), JSON));
         decode(&self.transport.execute(&spec).await?)
     }
 
@@ -311,7 +323,7 @@ impl Client {
         kind: PatchKind,
     ) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
-        spec.body = Some((encode(patch)?, kind.content_type()));
+        spec.body = Some((encode(patch)?.into(), kind.content_type()));
         decode(&self.transport.execute(&spec).await?)
     }
 }

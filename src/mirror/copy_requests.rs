@@ -10,7 +10,7 @@ use super::payload::Payload;
 use super::render::CopyObject;
 use super::types::SourceKind;
 use crate::kube::api::{ConfigMap, Secret};
-use crate::kube::{Client, Error, PatchKind};
+use crate::kube::{Client, Error, PatchKind, Pieces};
 use serde_json::Value;
 
 /// Requests on copies, through one client (the fenced main client).
@@ -45,12 +45,19 @@ impl CopyRequests {
         }
     }
 
-    /// Creates `copy`, which holds `payload`; what the cache would keep of the object created.
-    /// The reply is asked for the metadata alone: the content is what was sent.
-    pub async fn create(&self, copy: CopyObject, payload: &Payload) -> Result<CopyInfo, Error> {
-        let created = match copy {
-            CopyObject::ConfigMap(cm) => self.client.create_for_metadata(&cm).await?,
-            CopyObject::Secret(secret) => self.client.create_for_metadata(&secret).await?,
+    /// Creates the copy `body` encodes in `ns`, holding `payload`; what the cache would keep of
+    /// the object created. The reply is asked for the metadata alone: the content is what was
+    /// sent.
+    pub async fn create(
+        &self,
+        ns: &str,
+        body: Pieces,
+        payload: &Payload,
+    ) -> Result<CopyInfo, Error> {
+        let client = &self.client;
+        let created = match payload.kind() {
+            SourceKind::ConfigMap => client.create_encoded::<ConfigMap>(Some(ns), body).await?,
+            SourceKind::Secret => client.create_encoded::<Secret>(Some(ns), body).await?,
         };
         Ok(CopyInfo::written(&created.metadata, payload))
     }
