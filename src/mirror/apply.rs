@@ -64,11 +64,13 @@ enum Job {
 }
 
 impl Job {
-    /// The bytes the write holds while in flight, for a copy content of `content` bytes.
+    /// The bytes the write holds while in flight, for a copy content of `content` bytes: an
+    /// update's patch and the object answered; a create shares the content and is answered
+    /// with metadata.
     fn weight(&self, content: usize) -> usize {
         match self {
-            Job::Create(_) | Job::Update(..) => weight(content),
-            Job::Delete(..) => weight(0),
+            Job::Update(..) => weight(2 * content),
+            Job::Create(_) | Job::Delete(..) => weight(0),
         }
     }
 }

@@ -1,68 +1,83 @@
-//! Writes in flight are bounded by their bytes as well as by their count: a big source fans out
-//! a few copies at a time, a small one with the full count.
+//! Writes in flight are bounded by their bytes as well as by their count: the updates of a big
+//! source go out a few at a time; its creates, which share its content and are answered with
+//! metadata only, with the full count.
 
-use crate::support::cluster::{Cluster, describe};
+use crate::support::cluster::{Cluster, HOME, describe};
 use crate::support::fake::{Fault, RequestClass, RequestRecord};
+use crate::support::skiff::eventually;
 use serde_json::json;
 use skiff::kube::METADATA_ONLY;
 use std::time::Duration;
 
 const NAMESPACES: usize = 24;
-/// Long enough that the writes the budget allows are all in flight at once.
+/// Long enough that the writes allowed are all in flight at once.
 const ANSWER_AFTER: Duration = Duration::from_millis(250);
 
-/// The most copy creates in `prefix`-namespaces the server was answering at one moment.
-fn most_creates_at_once(records: &[RequestRecord], prefix: &str) -> usize {
-    let path = format!("/api/v1/namespaces/{prefix}-");
-    let creates: Vec<_> = records
+/// The most copy writes of `method` the server was answering at one moment.
+fn most_at_once(records: &[RequestRecord], method: &str) -> usize {
+    let writes: Vec<_> = records
         .iter()
-        .filter(|r| r.method == "POST" && r.path.starts_with(&path))
+        .filter(|r| r.method == method && r.path.starts_with("/api/v1/namespaces/team-"))
         .collect();
-    assert_eq!(creates.len(), NAMESPACES, "one create per namespace");
-    creates
+    assert!(
+        writes.len() >= NAMESPACES,
+        "{}",
+        describe(&records.to_vec())
+    );
+    writes
         .iter()
-        .map(|c| {
-            creates
+        .map(|w| {
+            writes
                 .iter()
-                .filter(|o| o.received <= c.received && o.answered.is_none_or(|a| a > c.received))
+                .filter(|o| o.received <= w.received && o.answered.is_none_or(|a| a > w.received))
                 .count()
         })
         .max()
         .unwrap_or(0)
 }
 
-/// Fans `data` out into [`NAMESPACES`] namespaces named `prefix-N`, each create answered after
-/// [`ANSWER_AFTER`]; how many were in flight at once at most.
-fn fan_out(prefix: &str, data: serde_json::Value) -> usize {
-    let mut cluster = Cluster::new(prefix);
-    let selected = cluster.namespaces(prefix, NAMESPACES, json!({"team": "yes"}));
-    cluster.configmap("skiff-system", "app-ca", data);
-    let fault = Fault::Delay(ANSWER_AFTER);
-    let class = RequestClass::Matching("/configmaps");
+#[test]
+fn a_900_kb_source_is_created_with_many_writes_in_flight_and_updated_with_few() {
+    let mut cluster = Cluster::new("big");
+    let selected = cluster.namespaces("team", NAMESPACES, json!({"team": "yes"}));
+    let content = |fill: &str| json!({ "ca.crt": fill.repeat(900 * 1024) });
+    let source = cluster.configmap(HOME, "app-ca", content("a"));
     let skiff = cluster.start(&[]);
     cluster.wait_watching(&skiff, 1);
-    cluster.server.set_fault(class, fault);
-    cluster.mirror_to_teams("ca", "ConfigMap", "app-ca");
-    cluster.wait_for(&skiff, "a copy in every namespace", || {
-        selected
-            .iter()
-            .all(|ns| cluster.configmap_at(ns, "app-ca").is_some())
-    });
-    cluster.server.clear_faults();
-    most_creates_at_once(&cluster.requests_since(0), prefix)
-}
-
-#[test]
-fn a_900_kb_source_fans_out_with_few_writes_in_flight_and_a_small_one_with_many() {
-    let big = "x".repeat(900 * 1024);
-    let at_once = fan_out("big", json!({ "ca.crt": big }));
-    // 8 MiB over a body and a reply of 900 KB each.
-    assert!(
-        (1..=4).contains(&at_once),
-        "{at_once} writes of 900 KB in flight at once"
+    // Each look reads 24 objects of 900 KB from the fake server: a few looks a second.
+    let copies_hold = |fill: &str| {
+        std::thread::sleep(Duration::from_millis(200));
+        let wanted = content(fill);
+        selected.iter().all(|ns| {
+            cluster
+                .configmap_at(ns, "app-ca")
+                .is_some_and(|c| c["data"] == wanted)
+        })
+    };
+    let wait = |what: &str, fill: &str| {
+        let done = eventually(Duration::from_secs(60), || copies_hold(fill));
+        assert!(done, "timed out waiting for {what}; log:\n{}", skiff.logs());
+    };
+    cluster.server.set_fault(
+        RequestClass::Matching("/configmaps"),
+        Fault::Delay(ANSWER_AFTER),
     );
-    let at_once = fan_out("small", json!({ "ca.crt": "PEM" }));
-    assert!(at_once > 8, "only {at_once} small writes in flight at once");
+    cluster.mirror_to_teams("ca", "ConfigMap", "app-ca");
+    wait("every copy created", "a");
+    let mut edited = source;
+    edited["data"] = content("b");
+    cluster.server.update(edited);
+    wait("every copy updated", "b");
+    cluster.server.clear_faults();
+    let records = cluster.requests_since(0);
+    let creates = most_at_once(&records, "POST");
+    assert!(creates > 8, "only {creates} creates in flight at once");
+    // 8 MiB over a patch and an answer of 900 KB each.
+    let updates = most_at_once(&records, "PATCH");
+    assert!(
+        (1..=4).contains(&updates),
+        "{updates} updates of 900 KB in flight at once"
+    );
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! The bytes the copy writes in flight may hold at once, shared by every reconcile.
 //!
-//! A write holds its request body and the reply it reads, each about the size of the copy's
-//! content. Bounding writes by count alone ([`super::MAX_IN_FLIGHT`] per reconcile) lets a
-//! 900 KB source hold 16 × 2 × 900 KB at once, per worker. So each write also takes its
-//! weight ([`weight`]) from one [`ByteBudget`] before it starts: a big source fans out with
-//! few writes in flight, small ones keep the full count. The API server and etcd set the pace
-//! of big writes (each is stored and sent to every watcher whole), so fewer in flight costs no
-//! time.
+//! An update holds its patch body and the object the server answers with, each about the size
+//! of the copy's content. Bounding writes by count alone ([`super::MAX_IN_FLIGHT`] per
+//! reconcile) would let a 900 KB source hold 16 × 2 × 900 KB at once, per worker. So each write
+//! also takes its weight ([`weight`]) from one [`ByteBudget`] before it starts: the updates of
+//! a big source go out a few at a time, small ones keep the full count. A create holds none of
+//! the content: its body shares it (`copy_body.rs`) and its reply is the metadata alone, so
+//! creates are bounded by their count. The watch event each write brings back is read and
+//! decoded one at a time by the copy watch, whatever the writes in flight.
 //!
 //! Waiters are served in turn: one waits for its bytes while the others queue behind it, so
 //! a big write is never starved by small ones, and no waiter holds part of the budget.
@@ -15,15 +16,15 @@ use smol::lock::Mutex as TurnLock;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The whole budget: 8 MiB, an eighth of the 64 MiB a replica's memory limit is sized to,
-/// room for the full count of small writes and for four writes of a 900 KB source.
+/// room for the full count of small writes and for four updates of a 900 KB source.
 pub const WRITE_BYTES_IN_FLIGHT: usize = 8 * 1024 * 1024;
 
-/// What a write holds besides its content: the request's and reply's metadata and framing.
+/// What a write holds besides content: its head, the reply's metadata, the framing.
 const WRITE_OVERHEAD: usize = 4 * 1024;
 
-/// The weight of a write carrying `content` bytes of data: its body and its reply.
+/// The weight of a write that holds `content` bytes of its own.
 pub fn weight(content: usize) -> usize {
-    2 * content + WRITE_OVERHEAD
+    content + WRITE_OVERHEAD
 }
 
 /// A weighted semaphore over bytes.
@@ -148,9 +149,8 @@ mod tests {
     }
 
     #[test]
-    fn the_weight_counts_the_body_and_the_reply() {
-        assert_eq!(weight(900_000), 1_800_000 + WRITE_OVERHEAD);
-        assert_eq!(WRITE_BYTES_IN_FLIGHT / weight(900 * 1024), 4);
-        assert!(WRITE_BYTES_IN_FLIGHT / weight(1024) >= super::super::MAX_IN_FLIGHT);
+    fn four_updates_of_a_900_kb_source_fit_and_sixteen_small_ones() {
+        assert_eq!(WRITE_BYTES_IN_FLIGHT / weight(2 * 900 * 1024), 4);
+        assert!(WRITE_BYTES_IN_FLIGHT / weight(2 * 1024) >= super::super::MAX_IN_FLIGHT);
     }
 }
