@@ -75,6 +75,9 @@ struct Row {
     idle: Footprint,
     peak: u64,
     after: Footprint,
+    /// The first scenario's source edited once: the time until every copy holds the edit,
+    /// and the peak while they are updated.
+    edit: Option<(Duration, u64)>,
 }
 
 fn selector_label(count: usize) -> String {
@@ -128,8 +131,9 @@ fn grant_secret_copies(cp: &ControlPlane) {
     ));
 }
 
-/// The source of `kind`: one key of 900 KB of PEM-like text, or 1 MB of bytes.
-fn source(kind: &str) -> Value {
+/// The source of `kind`: one key of 900 KB of PEM-like text, or 1 MB of bytes; `edited`
+/// changes its first line.
+fn source(kind: &str, edited: bool) -> Value {
     let metadata = json!({"name": SOURCE, "namespace": OPERATOR_NAMESPACE});
     let line = "MIIFazCCA1OgAwIBAgIRAIIQz7DSQONZRGPgu2OCiwAwDQYJKoZIhvcNAQELBQAw\n";
     if kind == "Secret" {
@@ -138,7 +142,10 @@ fn source(kind: &str) -> Value {
         return json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata,
                       "data": {"bundle": encoded}});
     }
-    let pem = line.repeat(CONFIGMAP_BYTES / line.len());
+    let mut pem = line.repeat(CONFIGMAP_BYTES / line.len());
+    if edited {
+        pem.replace_range(..4, "EDIT");
+    }
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
            "data": {"ca-bundle.crt": pem}})
 }
@@ -177,7 +184,7 @@ fn leader(cp: &ControlPlane, binary: &Path, dir: &TempDir) -> Skiff {
 
 fn fan_out(cp: &ControlPlane, skiff: &mut Skiff, scenario: &Scenario) -> Row {
     let pid = skiff.child.id();
-    create(cp, &source(scenario.kind));
+    create(cp, &source(scenario.kind, false));
     std::thread::sleep(Duration::from_secs(3));
     let idle = Footprint::of(pid);
     clear_peak(pid);
@@ -194,6 +201,7 @@ fn fan_out(cp: &ControlPlane, skiff: &mut Skiff, scenario: &Scenario) -> Row {
     let peak = proc_status_kib(pid, "VmHWM").unwrap_or(0);
     std::thread::sleep(AFTER);
     let after = Footprint::of(pid);
+    let edit = (scenario.count == SCENARIOS[0].count).then(|| edit(cp, skiff, scenario));
     cp.kubectl_ok(&["delete", "mirror", MIRROR, "-n", OPERATOR_NAMESPACE]);
     let kind = scenario.kind.to_lowercase();
     cp.kubectl_ok(&["delete", &kind, SOURCE, "-n", OPERATOR_NAMESPACE]);
@@ -202,7 +210,38 @@ fn fan_out(cp: &ControlPlane, skiff: &mut Skiff, scenario: &Scenario) -> Row {
         idle,
         peak,
         after,
+        edit,
     }
+}
+
+/// Edits the source once; how long until every copy holds the edit, and the peak meanwhile.
+fn edit(cp: &ControlPlane, skiff: &mut Skiff, scenario: &Scenario) -> (Duration, u64) {
+    let pid = skiff.child.id();
+    clear_peak(pid);
+    let started = Instant::now();
+    let edited = source(scenario.kind, true).to_string();
+    let out = cp.kubectl_stdin(&["replace", "-f", "-"], &edited);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let last = format!("big-{:04}", scenario.count - 1);
+    let first_line = "jsonpath={.data.ca-bundle\\.crt}";
+    let edited_in = |i: usize| {
+        let ns = format!("big-{i:04}");
+        let got = cp.kubectl_ok(&["get", "cm", SOURCE, "-n", &ns, "-o", first_line]);
+        got.starts_with("EDIT")
+    };
+    // The copies are updated in the order of their namespaces: the last one tells, and a
+    // sample of the others is checked once it does.
+    let done = eventually(STEP_LIMIT, || {
+        assert!(skiff.is_running(), "skiff exited; log:\n{}", skiff.logs());
+        std::thread::sleep(Duration::from_millis(250));
+        edited_in(scenario.count - 1)
+    });
+    let elapsed = started.elapsed();
+    assert!(done, "the edit did not reach {last}");
+    let sample = (0..scenario.count).step_by(50);
+    let missed: Vec<usize> = sample.filter(|&i| !edited_in(i)).collect();
+    assert!(missed.is_empty(), "the edit did not reach big-{missed:?}");
+    (elapsed, proc_status_kib(pid, "VmHWM").unwrap_or(0))
 }
 
 /// Every scenario for `binary` on a control plane of its own.
@@ -242,6 +281,14 @@ fn print(label: &str, rows: &[Row]) {
         )
     };
     for (s, r) in SCENARIOS.iter().zip(rows) {
+        if let Some((time, peak)) = r.edit {
+            println!(
+                "| {}, source edited once | {:.1} s | | **{}** | |",
+                s.name,
+                time.as_secs_f64(),
+                mib(peak)
+            );
+        }
         println!(
             "| {} | {:.1} s | {} | **{}** | {} |",
             s.name,
