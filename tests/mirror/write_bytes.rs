@@ -19,11 +19,7 @@ fn most_at_once(records: &[RequestRecord], method: &str) -> usize {
         .iter()
         .filter(|r| r.method == method && r.path.starts_with("/api/v1/namespaces/team-"))
         .collect();
-    assert!(
-        writes.len() >= NAMESPACES,
-        "{}",
-        describe(&records.to_vec())
-    );
+    assert!(writes.len() >= NAMESPACES, "{}", describe(records));
     writes
         .iter()
         .map(|w| {
