@@ -74,7 +74,7 @@ FUZZ_SECONDS ?= 600
 CLIPPY ?= CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/lint $(CARGO) clippy --all-targets -- -D warnings
 FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy
 
-.PHONY: help build test testbin peer lint fmt run bench bench-large compare static size docker-build \
+.PHONY: help build test testbin peer lint fmt run bench bench-large bench-bigsource compare static size docker-build \
 	docker-push image install uninstall deploy undeploy build-installer demo clean \
 	static-arm64 test-arm64 docker-buildx chart helm-package fuzz test-builds test-node
 
@@ -125,6 +125,9 @@ run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kin
 
 bench: compare ## run the benchmarks (benches/, make compare first) and record the figures in BENCHMARKS.md
 	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode --bench acceptances --bench kit_memory
+
+bench-bigsource: testbin static ## a 900 KB ConfigMap into 300 and 1,000 namespaces and a 1 MB Secret into 100, on a real control plane, with the static binary (BIGSOURCE_BASELINE=<older skiff> measures it too)
+	SKIFF_BINARY=$(STATIC_BINARY) $(CARGO) bench --bench bigsource
 
 bench-large: testbin peer ## skiff and the controller-runtime peer at 100,000 namespaces on a real control plane (about 40 min on 2 CPUs; SCALE_QPS, SCALE_BASELINE=<older skiff>)
 	$(CARGO) bench --bench scale -- --real --namespaces 100000

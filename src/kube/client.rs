@@ -5,7 +5,8 @@
 //! they are the same logical client. Two `Client::new` calls share nothing.
 
 use super::Error;
-use super::api::{ObjectList, Resource};
+use super::api::{ObjectList, ObjectMeta, Resource};
+use super::body::Pieces;
 use super::config::Config;
 use super::guard::WriteGuard;
 use super::liveness::Liveness;
@@ -25,6 +26,20 @@ pub use super::transport::{DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER};
 /// Default page size of [`Client::list_all`] (client-go's pager uses 500).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 const JSON: &str = "application/json";
+/// The Accept header of a write whose reply is read for its metadata only: the API server then
+/// answers with the object's metadata (`PartialObjectMetadata`), not the object it stored,
+/// so a write of a big object does not bring it back. A server that cannot answers in JSON.
+pub const METADATA_ONLY: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json";
+
+/// What a write answered with, read for its metadata only ([`METADATA_ONLY`]).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct Written {
+    /// `PartialObjectMetadata`, or the object's own kind from a server that ignored the ask.
+    pub kind: String,
+    pub metadata: ObjectMeta,
+}
 
 /// How the API server reads a PATCH body: RFC 7386 merge patch, or the strategic merge patch of
 /// built-in kinds (with directives such as `$patch: replace`).
@@ -172,7 +187,27 @@ impl Client {
     pub async fn create<K: Resource>(&self, obj: &K) -> Result<K, Error> {
         let namespace = obj.metadata().namespace.as_deref();
         let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
-        spec.body = Some((encode(obj)?, JSON));
+        spec.body = Some((encode(obj)?.into(), JSON));
+        decode(&self.transport.execute(&spec).await?)
+    }
+
+    /// Creates `obj`, asking for the created object's metadata only.
+    pub async fn create_for_metadata<K: Resource>(&self, obj: &K) -> Result<Written, Error> {
+        let namespace = obj.metadata().namespace.as_deref();
+        self.create_encoded::<K>(namespace, encode(obj)?.into())
+            .await
+    }
+
+    /// Creates the object of kind `K` in `namespace` that `body` encodes (a head and a shared
+    /// content, say), asking for its metadata only.
+    pub async fn create_encoded<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        body: Pieces,
+    ) -> Result<Written, Error> {
+        let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
+        spec.body = Some((body, JSON));
+        spec.accept = METADATA_ONLY;
         decode(&self.transport.execute(&spec).await?)
     }
 
@@ -257,7 +292,7 @@ impl Client {
                 "apiVersion": "v1",
                 "preconditions": preconditions,
             });
-            spec.body = Some((encode(&options)?, JSON));
+            spec.body = Some((encode(&options)?.into(), JSON));
         }
         self.transport.execute(&spec).await.map(drop)
     }
@@ -287,7 +322,7 @@ impl Client {
 
     async fn put<K: Resource>(&self, path: String, obj: &K) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Put, path, "update");
-        spec.body = Some((encode(obj)?, JSON));
+        spec.body = Some((encode(obj)?.into(), JSON));
         decode(&self.transport.execute(&spec).await?)
     }
 
@@ -306,7 +341,7 @@ impl Client {
         kind: PatchKind,
     ) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
-        spec.body = Some((encode(patch)?, kind.content_type()));
+        spec.body = Some((encode(patch)?.into(), kind.content_type()));
         decode(&self.transport.execute(&spec).await?)
     }
 }

@@ -21,6 +21,7 @@
 //!   closes.
 //! - [`events`]: best-effort Kubernetes Events (leader changes, conflicts).
 pub mod api;
+pub mod body;
 pub mod client;
 mod client_identity;
 mod client_metrics;
@@ -65,7 +66,8 @@ pub mod watch;
 mod watch_body;
 pub mod yaml;
 
-pub use client::{Client, PatchKind};
+pub use body::Pieces;
+pub use client::{Client, METADATA_ONLY, PatchKind, Written};
 pub use config::{
     Auth, ClientIdentity, Config, Credential, ExecPlugin, ProxyConfig, TlsOptions, TokenFile,
 };

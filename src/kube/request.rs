@@ -4,6 +4,7 @@
 
 use super::Error;
 use super::api::Status;
+use super::body::Pieces;
 use super::config::{Config, Credential};
 use super::connect::Connection;
 use super::pool::Pool;
@@ -21,9 +22,11 @@ pub struct RequestSpec {
     pub path: String,
     pub query: Vec<(&'static str, String)>,
     /// The JSON body and its content type.
-    pub body: Option<(Vec<u8>, &'static str)>,
+    pub body: Option<(Pieces, &'static str)>,
     /// The `verb` label of the latency metric (get, list, watch, create, update, patch, delete).
     pub verb: &'static str,
+    /// The reply's media types, in the Accept header.
+    pub accept: &'static str,
 }
 
 impl RequestSpec {
@@ -40,6 +43,7 @@ impl RequestSpec {
             query: Vec::new(),
             body: None,
             verb,
+            accept: "application/json",
         }
     }
 
@@ -70,10 +74,10 @@ impl RequestSpec {
     pub fn build(&self, config: &Config, credential: &Credential) -> Request {
         let mut req = Request::new(self.method, self.url(&config.server));
         if let Some((body, content_type)) = &self.body {
-            req.set_body(Body::from_bytes(body.clone()));
+            req.set_body(body.http_body());
             req.insert_header("Content-Type", *content_type);
         }
-        req.insert_header("Accept", "application/json");
+        req.insert_header("Accept", self.accept);
         req.insert_header("User-Agent", config.user_agent.as_str());
         if let Some(token) = &credential.token {
             req.insert_header("Authorization", format!("Bearer {token}"));
@@ -379,7 +383,7 @@ mod tests {
     fn bearer_token_and_headers_are_set() {
         let config = Config::new(Url::parse("http://127.0.0.1:1").unwrap());
         let mut spec = RequestSpec::new(Method::Patch, "/api/v1/x".into(), "patch");
-        spec.body = Some((b"{}".to_vec(), "application/merge-patch+json"));
+        spec.body = Some((b"{}".to_vec().into(), "application/merge-patch+json"));
         let req = spec.build(&config, &Credential::token("t0k".into()));
         assert_eq!(req["Authorization"].as_str(), "Bearer t0k");
         assert_eq!(req["Content-Type"].as_str(), "application/merge-patch+json");

@@ -2,11 +2,12 @@
 //!
 //! The reconciler plans; the [`Applier`] writes. Its state is small: the requests on copies with
 //! the record of its own writes ([`CopyWriter`]), and the stop signal. Writes go out
-//! concurrently (bounded) so a fan-out is paced by the client's token bucket, not by round
-//! trips. A create that meets an object goes to [`adopt`]; an update, to [`update`], and one
+//! concurrently (bounded by count, and by bytes: [`budget`]) so a fan-out is paced by the
+//! client's token bucket, not by round trips. A create that meets an object goes to [`adopt`]; an update, to [`update`], and one
 //! the server refuses, to [`replace`].
 
 mod adopt;
+mod budget;
 mod copy_write;
 mod progress;
 mod replace;
@@ -23,6 +24,7 @@ use super::plan::Plan;
 use crate::kube::Error;
 use crate::signal::Signal;
 use adopt::meet_existing;
+use budget::{ByteBudget, Taken, WRITE_BYTES_IN_FLIGHT, weight};
 use copy_write::{CopyWriter, Done, Wrote};
 use progress::Progress;
 use smol::future::FutureExt as _;
@@ -61,6 +63,18 @@ enum Job {
     Delete(CopyKey, String),
 }
 
+impl Job {
+    /// The bytes the write holds while in flight, for a copy content of `content` bytes: an
+    /// update's patch and the object answered; a create shares the content and is answered
+    /// with metadata.
+    fn weight(&self, content: usize) -> usize {
+        match self {
+            Job::Update(..) => weight(2 * content),
+            Job::Create(_) | Job::Delete(..) => weight(0),
+        }
+    }
+}
+
 fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
     let creates = plan.create.iter().cloned().map(Job::Create);
     let updates = plan.update.iter().map(|u| {
@@ -80,6 +94,8 @@ fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
 /// Writes the copies of one replica.
 pub struct Applier {
     writer: CopyWriter,
+    /// The bytes every reconcile's writes in flight share.
+    budget: Arc<ByteBudget>,
     /// Set when the controller stops: writes not yet made are left to the next run.
     stopping: Signal,
 }
@@ -88,6 +104,7 @@ impl Applier {
     pub fn new(requests: CopyRequests, stopping: Signal) -> Applier {
         Applier {
             writer: CopyWriter::new(requests),
+            budget: ByteBudget::new(WRITE_BYTES_IN_FLIGHT),
             stopping,
         }
     }
@@ -106,13 +123,14 @@ impl Applier {
         report: &ProgressReport<'_>,
     ) -> Outcome {
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+        let content = target.desired.payload().bytes();
         let mut tasks = Vec::with_capacity(plan.writes());
         let mut progress = Progress::new(plan.in_sync);
         let mut stopped = false;
         for job in jobs(plan) {
             // The permit is taken before the task exists, so a fan-out of thousands holds at
-            // most MAX_IN_FLIGHT writes in memory at once.
-            let Some(permit) = self.permit(&limit).await else {
+            // most MAX_IN_FLIGHT writes, and their bytes within the budget, at once.
+            let Some(permit) = self.permit(&limit, job.weight(content)).await else {
                 stopped = true;
                 break;
             };
@@ -140,13 +158,21 @@ impl Applier {
         outcome
     }
 
-    /// A write permit, or `None` once the controller stops: a write not yet started is simply
-    /// dropped (each is idempotent; the next run redoes what is left).
-    async fn permit(&self, limit: &Arc<Semaphore>) -> Option<smol::lock::SemaphoreGuardArc> {
+    /// A write permit, with `bytes` of the budget, or `None` once the controller stops: a
+    /// write not yet started is simply dropped (each is idempotent; the next run redoes what
+    /// is left).
+    async fn permit(
+        &self,
+        limit: &Arc<Semaphore>,
+        bytes: usize,
+    ) -> Option<(smol::lock::SemaphoreGuardArc, Taken)> {
         if self.stopping.is_fired() {
             return None;
         }
-        let permit = async { Some(limit.acquire_arc().await) };
+        let permit = async {
+            let one = limit.acquire_arc().await;
+            Some((one, self.budget.take(bytes).await))
+        };
         let stopped = async {
             self.stopping.wait().await;
             None

@@ -56,19 +56,21 @@ pub struct CopyInfo {
 
 impl CopyInfo {
     pub fn of_configmap(cm: &ConfigMap) -> CopyInfo {
-        CopyInfo::new(&cm.metadata, Payload::of_configmap(cm))
+        CopyInfo::written(&cm.metadata, &Payload::of_configmap(cm))
     }
 
     pub fn of_secret(secret: &Secret) -> CopyInfo {
-        CopyInfo::new(&secret.metadata, Payload::of_secret(secret))
+        CopyInfo::written(&secret.metadata, &Payload::of_secret(secret))
     }
 
     /// A copy of the kit kind `kind`: the hash of its user-set `fields`, never the fields.
     pub fn of_kit_object(kind: SourceKind, object: &KitObject, fields: &[&str]) -> CopyInfo {
-        CopyInfo::new(&object.metadata, Payload::of_kit(kind, object, fields))
+        CopyInfo::written(&object.metadata, &Payload::of_kit(kind, object, fields))
     }
 
-    fn new(meta: &ObjectMeta, payload: Payload) -> CopyInfo {
+    /// A copy whose metadata is `meta` holding `payload`: one just written with that payload,
+    /// whose reply carried its metadata only.
+    pub fn written(meta: &ObjectMeta, payload: &Payload) -> CopyInfo {
         let record = Record::of(meta);
         let managed = record.as_ref().map(|r| Managed::held(meta, r));
         CopyInfo {

@@ -8,10 +8,11 @@
 use super::copy::CopyInfo;
 use super::existing::Existing;
 use super::kit_types::{KitResource, with_kit_type};
+use super::payload::Payload;
 use super::render::CopyObject;
 use super::types::SourceKind;
 use crate::kube::api::{ConfigMap, Secret};
-use crate::kube::{Client, Error, PatchKind};
+use crate::kube::{Client, Error, PatchKind, Pieces};
 use serde_json::Value;
 
 /// Requests on copies, through one client (the fenced main client).
@@ -48,17 +49,23 @@ impl CopyRequests {
         }
     }
 
-    /// Creates `copy`; what the cache would keep of the object created.
-    pub async fn create(&self, copy: CopyObject) -> Result<CopyInfo, Error> {
-        let created = match copy {
-            CopyObject::ConfigMap(cm) => CopyObject::ConfigMap(self.client.create(&cm).await?),
-            CopyObject::Secret(secret) => CopyObject::Secret(self.client.create(&secret).await?),
-            CopyObject::Kit(kind, object) => with_kit_type!(kind, K => {
-                let created = self.client.create(&K::from_object(object)).await?;
-                CopyObject::Kit(kind, created.0)
-            }, else return Err(unreachable_kind(kind))),
+    /// Creates the copy `body` encodes in `ns`, holding `payload`; what the cache would keep of
+    /// the object created. The reply is asked for the metadata alone: the content is what was
+    /// sent.
+    pub async fn create(
+        &self,
+        ns: &str,
+        body: Pieces,
+        payload: &Payload,
+    ) -> Result<CopyInfo, Error> {
+        let client = &self.client;
+        let created = match payload.kind() {
+            SourceKind::ConfigMap => client.create_encoded::<ConfigMap>(Some(ns), body).await?,
+            SourceKind::Secret => client.create_encoded::<Secret>(Some(ns), body).await?,
+            kit => with_kit_type!(kit, K => client.create_encoded::<K>(Some(ns), body).await?,
+                else return Err(unreachable_kind(kit))),
         };
-        Ok(created.info())
+        Ok(CopyInfo::written(&created.metadata, payload))
     }
 
     /// A strategic merge patch of the copy named `name` in `ns`, or a plain merge patch.

@@ -43,6 +43,7 @@
 //! - [`secret_targets`]: the Secret names skiff may write (`--secret-target-names`).
 //! - [`existing`]: an object holding a copy's name, read from the server, and what skiff may
 //!   do with it (update, adopt, replace, leave alone).
+//! - [`copy_body`]: the body of a copy's create, its content serialized once and shared.
 //! - [`render`]: the object skiff creates and the patch that updates a copy.
 //! - [`desired`]: what a Mirror wants its copies to hold (picked keys, labels and
 //!   annotations), or why it must copy nothing.
@@ -67,6 +68,7 @@ pub mod consent;
 pub mod contest;
 pub mod controller;
 pub mod copy;
+pub mod copy_body;
 pub mod copy_requests;
 pub mod desired;
 pub mod enqueue;

@@ -135,6 +135,24 @@ impl Payload {
         }
     }
 
+    /// The bytes of data the payload carries, keys and values as the API sends them.
+    pub fn bytes(&self) -> usize {
+        let size = |map: &BTreeMap<String, String>| -> usize {
+            map.iter().map(|(k, v)| k.len() + v.len()).sum()
+        };
+        match self {
+            Payload::ConfigMap {
+                data, binary_data, ..
+            } => size(data) + size(binary_data),
+            Payload::Secret { data, .. } => size(data),
+            // Kit objects are small (a spec); their JSON length is what they weigh.
+            Payload::Kit { fields, .. } => fields
+                .iter()
+                .map(|(k, v)| k.len() + v.to_string().len())
+                .sum(),
+        }
+    }
+
     /// The same payload holding only `keys` (those it has).
     pub fn only(&self, keys: &[String]) -> Payload {
         // Inserted, not collected: see `carry::only`.

@@ -120,11 +120,8 @@ impl Reconciler {
                 return self.refuse(&mirror, &observed, refusal).await;
             }
         };
-        let target = Arc::new(Target {
-            owner,
-            name: mirror.spec.target_name().to_owned(),
-            desired,
-        });
+        let name = mirror.spec.target_name().to_owned();
+        let target = Arc::new(Target::new(owner, name, desired));
         self.sync(&mirror, &target).await
     }
 

@@ -16,12 +16,12 @@ use super::kit_table::kit;
 use super::managed::{Record, record_annotations};
 use super::payload::Payload;
 use super::types::SourceKind;
-use crate::kube::api::{ConfigMap, KitObject, Secret};
+use crate::kube::api::{ConfigMap, KitObject, ObjectMeta, Secret};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
 /// A Secret's `binaryData`: it has none.
-const NO_KEYS: &BTreeMap<String, String> = &BTreeMap::new();
+pub const NO_KEYS: &BTreeMap<String, String> = &BTreeMap::new();
 
 /// A copy to create, or as the server answered a write, of either kind.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,23 +61,11 @@ impl CopyObject {
     }
 }
 
-/// The copy of `desired` for `owner`, named `name` in `namespace`.
+#[cfg(test)]
+/// The copy of `desired` for `owner`, named `name` in `namespace`, as an object (a create sends
+/// it as [`super::copy_body`] encodes it).
 pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCopy) -> CopyObject {
-    let mut meta = labelled_for(owner, namespace, name);
-    for (key, value) in &desired.labels {
-        meta.labels
-            .entry(key.clone())
-            .or_insert_with(|| value.clone());
-    }
-    meta.annotations = desired.annotations.clone();
-    let record = record_annotations(&desired.labels, &desired.annotations);
-    for (key, value) in record {
-        if let Some(value) = value {
-            meta.annotations.insert(key.to_owned(), value);
-        }
-    }
-    meta.annotations
-        .insert(SOURCE_HASH_ANNOTATION.to_owned(), desired.hash.hex());
+    let meta = new_copy_meta(owner, namespace, name, desired);
     let immutable = desired.payload().immutable().then_some(true);
     match desired.payload() {
         Payload::ConfigMap {
@@ -107,6 +95,31 @@ pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCop
             CopyObject::Kit(*of, object)
         }
     }
+}
+
+/// The metadata of the copy of `desired` for `owner`, named `name` in `namespace`.
+pub fn new_copy_meta(
+    owner: &Owner,
+    namespace: &str,
+    name: &str,
+    desired: &DesiredCopy,
+) -> ObjectMeta {
+    let mut meta = labelled_for(owner, namespace, name);
+    for (key, value) in &desired.labels {
+        meta.labels
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
+    }
+    meta.annotations = desired.annotations.clone();
+    let record = record_annotations(&desired.labels, &desired.annotations);
+    for (key, value) in record {
+        if let Some(value) = value {
+            meta.annotations.insert(key.to_owned(), value);
+        }
+    }
+    meta.annotations
+        .insert(SOURCE_HASH_ANNOTATION.to_owned(), desired.hash.hex());
+    meta
 }
 
 /// The strategic merge patch that makes a copy at `resource_version`, whose record is

@@ -35,3 +35,4 @@ mod rbac;
 mod secret_targets;
 mod self_service;
 mod throttled;
+mod write_replies;

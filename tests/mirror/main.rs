@@ -15,3 +15,4 @@ mod scale;
 mod secret_targets;
 mod selection;
 mod watches;
+mod write_bytes;

@@ -8,13 +8,15 @@
 use crate::kube::Error;
 use crate::kube::PatchKind;
 use crate::mirror::copy::{CopyInfo, Owner};
+use crate::mirror::copy_body::{content_members, new_copy_body};
 use crate::mirror::copy_requests::CopyRequests;
 use crate::mirror::desired::DesiredCopy;
 use crate::mirror::existing::Existing;
 use crate::mirror::own_writes::{CopyKey, CopyWrites};
-use crate::mirror::render::{CopyObject, new_copy};
+use crate::mirror::render::CopyObject;
 use crate::mirror::types::SourceKind;
 use serde_json::Value;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 /// The copies of one Mirror: whose, their name, and what they should hold.
@@ -22,9 +24,30 @@ pub struct Target {
     pub owner: Owner,
     pub name: String,
     pub desired: DesiredCopy,
+    /// The content as every create sends it, serialized once, at the first create.
+    content: OnceLock<Arc<[u8]>>,
 }
 
 impl Target {
+    pub fn new(owner: Owner, name: String, desired: DesiredCopy) -> Target {
+        Target {
+            owner,
+            name,
+            desired,
+            content: OnceLock::new(),
+        }
+    }
+
+    /// The content every copy's create shares ([`content_members`]).
+    fn content(&self) -> Result<&Arc<[u8]>, Error> {
+        if let Some(content) = self.content.get() {
+            return Ok(content);
+        }
+        let content = content_members(self.desired.payload())
+            .map_err(|e| Error::Refused(format!("cannot encode the copy: {e}")))?;
+        Ok(self.content.get_or_init(|| content.into()))
+    }
+
     pub fn kind(&self) -> SourceKind {
         self.desired.payload().kind()
     }
@@ -94,8 +117,10 @@ impl CopyWriter {
 
     /// Creates the copy in `ns`.
     pub async fn create(&self, target: &Target, ns: &str) -> Result<(), Error> {
-        let copy = new_copy(&target.owner, ns, &target.name, &target.desired);
-        let info = self.requests.create(copy).await?;
+        let (owner, name, desired) = (&target.owner, &target.name, &target.desired);
+        let body = new_copy_body(owner, ns, name, desired, target.content()?)
+            .map_err(|e| Error::Refused(format!("cannot encode the copy: {e}")))?;
+        let info = self.requests.create(ns, body, desired.payload()).await?;
         self.written.record(target.key(ns), None, Some(info));
         Ok(())
     }

@@ -53,6 +53,7 @@ async fn serve_one<S: AsyncRead + AsyncWrite + Unpin>(
         query: head.query.clone(),
         class,
         user_agent: head.header("user-agent").map(str::to_string),
+        accept: head.header("accept").map(str::to_string),
         token: head
             .header("authorization")
             .and_then(|v| v.strip_prefix("Bearer "))

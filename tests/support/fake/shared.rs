@@ -22,6 +22,7 @@ pub struct RequestRecord {
     /// `Lease` or `Other`.
     pub class: RequestClass,
     pub user_agent: Option<String>,
+    pub accept: Option<String>,
     /// The bearer token, which tells replicas apart.
     pub token: Option<String>,
     /// The `impersonate-*` headers, in the order sent (names lower-cased).

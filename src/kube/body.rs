@@ -1,0 +1,119 @@
+//! A request body in pieces, some of them shared.
+//!
+//! A fan-out writes one object into many namespaces: the copies differ in a small head (name,
+//! namespace, labels) and share their content, which may be a megabyte. Each copy's create is
+//! sent as its own head and the one shared content piece ([`Arc`]), read out piece by piece
+//! into the connection, so no write holds a copy of the content and no retry makes one.
+
+use smol::io::{AsyncBufRead, AsyncRead};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// The bytes of a body, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Pieces(Vec<Arc<[u8]>>);
+
+impl Pieces {
+    pub fn new(pieces: Vec<Arc<[u8]>>) -> Pieces {
+        Pieces(pieces)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|piece| piece.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole body in one buffer (for tests and diagnostics).
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.0.concat()
+    }
+
+    /// The body as the HTTP client sends it: read from the pieces, its length known.
+    pub fn http_body(&self) -> http_types::Body {
+        let reader = Reader {
+            pieces: self.0.clone(),
+            index: 0,
+            offset: 0,
+        };
+        http_types::Body::from_reader(reader, Some(self.len()))
+    }
+}
+
+impl From<Vec<u8>> for Pieces {
+    fn from(bytes: Vec<u8>) -> Pieces {
+        Pieces(vec![bytes.into()])
+    }
+}
+
+/// Reads the pieces in turn.
+struct Reader {
+    pieces: Vec<Arc<[u8]>>,
+    index: usize,
+    offset: usize,
+}
+
+impl Reader {
+    /// The bytes not yet read of the current piece; empty at the end.
+    fn rest(&mut self) -> &[u8] {
+        while let Some(piece) = self.pieces.get(self.index) {
+            if self.offset < piece.len() {
+                return &self.pieces[self.index][self.offset..];
+            }
+            (self.index, self.offset) = (self.index + 1, 0);
+        }
+        &[]
+    }
+}
+
+impl AsyncBufRead for Reader {
+    fn poll_fill_buf(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<&[u8]>> {
+        Poll::Ready(Ok(self.get_mut().rest()))
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        self.get_mut().offset += amt;
+    }
+}
+
+impl AsyncRead for Reader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let rest = this.rest();
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        this.offset += n;
+        Poll::Ready(Ok(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_reads_every_piece_in_order_and_shares_them() {
+        let shared: Arc<[u8]> = Arc::from(&b"\"data\":{\"k\":\"v\"}}"[..]);
+        let pieces = Pieces::new(vec![
+            Arc::from(&b"{\"metadata\":{},"[..]),
+            Arc::from(&b""[..]),
+            Arc::clone(&shared),
+        ]);
+        assert_eq!(pieces.len(), 32);
+        let body = smol::block_on(pieces.http_body().into_bytes()).expect("read");
+        assert_eq!(body, br#"{"metadata":{},"data":{"k":"v"}}"#);
+        assert_eq!(pieces.to_vec(), body);
+        assert_eq!(
+            Arc::strong_count(&shared),
+            2,
+            "held by the pieces, not copied"
+        );
+    }
+}
