@@ -81,7 +81,7 @@ fn no_keys(map: &&BTreeMap<String, String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::api::{ConfigMap, Secret};
+    use crate::kube::api::{ConfigMap, KitObject, Secret};
     use crate::mirror::fixtures::map;
     use crate::mirror::render::{CopyObject, new_copy};
     use crate::mirror::source::SourceContent;
@@ -102,6 +102,11 @@ mod tests {
         let built = match new_copy(&owner(), "team-a", "app-ca", desired) {
             CopyObject::ConfigMap(cm) => serde_json::to_value(cm),
             CopyObject::Secret(secret) => serde_json::to_value(secret),
+            CopyObject::Kit(_, object) => serde_json::to_value(KitObject {
+                api_version: None,
+                kind: None,
+                ..object
+            }),
         };
         (sent, built.expect("encode"))
     }
@@ -152,5 +157,17 @@ mod tests {
             SourceContent::of_secret(&secret),
         ));
         assert_eq!(sent, built);
+        let binding = KitObject {
+            subjects: Some(serde_json::json!([{"kind": "Group", "name": "team-a",
+                "apiGroup": "rbac.authorization.k8s.io"}])),
+            role_ref: Some(serde_json::json!({"apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole", "name": "edit"})),
+            ..KitObject::default()
+        };
+        let fields = ["subjects", "roleRef"];
+        let source = SourceContent::of_kit(SourceKind::RoleBinding, &binding, &fields);
+        let (sent, built) = both(&desired(SourceKind::RoleBinding, source));
+        assert_eq!(sent, built, "a kit kind's fields");
+        assert_eq!(sent["roleRef"]["name"], "edit");
     }
 }
