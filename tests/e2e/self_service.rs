@@ -464,6 +464,13 @@ fn kubectl_explains_the_acceptance() {
     let cp = ControlPlane::installed();
     let crd = "customresourcedefinition/mirroracceptances.skiff.dev";
     cp.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+    // Established comes before the API server publishes the kind's OpenAPI schema, which
+    // `kubectl explain` reads: as `kubectl explain` right after an install, try until it does.
+    let published = eventually(Duration::from_secs(60), || {
+        let explain = ["explain", "mirroracceptances.spec.from"];
+        cp.kubectl(&explain).status.success()
+    });
+    assert!(published, "kubectl explain never found mirroracceptances");
     let explained = cp.kubectl_ok(&["explain", "mirroracceptances.spec.from"]);
     for words in ["The offering Mirror", "namespace", "mirror"] {
         assert!(explained.contains(words), "{words:?} missing:\n{explained}");
