@@ -158,7 +158,7 @@ pub fn build(
                 message,
                 now,
             )),
-            contest.condition(mirror, now),
+            contest.condition(mirror, observed.private, now),
         ]
         .into_iter()
         .flatten()
@@ -418,6 +418,22 @@ mod tests {
 
     fn condition<'a>(s: &'a MirrorStatus, type_: &str) -> Option<&'a Condition> {
         s.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    #[test]
+    fn a_private_status_counts_contested_copies_without_naming_where_or_who() {
+        let mut seen = observed(5, 3, &[]);
+        seen.contest = Some(contest(&["team-b", "team-c"], &["argocd-controller"]));
+        seen.private = true;
+        let s = first_status(&seen, Reason::Synced);
+        assert_eq!((s.contested, ready(&s)), (2, ("False", "Contested")));
+        for c in &s.conditions {
+            for secret in ["team-b", "team-c", "argocd"] {
+                assert!(!c.message.contains(secret), "{}: {}", c.type_, c.message);
+            }
+        }
+        let c = condition(&s, "Contested").expect("a Contested condition");
+        assert_mentions(&c.message, &["2 copies", "app-ca"]);
     }
 
     #[test]

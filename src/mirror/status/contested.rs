@@ -39,7 +39,9 @@ impl Current<'_> {
         }
     }
 
-    pub(super) fn condition(&self, mirror: &Mirror, now: &str) -> Option<Condition> {
+    /// `private`: a tenant's offer, whose message counts the copies without naming where they
+    /// are or who wrote them (those namespaces are other tenants').
+    pub(super) fn condition(&self, mirror: &Mirror, private: bool, now: &str) -> Option<Condition> {
         let contest = match self {
             Current::Kept(_) => return shown(mirror).cloned(),
             Current::Found(contest) => contest,
@@ -49,7 +51,11 @@ impl Current<'_> {
             let message = "no copy is contested".to_owned();
             return Some(condition(mirror, TYPE, "False", "NoContest", message, now));
         }
-        let message = message(mirror, contest);
+        let message = if private {
+            private_message(mirror, contest)
+        } else {
+            message(mirror, contest)
+        };
         Some(condition(mirror, TYPE, "True", "ChangedBack", message, now))
     }
 }
@@ -74,6 +80,19 @@ fn message(mirror: &Mirror, contest: &Contest) -> String {
         contest.writers.join(", "),
         name_some(&contest.namespaces),
         minutes * 2,
+    )
+}
+
+fn private_message(mirror: &Mirror, contest: &Contest) -> String {
+    let (kind, name) = (mirror.spec.source.kind.as_str(), mirror.spec.target_name());
+    let handling = if contest.yielded {
+        "left as another writer wrote them until the source changes (spec.conflicts: Yield)"
+    } else {
+        "changed back by another writer after each restoration; skiff restores them with backoff"
+    };
+    format!(
+        "{} {kind} {name} in namespaces that accepted are {handling}; their namespaces' owners see which on their copies",
+        copies(contest.namespaces.len())
     )
 }
 
