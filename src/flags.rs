@@ -99,6 +99,11 @@ struct Options {
     /// rollout moves the Lease once (default false; needs patch on pods)
     #[argh(option, default = "false", from_str_fn(parse_bool))]
     leader_elect_pod_deletion_cost: bool,
+    /// shut down as on SIGTERM as soon as this Pod ($POD_NAME) is marked for deletion, before
+    /// the kubelet acts on it, so a standby leads sooner (default false; needs get and watch on
+    /// pods)
+    #[argh(option, default = "false", from_str_fn(parse_bool))]
+    stop_on_pod_deletion: bool,
     /// queries per second of the lease client (default 5)
     #[argh(option, default = "DEFAULT_LEADER_ELECT_QPS")]
     leader_elect_qps: f32,
@@ -200,6 +205,8 @@ pub struct Settings {
     pub release_on_cancel: bool,
     /// `--leader-elect-pod-deletion-cost`: mark the leader's Pod to be deleted last.
     pub pod_deletion_cost: bool,
+    /// `--stop-on-pod-deletion`.
+    pub stop_on_pod_deletion: bool,
     pub leader_elect_qps: f32,
     pub leader_elect_burst: NonZeroU32,
     pub health_probe_bind_address: SocketAddr,
@@ -315,7 +322,8 @@ impl fmt::Display for Settings {
              leader-election-id={} leader-election-namespace={} \
              leader-elect-lease-duration={} leader-elect-renew-deadline={} \
              leader-elect-retry-period={} leader-elect-release-on-cancel={} \
-             leader-elect-pod-deletion-cost={} leader-elect-qps={} leader-elect-burst={} health-probe-bind-address={} \
+             leader-elect-pod-deletion-cost={} stop-on-pod-deletion={} leader-elect-qps={} \
+             leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
              graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
              source-namespaces={} secret-target-names={} self-service={} kinds={} \
@@ -338,6 +346,7 @@ impl fmt::Display for Settings {
             format_duration(self.timing.retry_period),
             self.release_on_cancel,
             self.pod_deletion_cost,
+            self.stop_on_pod_deletion,
             self.leader_elect_qps,
             self.leader_elect_burst,
             self.health_probe_bind_address,

@@ -21,6 +21,7 @@
 //! - [`replica`]: one replica's clients, wired as the binary runs them (fenced main client,
 //!   elector on a lease client of its own).
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
+//! - [`pod_deletion`]: the own Pod marked for deletion, a shutdown signal before SIGTERM.
 //! - [`version`]: the version and git revision skiff reports.
 //! - [`heap`]: one malloc arena, and free memory returned to the system.
 //! - [`fd_limit`]: the open-file limit, raised at start to the hard limit.
@@ -41,6 +42,7 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod mirror;
+pub mod pod_deletion;
 #[cfg(test)]
 mod property;
 pub mod random;

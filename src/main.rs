@@ -14,6 +14,7 @@ use skiff::manager::{self, Shutdown};
 use skiff::mirror;
 use skiff::replica::Replica;
 use skiff::serve::{self, MetricsAuth, MetricsSecurity, Probes};
+use smol::future::FutureExt as _;
 use smol::stream::StreamExt as _;
 
 fn main() -> ExitCode {
@@ -64,6 +65,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let identity = skiff::leader::identity();
     let replica = Replica::wire(settings, config, &identity)?;
     let step_down = replica.step_down();
+    let own_pod_deleted = replica.own_pod_deleted();
     let probes = Arc::new(Probes::new(replica.health_checks()));
     start_servers(settings, &probes, &replica.reviewer).await?;
     let secret_targets = mirror::SecretTargets::new(settings.secret_target_names.clone());
@@ -77,11 +79,14 @@ async fn run(settings: &Settings) -> Result<(), String> {
     )];
     smol::spawn(skiff::heap::release_when_idle()).detach();
     let signal = async move {
-        match signals.next().await {
-            Some(Ok(signal)) => log::info!("received {signal:?}, shutting down"),
-            Some(Err(e)) => log::error!("waiting for signals failed, shutting down: {e}"),
-            None => {}
-        }
+        let signal = async move {
+            match signals.next().await {
+                Some(Ok(signal)) => log::info!("received {signal:?}, shutting down"),
+                Some(Err(e)) => log::error!("waiting for signals failed, shutting down: {e}"),
+                None => {}
+            }
+        };
+        signal.or(own_pod_deleted).await
     };
     let shutdown = Shutdown {
         graceful_timeout: settings.graceful_shutdown_timeout,

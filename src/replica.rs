@@ -36,6 +36,8 @@ pub struct Replica {
     pub scope: SourceScope,
     /// `--deafness-timeout`; `None` when off.
     deafness_timeout: Option<Duration>,
+    /// `--stop-on-pod-deletion`: this replica's Pod (namespace, name); `None` when off.
+    own_pod: Option<(String, String)>,
 }
 
 impl Replica {
@@ -52,6 +54,13 @@ impl Replica {
         let main = Client::new(config.clone()).map_err(|e| e.to_string())?;
         let reviewer = main.clone();
         let deafness_timeout = settings.hearing.deafness_timeout;
+        let own_pod = match settings.stop_on_pod_deletion {
+            true => Some(own_pod_of(
+                "--stop-on-pod-deletion",
+                config.namespace.as_deref(),
+            )?),
+            false => None,
+        };
         if !settings.leader_elect {
             return Ok(Replica {
                 main,
@@ -59,6 +68,7 @@ impl Replica {
                 elector: None,
                 scope,
                 deafness_timeout,
+                own_pod,
             });
         }
         let (mut elector, lease, lease_client) =
@@ -82,8 +92,11 @@ impl Replica {
             identity,
         ));
         if settings.pod_deletion_cost {
-            let namespace = config.namespace.as_deref();
-            elector.mark_pod_with(pod_deletion_cost(&reviewer, namespace)?);
+            let (namespace, pod) = own_pod_of(
+                "--leader-elect-pod-deletion-cost",
+                config.namespace.as_deref(),
+            )?;
+            elector.mark_pod_with(DeletionCost::on_pod(&reviewer, &namespace, &pod));
         }
         Ok(Replica {
             main,
@@ -91,26 +104,38 @@ impl Replica {
             elector: Some(elector),
             scope,
             deafness_timeout,
+            own_pod,
         })
+    }
+
+    /// With `--stop-on-pod-deletion`, resolves once this replica's Pod is marked for deletion
+    /// (read through the unfenced client: a standby stops too); without it, never.
+    pub fn own_pod_deleted(&self) -> impl Future<Output = ()> + Send + 'static {
+        let watch = self.own_pod.clone().map(|(namespace, pod)| {
+            crate::pod_deletion::own_pod_deleted(self.reviewer.clone(), namespace, pod)
+        });
+        async move {
+            match watch {
+                Some(watch) => watch.await,
+                None => std::future::pending().await,
+            }
+        }
     }
 }
 
-/// `--leader-elect-pod-deletion-cost`: this replica's Pod, named by `POD_NAME`, in skiff's own
-/// namespace, marked through the unfenced client.
-fn pod_deletion_cost(unfenced: &Client, namespace: Option<&str>) -> Result<DeletionCost, String> {
+/// This replica's Pod for `flag`: `POD_NAME` in skiff's own namespace.
+fn own_pod_of(flag: &str, namespace: Option<&str>) -> Result<(String, String), String> {
     let pod = std::env::var("POD_NAME").unwrap_or_default();
     match (pod.trim(), namespace) {
-        ("", _) => Err(
-            "--leader-elect-pod-deletion-cost needs POD_NAME set to the Pod's name \
-                        (env valueFrom fieldRef metadata.name), or set it to false"
-                .into(),
-        ),
-        (_, None) => Err(
-            "--leader-elect-pod-deletion-cost needs skiff's namespace (in-cluster, \
-                          or the kubeconfig context's), or set it to false"
-                .into(),
-        ),
-        (pod, Some(namespace)) => Ok(DeletionCost::on_pod(unfenced, namespace, pod)),
+        ("", _) => Err(format!(
+            "{flag} needs POD_NAME set to the Pod's name (env valueFrom fieldRef \
+             metadata.name), or set it to false"
+        )),
+        (_, None) => Err(format!(
+            "{flag} needs skiff's namespace (in-cluster, or the kubeconfig context's), or set \
+             it to false"
+        )),
+        (pod, Some(namespace)) => Ok((namespace.to_owned(), pod.to_owned())),
     }
 }
 

@@ -49,6 +49,8 @@ const MUST_ALLOW: &[Check] = &[
     check("watch", "configmaps", SKIFF),
     check("get", "leases.coordination.k8s.io/skiff-leader", SKIFF),
     check("patch", "pods", SKIFF), // --leader-elect-pod-deletion-cost
+    check("get", "pods", SKIFF),   // --stop-on-pod-deletion
+    check("watch", "pods", SKIFF), // --stop-on-pod-deletion
     check("update", "leases.coordination.k8s.io/skiff-leader", SKIFF),
     check("watch", "leases.coordination.k8s.io/skiff-leader", SKIFF),
     check("create", "leases.coordination.k8s.io", SKIFF),
@@ -104,6 +106,8 @@ const MUST_DENY: &[Check] = &[
     check("get", "nodes", ALL),
     check("create", "pods", OTHER),
     check("patch", "pods", OTHER),
+    check("get", "pods", OTHER),
+    check("list", "pods", SKIFF),
     check("update", "pods", SKIFF),
     check("delete", "pods", SKIFF),
     check(

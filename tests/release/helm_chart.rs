@@ -336,7 +336,7 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
     assert_eq!(container["imagePullPolicy"], "Always");
     assert_eq!(deployment["spec"]["replicas"], 3);
     let args = container_args(deployment);
-    let added: Vec<&str> = args.iter().skip(6).map(String::as_str).collect();
+    let added: Vec<&str> = args.iter().skip(7).map(String::as_str).collect();
     assert_eq!(
         added,
         [

@@ -1,12 +1,15 @@
 //! How the built binary ends, observed from the server: on SIGTERM the controllers' last
 //! write comes before the lease release and the process exits right after its reply; without
-//! release-on-cancel nothing is released; a lost lease stops every write and exits 1.
+//! release-on-cancel nothing is released; a lost lease stops every write and exits 1; with
+//! --stop-on-pod-deletion its own Pod marked for deletion is the same as SIGTERM.
 
 use crate::support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
 use crate::support::lease::LEASE_PATH;
 use crate::support::skiff::{
-    SHORT_RENEW_DEADLINE, Skiff, TempDir, is_controller_write, is_lease_hold, is_lease_release,
+    HOME_NS, SHORT_LEASE, SHORT_RENEW_DEADLINE, Skiff, TempDir, eventually, fan_out_world,
+    is_controller_write, is_lease_hold, is_lease_release, write_kubeconfig,
 };
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 const NAMESPACES: usize = 1000;
@@ -131,4 +134,75 @@ fn a_lost_lease_stops_every_write_at_the_renew_deadline_and_exits_1() {
         late.is_empty(),
         "writes after the renew deadline: {late:#?}"
     );
+}
+
+#[test]
+fn a_pod_marked_for_deletion_stops_releases_and_exits_without_a_signal() {
+    let server = FakeServer::start();
+    fan_out_world(&server, 3);
+    // A finalizer holds the Pod after the DELETE, marked for deletion, as the kubelet's
+    // graceful termination does.
+    server.insert(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "skiff-a", "namespace": HOME_NS, "finalizers": ["test/hold"]}}));
+    let dir = TempDir::new("pod-deleted");
+    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, HOME_NS);
+    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    args.push("--stop-on-pod-deletion=true");
+    let log = dir.0.join("skiff.log");
+    let mut skiff = Skiff::start_with_env(&kubeconfig, log, &args, &[("POD_NAME", "skiff-a")]);
+    let leading = eventually(Duration::from_secs(20), || {
+        server.requests().iter().any(is_lease_hold)
+    });
+    assert!(leading, "not leading; log:\n{}", skiff.logs());
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        skiff.is_running(),
+        "stopped before its Pod was marked: {}",
+        skiff.logs()
+    );
+    let marked = Instant::now();
+    server.remove(&format!("/api/v1/namespaces/{HOME_NS}/pods/skiff-a"));
+    let Some((code, exited)) = skiff.wait_exit_at(Duration::from_secs(10)) else {
+        panic!(
+            "still running 10 s after its Pod was marked for deletion; log:\n{}",
+            skiff.logs()
+        )
+    };
+    assert_eq!(code, 0, "log:\n{}", skiff.logs());
+    let lease = server.get(LEASE_PATH).expect("lease");
+    assert_eq!(lease["spec"]["holderIdentity"], "", "not released: {lease}");
+    assert!(
+        skiff.logs().contains("is being deleted"),
+        "{}",
+        skiff.logs()
+    );
+    eprintln!(
+        "released and exited {:?} after the Pod was marked for deletion",
+        exited.saturating_duration_since(marked)
+    );
+}
+
+#[test]
+fn a_pod_that_cannot_be_read_leaves_sigterm_as_the_signal() {
+    let server = FakeServer::start();
+    fan_out_world(&server, 1);
+    let dir = TempDir::new("pod-missing");
+    let kubeconfig = write_kubeconfig(&dir, &server.url(), None, None, HOME_NS);
+    let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    args.push("--stop-on-pod-deletion=true");
+    let log = dir.0.join("skiff.log");
+    let mut skiff = Skiff::start_with_env(&kubeconfig, log, &args, &[("POD_NAME", "no-such-pod")]);
+    let warned = eventually(Duration::from_secs(20), || {
+        skiff
+            .logs()
+            .contains("--stop-on-pod-deletion is off for this process")
+    });
+    assert!(warned, "no warning; log:\n{}", skiff.logs());
+    assert!(
+        skiff.is_running(),
+        "a missing Pod stopped skiff: {}",
+        skiff.logs()
+    );
+    skiff.signal("TERM");
+    assert_eq!(skiff.wait_exit(Duration::from_secs(10)), Some(0));
 }
