@@ -13,16 +13,14 @@
 
 use crate::kube::{Client, Error, Selectors, WatchEvent, WatchParams};
 use crate::leader::deletion_cost::PodMeta;
+use crate::runtime::Backoff;
 use smol::Timer;
-use std::time::Duration;
-
-const RETRY_FIRST: Duration = Duration::from_millis(500);
-const RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// Resolves once the Pod `namespace/pod` carries a `deletionTimestamp` or is gone; never, when
 /// it cannot be read for good (no right to, or no such Pod).
 pub async fn own_pod_deleted(client: Client, namespace: String, pod: String) {
-    let mut delay = RETRY_FIRST;
+    // The watcher's policy (client-go's reflector): 800 ms doubling to 30 s, with jitter.
+    let mut backoff = Backoff::default();
     loop {
         match until_deleted(&client, &namespace, &pod).await {
             Ok(()) => {
@@ -40,8 +38,7 @@ pub async fn own_pod_deleted(client: Client, namespace: String, pod: String) {
             }
             Err(e) => {
                 log::debug!("pod {namespace}/{pod}: watching for its deletion: {e}; retrying");
-                Timer::after(delay).await;
-                delay = (delay * 2).min(RETRY_MAX);
+                Timer::after(backoff.next_delay()).await;
             }
         }
     }
