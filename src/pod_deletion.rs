@@ -11,8 +11,8 @@
 //! Best effort: a Pod skiff may not read (403), or that does not exist (a wrong `POD_NAME`),
 //! leaves SIGTERM as the only signal, with a warning; other failures are retried with backoff.
 
+use crate::kube::api::PodMeta;
 use crate::kube::{Client, Error, Selectors, WatchEvent, WatchParams};
-use crate::leader::deletion_cost::PodMeta;
 use crate::runtime::Backoff;
 use smol::Timer;
 

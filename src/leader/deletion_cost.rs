@@ -17,8 +17,7 @@
 
 use super::announce::spawn_cut_off;
 use crate::kube::Client;
-use crate::kube::api::ObjectMeta;
-use serde::{Deserialize, Serialize};
+use crate::kube::api::PodMeta;
 use serde_json::json;
 use smol::Task;
 use std::pin::Pin;
@@ -29,14 +28,6 @@ pub const ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
 pub const LEADER_COST: &str = "1000";
 /// How long a PATCH may take before it is dropped.
 pub const PATCH_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A Pod as far as the PATCH's answer is read.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PodMeta {
-    pub metadata: ObjectMeta,
-}
-crate::impl_resource!(PodMeta, "v1", "Pod", "pods", namespaced = true);
 
 /// Sets the annotation to the given cost, or removes it (`None`).
 type Patch =

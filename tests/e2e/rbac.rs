@@ -7,8 +7,8 @@
 //! ServiceAccount's own token, so the token file and the bindings are both exercised.
 
 use crate::support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries};
+use skiff::kube::api::PodMeta;
 use skiff::kube::{Client, load_kubeconfig_files};
-use skiff::leader::deletion_cost::PodMeta;
 
 /// `kubectl auth can-i VERB RESOURCE [-n NS | --all-namespaces]`
 struct Check {

@@ -1,4 +1,4 @@
-//! Core (`v1`) kinds: ConfigMap, Secret, Namespace, Event.
+//! Core (`v1`) kinds: ConfigMap, Secret, Namespace, Event, and a Pod's metadata.
 
 use super::ObjectMeta;
 use serde::{Deserialize, Serialize};
@@ -228,3 +228,12 @@ mod tests {
         assert_eq!(kept::<ConfigMap>(REAL_COPY), copy);
     }
 }
+
+/// A Pod as far as skiff reads one: its metadata (its own Pod's deletion-cost annotation and
+/// deletion), never its spec or status.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PodMeta {
+    pub metadata: ObjectMeta,
+}
+crate::impl_resource!(PodMeta, "v1", "Pod", "pods", namespaced = true);

@@ -16,7 +16,7 @@ mod meta_decode;
 mod review;
 
 pub use core::{
-    ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, Secret,
+    ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, PodMeta, Secret,
 };
 pub use field_manager::{FieldManager, OWN_MANAGER};
 pub use kit::{KitObject, LimitRange, NetworkPolicy, ResourceQuota, RoleBinding};
