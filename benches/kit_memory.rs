@@ -24,7 +24,7 @@ use support::skiff::{Skiff, TempDir, eventually, proc_status_kib};
 const SELECT_LABEL: &str = "kit-memory";
 const STEP_LIMIT: Duration = Duration::from_secs(300);
 const SETTLE: Duration = Duration::from_secs(5);
-const FLAGS: [&str; 7] = [
+const FLAGS: [&str; 8] = [
     "--leader-elect",
     "--leader-election-namespace=skiff-system",
     "--source-namespaces=skiff-system",
@@ -32,6 +32,7 @@ const FLAGS: [&str; 7] = [
     "--kube-api-burst=200",
     "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io",
     "--bindable-roles=edit,view",
+    "--binding-namespace-label=skiff.dev/kit",
 ];
 
 /// Each kind's source (kind, API version, content members) as a user writes it.
@@ -89,7 +90,7 @@ fn create_namespaces(cp: &ControlPlane, count: usize) {
     let items: Vec<Value> = (0..count)
         .map(|i| {
             json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": format!("kit-{i:05}"), "labels": {SELECT_LABEL: "yes"}}})
+            "metadata": {"name": format!("kit-{i:05}"), "labels": {SELECT_LABEL: "yes", "skiff.dev/kit": "yes"}}})
         })
         .collect();
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
@@ -114,7 +115,7 @@ fn add_mirror(cp: &ControlPlane, kind: &str, api_version: &str, content: &Value)
         &json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
             "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
             "spec": {"source": {"kind": kind, "name": name},
-                     "namespaceSelector": {"matchLabels": {SELECT_LABEL: "yes"}}}})
+                     "namespaceSelector": {"matchLabels": {SELECT_LABEL: "yes", "skiff.dev/kit": "yes"}}}})
         .to_string(),
     );
     name

@@ -174,6 +174,10 @@ struct Options {
     /// resourceNames of skiff's `bind` rule (needed with rolebindings in --kinds)
     #[argh(option)]
     bindable_roles: Vec<String>,
+    /// the label key a namespace must carry to receive RoleBinding copies, as the admission
+    /// policy skiff-rolebindings requires (needed with rolebindings in --kinds)
+    #[argh(option, default = "String::new()")]
+    binding_namespace_label: String,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,

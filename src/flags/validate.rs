@@ -60,7 +60,10 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
             &o.offer_namespace_selector,
             o.max_copies_per_tenant_mirror,
         )?,
-        kinds: Kinds::parse(&o.kinds, &o.bindable_roles).map_err(|e| invalid("--kinds", e))?,
+        kinds: Kinds::parse(&o.kinds, &o.bindable_roles)
+            .map_err(|e| invalid("--kinds", e))?
+            .with_binding_namespace_label(&o.binding_namespace_label)
+            .map_err(|e| invalid("--binding-namespace-label", e))?,
         log_format: o.log_format,
         log_level: o.log_level,
     })
@@ -357,6 +360,18 @@ mod tests {
         assert!(message.contains("deployments.apps"), "{message}");
         let (_, message) = rejected_flag(&["--kinds=rolebindings"]);
         assert!(message.contains("--bindable-roles"), "{message}");
+        let binds = ["--kinds=rolebindings", "--bindable-roles=edit"];
+        let (flag, message) = rejected_flag(&binds);
+        assert_eq!(flag, "--binding-namespace-label", "{message}");
+        let (flag, _) = rejected_flag(&["--binding-namespace-label=skiff.dev/kit"]);
+        assert_eq!(flag, "--binding-namespace-label");
+        let s = try_parse(&[
+            binds[0],
+            binds[1],
+            "--binding-namespace-label=skiff.dev/kit",
+        ]);
+        let s = s.expect("valid");
+        assert_eq!(s.kinds.binding_namespace_label(), Some("skiff.dev/kit"));
     }
 
     #[test]

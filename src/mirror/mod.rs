@@ -55,12 +55,14 @@
 //!   [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
 //! - [`kinds`]: the kinds `--kinds` may enable and the roles `--bindable-roles` names;
 //!   [`kit_table`]: their API versions and copied fields; [`kit_types`]: their API types,
-//!   reached from a [`SourceKind`].
+//!   reached from a [`SourceKind`]; [`binding_guard`]: where and to whom a RoleBinding copy
+//!   may bind, as the admission policy `skiff-rolebindings` allows.
 //! - [`payload`]: the content a copy carries, and its hash.
 //! - [`types`]: the `Mirror` custom resource.
 pub mod acceptance;
 pub mod announce;
 mod apply;
+pub mod binding_guard;
 pub mod caches;
 pub mod carry;
 mod conflicts;

@@ -192,7 +192,11 @@ impl Reconciler {
                 message,
             });
         };
-        if let Some(refusal) = self.kinds.binding_refusal(mirror, &content.payload) {
+        let selected = || self.selected(mirror);
+        if let Some(refusal) = self
+            .kinds
+            .binding_refusal(mirror, &content.payload, selected)
+        {
             return Err(refusal);
         }
         DesiredCopy::of(mirror, &content)

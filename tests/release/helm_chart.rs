@@ -225,6 +225,53 @@ fn each_kind_gets_exactly_its_rbac_and_none_without_kinds() {
     assert!(!args.contains("--bindable-roles"), "{args}");
 }
 
+/// The policy on skiff's RoleBinding writes comes with rolebindings and only then, and names
+/// the release's ServiceAccount, namespace and `bindingNamespaceLabel`, as the flag does.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_rolebinding_policy_comes_with_rolebindings_and_names_the_release() {
+    require_e2e_binaries();
+    let policies = |objects: &[Value]| -> Vec<String> {
+        let admission = |o: &&Value| {
+            o["kind"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("Validating"))
+        };
+        let names = objects.iter().filter(admission).map(object_key);
+        names.filter(|k| k.contains("rolebindings")).collect()
+    };
+    let helm = Helm::new();
+    let template = |values: &[&str]| {
+        let values = sets(values);
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        helm.template("ops", "platform", &values)
+    };
+    let limits = template(&["kinds={limitranges}"]);
+    assert_eq!(policies(&limits), Vec::<String>::new());
+    let values = [
+        "kinds={rolebindings.rbac.authorization.k8s.io}",
+        "bindableRoles={edit}",
+        "bindingNamespaceLabel=example.com/team",
+    ];
+    let objects = template(&values);
+    assert_eq!(policies(&objects).len(), 2, "{:?}", policies(&objects));
+    let policy = find(
+        &objects,
+        "ValidatingAdmissionPolicy",
+        "ops-skiff-rolebindings",
+    );
+    let spec = &policy["spec"];
+    assert_eq!(
+        spec["matchConditions"][0]["expression"],
+        "request.userInfo.username == 'system:serviceaccount:platform:ops-skiff'"
+    );
+    assert_eq!(spec["variables"][0]["expression"], "'platform'");
+    assert_eq!(spec["variables"][1]["expression"], "'example.com/team'");
+    let deployment = find(&objects, "Deployment", "ops-skiff");
+    let flag = "--binding-namespace-label=example.com/team".to_owned();
+    assert!(container_args(deployment).contains(&flag));
+}
+
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn prometheus_enable_renders_the_service_monitor() {

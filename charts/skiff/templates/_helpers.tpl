@@ -94,6 +94,7 @@ Deployment always includes this, so combinations of values that cannot work fail
   (list "max-copies-per-tenant-mirror" (ternary .Values.selfService.maxCopiesPerTenantMirror "" .Values.selfService.enable))
   (list "kinds" (join "," .Values.kinds))
   (list "bindable-roles" (join "," .Values.bindableRoles))
+  (list "binding-namespace-label" (ternary .Values.bindingNamespaceLabel "" (has "rolebindings.rbac.authorization.k8s.io" .Values.kinds)))
   (list "metrics-secure" (ternary "false" "" (and .Values.metrics.enable (not .Values.metrics.secure))))
   (list "metrics-cert-dir" (ternary (include "skiff.metricsCertDir" .) "" (and .Values.metrics.enable (ne .Values.metrics.certSecret ""))))
 }}
