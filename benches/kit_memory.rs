@@ -2,7 +2,7 @@
 //! and kube-apiserver) with skiff as leader under the RBAC of `deploy/kinds`.
 //!
 //! One Mirror after another into the same namespaces: a ConfigMap (the baseline), then a
-//! NetworkPolicy, a LimitRange, a ResourceQuota and a RoleBinding. After each converges, skiff's
+//! NetworkPolicy, a LimitRange, a ResourceQuota, a RoleBinding and a ServiceAccount. After each converges, skiff's
 //! RssAnon (median of 10 readings) is taken; the growth divided by the copies it added is the
 //! RssAnon per copy of that kind. Goal: ≤ 1 KB per copy, every kind.
 //!
@@ -30,13 +30,13 @@ const FLAGS: [&str; 8] = [
     "--source-namespaces=skiff-system",
     "--kube-api-qps=200",
     "--kube-api-burst=200",
-    "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io",
+    "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io,serviceaccounts",
     "--bindable-roles=edit,view",
     "--binding-namespace-label=skiff.dev/kit",
 ];
 
 /// Each kind's source (kind, API version, content members) as a user writes it.
-fn sources() -> [(&'static str, &'static str, Value); 5] {
+fn sources() -> [(&'static str, &'static str, Value); 6] {
     [
         (
             "ConfigMap",
@@ -66,6 +66,11 @@ fn sources() -> [(&'static str, &'static str, Value); 5] {
             json!({
             "subjects": [{"kind": "Group", "name": "team", "apiGroup": "rbac.authorization.k8s.io"}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}}),
+        ),
+        (
+            "ServiceAccount",
+            "v1",
+            json!({"imagePullSecrets": [{"name": "registry-pull"}], "automountServiceAccountToken": false}),
         ),
     ]
 }

@@ -167,7 +167,7 @@ struct Options {
     max_copies_per_tenant_mirror: u32,
     /// kinds Mirrors may copy besides ConfigMaps and Secrets, as resource.group (comma lists,
     /// repeatable): networkpolicies.networking.k8s.io, limitranges, resourcequotas,
-    /// rolebindings.rbac.authorization.k8s.io (default none)
+    /// rolebindings.rbac.authorization.k8s.io, serviceaccounts (default none)
     #[argh(option)]
     kinds: Vec<String>,
     /// the only ClusterRoles a copied RoleBinding may bind: a comma list, matching the

@@ -20,7 +20,7 @@ use super::types::{Mirror, SourceKind};
 use std::collections::BTreeSet;
 
 /// Resources no flag can enable, and why.
-const DENIED: [(&[&str], &str); 6] = [
+const DENIED: [(&[&str], &str); 5] = [
     (
         &[
             "pods",
@@ -52,11 +52,6 @@ const DENIED: [(&[&str], &str); 6] = [
     (
         &["clusterrolebindings"],
         "it is cluster-scoped: a Mirror copies into namespaces",
-    ),
-    (
-        &["serviceaccounts"],
-        "not supported yet: every namespace has a `default` ServiceAccount and the server fills \
-         in `secrets`, so copying one needs field-level adoption",
     ),
 ];
 

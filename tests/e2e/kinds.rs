@@ -24,7 +24,7 @@ const QUIET: Duration = Duration::from_secs(4);
 /// The flags of `deploy/kinds`: every kit kind, two bindable ClusterRoles, and the label
 /// that namespaces receiving RoleBindings carry (the policy `skiff-rolebindings` requires it).
 const KIT_FLAGS: [&str; 3] = [
-    "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io",
+    "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io,serviceaccounts",
     "--bindable-roles=edit,view",
     "--binding-namespace-label=skiff.dev/kit",
 ];
@@ -92,6 +92,17 @@ const ROLE_BINDING: Kit = Kit {
     fields: &["subjects", "roleRef"],
     drift: r#"{"subjects": [{"kind": "Group", "name": "intruder",
         "apiGroup": "rbac.authorization.k8s.io"}]}"#,
+};
+
+/// The source holds no `automountServiceAccountToken`, so restoring the hand edit, which sets
+/// it, removes it from the copy.
+const SERVICE_ACCOUNT: Kit = Kit {
+    kind: "ServiceAccount",
+    resource: "serviceaccounts",
+    api_version: "v1",
+    content: r#""imagePullSecrets": [{"name": "registry-pull"}]"#,
+    fields: &["imagePullSecrets", "automountServiceAccountToken"],
+    drift: r#"{"imagePullSecrets": [{"name": "intruder"}], "automountServiceAccountToken": true}"#,
 };
 
 fn source(cp: &ControlPlane, kit: &Kit, name: &str, content: &str) {
@@ -358,6 +369,60 @@ fn a_role_binding_is_copied_and_a_new_role_ref_replaces_its_copies() {
             .object("mirror", OPERATOR_NAMESPACE, name)
             .expect("Mirror");
         assert_eq!(mirror["status"]["replaced"], 1, "{mirror:#}");
+    });
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn a_service_account_is_copied_without_its_secrets_and_they_are_no_drift() {
+    lifecycle(&SERVICE_ACCOUNT, |cp, name, namespaces| {
+        // What a token controller does: `secrets` filled in, on the source and on a copy.
+        let secrets = r#"{"secrets": [{"name": "token-by-the-controller"}]}"#;
+        for ns in [namespaces[0].as_str(), OPERATOR_NAMESPACE] {
+            cp.kubectl_ok(&[
+                "patch",
+                "serviceaccount",
+                name,
+                "-n",
+                ns,
+                "--type=merge",
+                "-p",
+                secrets,
+            ]);
+        }
+        let copy = cp
+            .object("serviceaccounts", &namespaces[1], name)
+            .expect("copy");
+        assert!(copy.get("secrets").is_none(), "secrets copied: {copy:#}");
+    });
+}
+
+/// Every namespace has a `default` ServiceAccount the controller-manager made (made by hand
+/// here: the test control plane runs none): a Mirror of `default` meets an object skiff does
+/// not own, reports `Conflict` naming the namespace, and leaves it as it is.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn a_mirror_of_the_default_service_account_is_a_conflict_and_touches_nothing() {
+    require_e2e_binaries();
+    let _turn = one_replica_at_a_time();
+    let cp = control_plane();
+    let label = "kit-default";
+    let namespaces = kit_namespaces(cp, label, 1);
+    let ns = namespaces[0].as_str();
+    cp.apply(&format!(
+        r#"{{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {{"name": "default", "namespace": "{ns}"}}}}"#
+    ));
+    let before = versions(cp, &SERVICE_ACCOUNT, "default", &namespaces);
+    source(cp, &SERVICE_ACCOUNT, "default", SERVICE_ACCOUNT.content);
+    running(cp, label, &KIT_FLAGS, |_| {
+        kit_mirror(cp, label, "ServiceAccount", "default", label);
+        wait_until("the Mirror reports the conflict", || {
+            ready_says(cp, label, "Conflict", ns)
+        });
+        std::thread::sleep(QUIET);
+        let after = versions(cp, &SERVICE_ACCOUNT, "default", &namespaces);
+        assert_eq!(after, before, "skiff changed the namespace's default");
+        cp.kubectl_ok(&["delete", "mirror", label, "-n", OPERATOR_NAMESPACE]);
     });
 }
 

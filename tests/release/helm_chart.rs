@@ -148,7 +148,7 @@ fn secret_target_names_render_what_the_kustomize_component_adds() {
 
 /// Every kit kind and `edit,view`: what `deploy/kinds` sets.
 const ALL_KINDS: [&str; 2] = [
-    "kinds={networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io}",
+    "kinds={networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io,serviceaccounts}",
     "bindableRoles={edit,view}",
 ];
 
@@ -204,6 +204,10 @@ fn each_kind_gets_exactly_its_rbac_and_none_without_kinds() {
     assert_eq!(
         kinds_rules(&["kinds={limitranges}"]),
         [format!("limitranges {keep}")]
+    );
+    assert_eq!(
+        kinds_rules(&["kinds={serviceaccounts}"]),
+        [format!("serviceaccounts {keep}")]
     );
     assert_eq!(
         kinds_rules(&[

@@ -76,7 +76,6 @@ fn denied_and_unknown_kinds_are_refused_naming_the_kind_and_why() {
         ("secrets", "--secret-target-names"),
         ("roles.rbac.authorization.k8s.io", "escalate"),
         ("clusterroles", "escalate"),
-        ("serviceaccounts", "not supported yet"),
         (
             "certificates.cert-manager.io",
             "Custom resources are not supported yet",
