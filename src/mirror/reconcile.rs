@@ -176,8 +176,8 @@ impl Reconciler {
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
-    /// missing, or it may not be copied as the Mirror asks (see desired), or it binds a role
-    /// skiff may not bind (see kinds).
+    /// missing, or it may not be copied as the Mirror asks (see desired), or it is a RoleBinding
+    /// skiff may not write (see kinds: its role, subjects or the namespaces selected).
     fn desired(&self, mirror: &Mirror) -> Result<DesiredCopy, Refusal> {
         let (source, namespace) = (&mirror.spec.source, mirror.metadata.namespace());
         let Some(content) = self.caches.source(source.kind, namespace, &source.name) else {
@@ -193,13 +193,10 @@ impl Reconciler {
             });
         };
         let selected = || self.selected(mirror);
-        if let Some(refusal) = self
+        let binding = self
             .kinds
-            .binding_refusal(mirror, &content.payload, selected)
-        {
-            return Err(refusal);
-        }
-        DesiredCopy::of(mirror, &content)
+            .binding_refusal(mirror, &content.payload, selected);
+        binding.map_or_else(|| DesiredCopy::of(mirror, &content), Err)
     }
 
     /// Reports `refusal` in the status; nothing else is done.
