@@ -116,10 +116,14 @@ impl Kinds {
         let binds = self.enabled.contains(&SourceKind::RoleBinding);
         match (binds, label.is_empty()) {
             (true, true) => Err(format!(
-                "--kinds enables {ROLEBINDINGS} but --binding-namespace-label is not set; name                  the label key an admin sets on the namespaces that may receive RoleBinding                  copies, e.g. --binding-namespace-label=skiff.dev/kit, the same as the                  admission policy skiff-rolebindings requires (README, Namespace kit kinds)"
+                "--kinds enables {ROLEBINDINGS} but --binding-namespace-label is not set; name \
+                 the label key an admin sets on the namespaces that may receive RoleBinding \
+                 copies, e.g. --binding-namespace-label=skiff.dev/kit, the same as the \
+                 admission policy skiff-rolebindings requires (README, Namespace kit kinds)"
             )),
             (false, false) => Err(format!(
-                "--binding-namespace-label is set but --kinds does not enable {ROLEBINDINGS};                  add rolebindings.rbac.authorization.k8s.io to --kinds or drop the flag"
+                "--binding-namespace-label is set but --kinds does not enable {ROLEBINDINGS}; \
+                 add rolebindings.rbac.authorization.k8s.io to --kinds or drop the flag"
             )),
             (true, false) => {
                 self.guard = Some(BindingGuard::new(label.to_owned()));
