@@ -11,6 +11,7 @@
 //! 200 acceptances and only checks that the lookups answer.
 
 use skiff::kube::api::ObjectMeta;
+use skiff::mirror::SourceKind;
 use skiff::mirror::acceptance::{
     AcceptanceSpec, Accepted, MirrorAcceptance, MirrorRef, acceptance_store, accepting,
 };
@@ -30,6 +31,7 @@ fn acceptance(i: usize) -> MirrorAcceptance {
                 namespace: format!("team-src-{:02}", i % MIRRORS),
                 mirror: "share".into(),
             },
+            kind: SourceKind::ConfigMap,
         },
         ..MirrorAcceptance::default()
     }
@@ -43,7 +45,10 @@ fn lookup_ns(store: &Store<MirrorAcceptance, Accepted>) -> f64 {
     };
     let started = Instant::now();
     for _ in 0..LOOKUPS {
-        assert_eq!(black_box(accepting(store, &lonely)).len(), 1);
+        assert_eq!(
+            black_box(accepting(store, &lonely, SourceKind::ConfigMap)).len(),
+            1
+        );
     }
     started.elapsed().as_nanos() as f64 / f64::from(LOOKUPS)
 }

@@ -7,7 +7,7 @@
 //! found, never the namespaces or Mirrors of the cluster.
 
 use super::copy::Owner;
-use super::types::{API_VERSION, Condition};
+use super::types::{API_VERSION, Condition, SourceKind};
 use crate::kube::api::ObjectMeta;
 use crate::runtime::{Change, ObjectKey, Store};
 use serde::{Deserialize, Serialize};
@@ -38,6 +38,9 @@ crate::impl_resource!(
 #[serde(rename_all = "camelCase", default)]
 pub struct AcceptanceSpec {
     pub from: MirrorRef,
+    /// The kind of the copy accepted; the admission policy checks that its author may create
+    /// that kind here. An offer of another kind is not served (`NotAvailable`).
+    pub kind: SourceKind,
 }
 
 /// The Mirror whose copies are accepted: its namespace and name.
@@ -105,8 +108,12 @@ pub struct Accepted {
     /// The Mirror it names, as `namespace/name` (its index value).
     pub from: Box<str>,
     pub generation: i64,
-    /// The `Served` condition's reason and the generation it was written for, if any.
-    pub shown: Option<(Verdict, i64)>,
+    /// The generation the `Served` condition was written for.
+    shown_generation: i64,
+    /// The `Served` condition's reason, if any.
+    shown_reason: Option<Verdict>,
+    /// The kind accepted.
+    pub kind: SourceKind,
 }
 
 impl Accepted {
@@ -117,15 +124,19 @@ impl Accepted {
             let verdict = Verdict::parse(&served.reason)?;
             Some((verdict, served.observed_generation.unwrap_or_default()))
         });
+        let from = &acceptance.spec.from;
         Accepted {
-            from: format!(
-                "{}/{}",
-                acceptance.spec.from.namespace, acceptance.spec.from.mirror
-            )
-            .into(),
+            from: format!("{}/{}", from.namespace, from.mirror).into(),
             generation,
-            shown,
+            shown_generation: shown.map_or(0, |(_, g)| g),
+            shown_reason: shown.map(|(v, _)| v),
+            kind: acceptance.spec.kind,
         }
+    }
+
+    /// The `Served` condition's reason and the generation it was written for, if any.
+    pub fn shown(&self) -> Option<(Verdict, i64)> {
+        Some((self.shown_reason?, self.shown_generation))
     }
 }
 
@@ -138,15 +149,16 @@ fn mirror_index(owner: &Owner) -> String {
     format!("{}/{}", owner.namespace, owner.name)
 }
 
-/// The namespaces holding an acceptance of the Mirror `owner`.
+/// The namespaces holding an acceptance of the Mirror `owner` that accepts `kind`.
 pub fn accepting(
     acceptances: &Store<MirrorAcceptance, Accepted>,
     owner: &Owner,
+    kind: SourceKind,
 ) -> BTreeSet<String> {
-    acceptances
-        .indexed_keys(&mirror_index(owner))
+    acceptances_of(acceptances, owner)
         .into_iter()
-        .map(|key| key.namespace)
+        .filter(|(_, a)| a.kind == kind)
+        .map(|(key, _)| key.namespace)
         .collect()
 }
 

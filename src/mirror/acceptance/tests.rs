@@ -9,6 +9,7 @@ fn acceptance(ns: &str, name: &str, from_ns: &str, mirror: &str) -> MirrorAccept
                 namespace: from_ns.into(),
                 mirror: mirror.into(),
             },
+            kind: SourceKind::ConfigMap,
         },
         ..MirrorAcceptance::default()
     }
@@ -34,14 +35,22 @@ fn the_index_answers_which_namespaces_accept_a_mirror() {
     }
     let names = |set: BTreeSet<String>| set.into_iter().collect::<Vec<_>>();
     assert_eq!(
-        names(accepting(&store, &owner("team-a", "share"))),
+        names(accepting(
+            &store,
+            &owner("team-a", "share"),
+            SourceKind::ConfigMap
+        )),
         ["team-b", "team-c"]
     );
     assert_eq!(
-        names(accepting(&store, &owner("team-a", "other"))),
+        names(accepting(
+            &store,
+            &owner("team-a", "other"),
+            SourceKind::ConfigMap
+        )),
         ["team-c"]
     );
-    assert!(accepting(&store, &owner("team-a", "none")).is_empty());
+    assert!(accepting(&store, &owner("team-a", "none"), SourceKind::ConfigMap).is_empty());
 }
 
 #[test]
@@ -51,10 +60,13 @@ fn an_acceptance_that_changes_or_goes_moves_in_the_index() {
     store.apply(&Change::Applied(first.clone()));
     let moved = acceptance("team-b", "settings", "team-a", "other");
     store.apply(&Change::Applied(moved.clone()));
-    assert!(accepting(&store, &owner("team-a", "share")).is_empty());
-    assert_eq!(accepting(&store, &owner("team-a", "other")).len(), 1);
+    assert!(accepting(&store, &owner("team-a", "share"), SourceKind::ConfigMap).is_empty());
+    assert_eq!(
+        accepting(&store, &owner("team-a", "other"), SourceKind::ConfigMap).len(),
+        1
+    );
     store.apply(&Change::Deleted(moved));
-    assert!(accepting(&store, &owner("team-a", "other")).is_empty());
+    assert!(accepting(&store, &owner("team-a", "other"), SourceKind::ConfigMap).is_empty());
 }
 
 #[test]
@@ -79,7 +91,7 @@ fn an_event_wakes_the_mirror_it_names_even_one_that_does_not_exist() {
 fn the_shown_reason_is_kept_to_write_a_status_only_when_it_changes() {
     let mut a = acceptance("team-b", "settings", "team-a", "share");
     a.metadata.generation = Some(3);
-    assert_eq!(Accepted::of(&a).shown, None);
+    assert_eq!(Accepted::of(&a).shown(), None);
     a.status = Some(AcceptanceStatus {
         conditions: vec![Condition {
             type_: SERVED.into(),
@@ -89,7 +101,7 @@ fn the_shown_reason_is_kept_to_write_a_status_only_when_it_changes() {
         }],
     });
     let kept = Accepted::of(&a);
-    assert_eq!(kept.shown, Some((Verdict::Served, 3)));
+    assert_eq!(kept.shown(), Some((Verdict::Served, 3)));
     assert_eq!(kept.generation, 3);
 }
 
