@@ -1,7 +1,7 @@
 //! Self-service benchmark: what the acceptance cache costs per acceptance, and whether asking
 //! it which namespaces accept a Mirror stays flat as acceptances grow.
 //!
-//! The cache is built as the controller builds it (`acceptance_store`, the projection and the
+//! The cache is built as the controller builds it (`Acceptances`, the projection and the
 //! index by Mirror), fed 10,000 acceptances in 10,000 namespaces (`team-00000`…, each naming
 //! one of 100 Mirrors `team-src-NN/share`, names as long as real ones), and measured in this
 //! process: RssAnon before and after, with free memory returned to the system both times.
@@ -12,11 +12,9 @@
 
 use skiff::kube::api::ObjectMeta;
 use skiff::mirror::SourceKind;
-use skiff::mirror::acceptance::{
-    AcceptanceSpec, Accepted, MirrorAcceptance, MirrorRef, acceptance_store, accepting,
-};
+use skiff::mirror::acceptance::{AcceptanceSpec, Acceptances, MirrorAcceptance, MirrorRef};
 use skiff::mirror::copy::Owner;
-use skiff::runtime::{Change, Store};
+use skiff::runtime::Change;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -38,7 +36,7 @@ fn acceptance(i: usize) -> MirrorAcceptance {
 }
 
 /// Nanoseconds per `accepting` lookup of the Mirror `lonely/share`, accepted once.
-fn lookup_ns(store: &Store<MirrorAcceptance, Accepted>) -> f64 {
+fn lookup_ns(store: &Acceptances) -> f64 {
     let lonely = Owner {
         namespace: "lonely".into(),
         name: "share".into(),
@@ -46,7 +44,7 @@ fn lookup_ns(store: &Store<MirrorAcceptance, Accepted>) -> f64 {
     let started = Instant::now();
     for _ in 0..LOOKUPS {
         assert_eq!(
-            black_box(accepting(store, &lonely, SourceKind::ConfigMap)).len(),
+            black_box(store.accepting(&lonely, SourceKind::ConfigMap)).len(),
             1
         );
     }
@@ -60,7 +58,7 @@ fn main() {
         200
     };
     skiff::heap::configure();
-    let store = acceptance_store();
+    let store = Acceptances::default();
     let mut lonely = acceptance(0);
     lonely.spec.from.namespace = "lonely".into();
     store.apply(&Change::Applied(lonely));

@@ -11,7 +11,7 @@
 //! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
 //! owning Mirror ([`super::index`]), and each Mirror's selected namespaces ([`Selections`]).
 
-use super::acceptance::{Accepted, MirrorAcceptance, acceptance_store, accepted_mirrors};
+use super::acceptance::{Acceptances, accepted_mirrors};
 use super::copy::{CopyInfo, Owner, managed_selector};
 use super::enqueue::{copy_owners, mirror_keys};
 use super::index::{copies_of, copy_store, mirror_store};
@@ -56,7 +56,7 @@ pub struct Caches {
     /// With `--self-service`: the guardrails, the acceptances (indexed by the Mirror they
     /// name) and the sources tenants offer (see [`super::consent`]).
     pub self_service: Option<SelfService>,
-    pub acceptances: Option<Store<MirrorAcceptance, Accepted>>,
+    pub acceptances: Option<Acceptances>,
     pub tenant_sources: Option<TenantSources>,
 }
 
@@ -85,7 +85,7 @@ impl Caches {
             configmap_copies: copy_store(CopyInfo::of_configmap),
             secret_copies: SecretCopyStores::new(secret_targets),
             self_service: self_service.cloned(),
-            acceptances: self_service.map(|_| acceptance_store()),
+            acceptances: self_service.map(|_| Acceptances::default()),
             tenant_sources: self_service.map(|s| TenantSources::new(s, secret_targets)),
             kits: KitCaches::new(scope, kinds),
         }
@@ -129,8 +129,8 @@ impl Caches {
         self.secret_sources.wait_until_ready().await;
         self.configmap_copies.wait_until_ready().await;
         self.secret_copies.wait_until_ready().await;
-        if let Some(store) = &self.acceptances {
-            store.wait_until_ready().await;
+        if let Some(acceptances) = &self.acceptances {
+            acceptances.store.wait_until_ready().await;
         }
         if let Some(store) = &self.tenant_sources {
             store.wait_until_ready().await;
@@ -232,10 +232,10 @@ impl Caches {
         queue: &WorkQueue<ObjectKey>,
     ) -> Vec<smol::Task<()>> {
         let mut tasks = Vec::new();
-        if let Some(store) = &self.acceptances {
-            let map = regardless(accepted_mirrors(store.clone(), self.mirrors.clone()));
-            let config = WatcherConfig::default();
-            tasks.push(spawn(client, None, config, store.clone(), queue, map));
+        if let Some(acceptances) = &self.acceptances {
+            let map = accepted_mirrors(acceptances.clone(), self.mirrors.clone());
+            let (config, store) = (WatcherConfig::default(), acceptances.store.clone());
+            tasks.push(spawn(client, None, config, store, queue, map));
         }
         if let Some(sources) = &self.tenant_sources {
             tasks.extend(sources.spawn_watches(client, queue, &self.mirrors));

@@ -17,7 +17,7 @@
 //!   cannot probe another namespace's objects; no message names anything the acceptance's
 //!   own spec does not.
 
-use super::acceptance::{MirrorAcceptance, SERVED, Verdict, acceptances_of, accepting};
+use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
 use super::kinds::Kinds;
@@ -131,7 +131,7 @@ impl Consent {
     ) -> BTreeSet<String> {
         let acceptances = self.caches.acceptances.as_ref();
         let accepting = acceptances
-            .map(|a| accepting(a, owner, kind))
+            .map(|a| a.accepting(owner, kind))
             .unwrap_or_default();
         let wanted: BTreeSet<&String> = accepting.intersection(selected).collect();
         let max = self.settings.max_copies;
@@ -204,13 +204,13 @@ impl Consent {
         let Some(acceptances) = self.caches.acceptances.as_ref() else {
             return Ok(());
         };
-        for (key, accepted) in acceptances_of(acceptances, owner) {
+        for (key, accepted) in acceptances.of(owner) {
             let v = verdict(&key.namespace, accepted.kind);
-            if accepted.shown() == Some((v, accepted.generation)) {
+            if accepted.shows(v) {
                 continue;
             }
             let message = message(v, owner, (accepted.kind, copy_name));
-            let changed = accepted.shown().map(|(shown, _)| shown) != Some(v);
+            let changed = accepted.changes_reason(v);
             let written = self.write(&key, (accepted.generation, v), &message).await?;
             if let Some(acceptance) = written.filter(|_| changed) {
                 announce(&self.recorder, &acceptance, v, &message).await;
