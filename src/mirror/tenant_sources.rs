@@ -164,5 +164,16 @@ mod tests {
         );
         assert!(sources.get(SourceKind::Secret, "team-a", "other").is_none());
         assert!(sources.get(SourceKind::LimitRange, "team-a", "x").is_none());
+        assert!(
+            sources.kits.is_empty(),
+            "no kit kind is watched unless shared"
+        );
+        let kit = settings(&[SourceKind::LimitRange]);
+        let kit = TenantSources::new(&kit, &SecretTargets::default());
+        assert!(kit.configmaps.is_none() && kit.secrets.is_empty());
+        assert_eq!(
+            kit.kits.keys().collect::<Vec<_>>(),
+            [&SourceKind::LimitRange]
+        );
     }
 }

@@ -84,6 +84,24 @@ impl Tenant {
     fn ok(&self, args: &[&str]) -> String {
         self.kubectl.ok(args)
     }
+
+    /// Creates a source (`kubectl create` with `create`), labels it offered and offers it in
+    /// `namespace` as Mirror `mirror`, all as this tenant.
+    fn offers_own(
+        &self,
+        namespace: &str,
+        mirror: &str,
+        source: (&str, &str, &str),
+        create: &[&str],
+    ) {
+        let (kind, resource, name) = source;
+        let mut args = vec!["create"];
+        args.extend(create);
+        self.ok(&args);
+        self.ok(&["label", resource, name, "skiff.dev/offered=true"]);
+        let offered = self.apply(&offer(namespace, mirror, kind, name));
+        offered.unwrap_or_else(|e| panic!("offering {kind} {name}: {e}"));
+    }
 }
 
 /// Binds the ServiceAccount `sa` (`namespace:name`) to `roles` in `namespace`.
@@ -260,10 +278,8 @@ fn off_by_default(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, dir: &Te
         .collect();
     let mut skiff = Skiff::start(&cp.operator_kubeconfig(), dir.0.join("off.log"), &off);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        a.ok(&["create", "configmap", "early", "--from-literal=k=v"]);
-        a.ok(&["label", "configmap", "early", "skiff.dev/offered=true"]);
-        a.apply(&offer(&w.a, "early", "ConfigMap", "early"))
-            .expect("a offers");
+        let create = ["configmap", "early", "--from-literal=k=v"];
+        a.offers_own(&w.a, "early", ("ConfigMap", "configmap", "early"), &create);
         b.apply(&acceptance(&w.b, "early", &w.a, "early"))
             .expect("b accepts");
         wait_until("the offer is refused while self-service is off", || {
@@ -285,15 +301,17 @@ fn off_by_default(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, dir: &Te
 }
 
 fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Tenant, x: &Tenant) {
-    a.ok(&[
-        "create",
+    let create = [
         "configmap",
         "settings",
         "--from-literal=url=https://a.example",
-    ]);
-    a.ok(&["label", "configmap", "settings", "skiff.dev/offered=true"]);
-    a.apply(&offer(&w.a, "share", "ConfigMap", "settings"))
-        .expect("a offers");
+    ];
+    a.offers_own(
+        &w.a,
+        "share",
+        ("ConfigMap", "configmap", "settings"),
+        &create,
+    );
 
     let started = Instant::now();
     b.apply(&acceptance(&w.b, "from-a", &w.a, "share"))
@@ -363,16 +381,8 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
 /// A tenant shares a Secret under a name the admin allows (`app-tls`), each end as itself: the
 /// offer needs `get` on it, the acceptance of kind Secret `create` on Secrets.
 fn share_a_secret(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
-    a.ok(&[
-        "create",
-        "secret",
-        "generic",
-        "app-tls",
-        "--from-literal=tls.key=k",
-    ]);
-    a.ok(&["label", "secret", "app-tls", "skiff.dev/offered=true"]);
-    a.apply(&offer(&w.a, "tls", "Secret", "app-tls"))
-        .expect("a offers its Secret");
+    let create = ["secret", "generic", "app-tls", "--from-literal=tls.key=k"];
+    a.offers_own(&w.a, "tls", ("Secret", "secret", "app-tls"), &create);
     b.apply(&acceptance_of("Secret", &w.b, "tls-from-a", &w.a, "tls"))
         .expect("b accepts a Secret");
     wait_until("b's Secret copy appears", || {
