@@ -36,25 +36,25 @@ pub struct TenantSources {
 impl TenantSources {
     pub fn new(settings: &SelfService, secret_targets: &SecretTargets) -> TenantSources {
         let shares = |kind| settings.shares(kind);
-        let secret_names = secret_targets
-            .names()
-            .filter(|_| shares(SourceKind::Secret));
-        let kits = settings.kinds.iter().filter_map(|&kind| {
-            let entry = kit(kind)?;
-            let (of, fields) = (entry.kind, entry.fields);
-            Some((
-                kind,
-                Store::new(move |o| SourceContent::of_kit(of, o, fields)),
-            ))
-        });
-        TenantSources {
+        // Filled by insertion: collecting into a map would compile in a sort for each type.
+        let mut sources = TenantSources {
             configmaps: shares(SourceKind::ConfigMap)
                 .then(|| Store::new(SourceContent::of_configmap)),
-            secrets: secret_names
-                .map(|name| (name.to_owned(), Store::new(SourceContent::of_secret)))
-                .collect(),
-            kits: kits.collect(),
+            ..TenantSources::default()
+        };
+        for name in secret_targets
+            .names()
+            .filter(|_| shares(SourceKind::Secret))
+        {
+            let store = Store::new(SourceContent::of_secret);
+            sources.secrets.insert(name.to_owned(), store);
         }
+        for entry in settings.kinds.iter().filter_map(|&kind| kit(kind)) {
+            let (of, fields) = (entry.kind, entry.fields);
+            let store = Store::new(move |o| SourceContent::of_kit(of, o, fields));
+            sources.kits.insert(of, store);
+        }
+        sources
     }
 
     pub fn get(&self, kind: SourceKind, namespace: &str, name: &str) -> Option<Arc<SourceContent>> {
