@@ -19,6 +19,11 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         o.leader_elect_retry_period,
     )
     .map_err(|e| invalid(e.flag, e.message))?;
+    let kinds = Kinds::parse(&o.kinds, &o.bindable_roles)
+        .map_err(|e| invalid("--kinds", e))?
+        .with_binding_namespace_label(&o.binding_namespace_label)
+        .map_err(|e| invalid("--binding-namespace-label", e))?;
+    let secret_target_names = secret_target_names(&o.secret_target_names)?;
     Ok(Settings {
         kubeconfig: non_empty(o.kubeconfig).map(PathBuf::from),
         context: non_empty(o.context),
@@ -54,16 +59,15 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         graceful_shutdown_timeout: o.graceful_shutdown_timeout,
         hearing: super::hearing::hearing(o.watch_idle_timeout, o.deafness_timeout)?,
         source_namespaces: source_namespaces(&o.source_namespaces)?,
-        secret_target_names: secret_target_names(&o.secret_target_names)?,
         self_service: super::self_service::self_service(
             o.self_service,
             &o.offer_namespace_selector,
             o.max_copies_per_tenant_mirror,
+            &o.self_service_kinds,
+            (&kinds, &secret_target_names),
         )?,
-        kinds: Kinds::parse(&o.kinds, &o.bindable_roles)
-            .map_err(|e| invalid("--kinds", e))?
-            .with_binding_namespace_label(&o.binding_namespace_label)
-            .map_err(|e| invalid("--binding-namespace-label", e))?,
+        secret_target_names,
+        kinds,
         log_format: o.log_format,
         log_level: o.log_level,
     })

@@ -24,7 +24,8 @@
 //! Self-service:
 //! - [`consent`]: tenant Mirrors (offers), which copy only where an acceptance consents, and
 //!   the acceptances' statuses; [`acceptance`]: the `MirrorAcceptance` resource and its index;
-//!   [`offers`]: the admin's guardrails, and which Mirrors a namespace's offer label wakes.
+//!   [`offers`]: the admin's guardrails, and which Mirrors a namespace's offer label wakes;
+//!   [`tenant_sources`]: the sources tenants offer, watched by their label.
 //!
 //! Watching:
 //! - [`caches`]: what is watched and kept; [`source_stores`]: the sources of one kind, and
@@ -99,6 +100,7 @@ pub mod selection;
 pub mod source;
 pub mod source_stores;
 pub mod status;
+pub mod tenant_sources;
 pub mod types;
 
 pub use caches::SourceScope;

@@ -13,7 +13,7 @@ use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
-use super::consent::{self, Consent};
+use super::consent::Consent;
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
@@ -59,8 +59,10 @@ impl Reconciler {
         stopping: Signal,
     ) -> Reconciler {
         let requests = CopyRequests::new(client.clone());
-        let consent = (caches.self_service.clone())
-            .map(|settings| Consent::new(settings, caches.clone(), client.clone()));
+        let consent = (caches.self_service.clone()).map(|settings| {
+            let clients = (client.clone(), recorder.clone());
+            Consent::new(settings, secret_targets.clone(), caches.clone(), clients)
+        });
         Reconciler {
             consent,
             caches,
@@ -130,8 +132,8 @@ impl Reconciler {
     /// kind is not enabled (see kinds).
     fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
         let namespace = mirror.metadata.namespace();
-        if self.offer(mirror).is_some() {
-            return consent::kind_refusal(mirror);
+        if let Some(consent) = self.offer(mirror) {
+            return consent.refusal(mirror, &self.kinds);
         }
         if !self.scope.allows(namespace) {
             let message = format!(
@@ -170,8 +172,10 @@ impl Reconciler {
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
         let copy_name = mirror.as_ref().map_or("", |m| m.spec.target_name());
+        let refused = mirror.as_ref().is_some_and(|m| self.refusal(m).is_some());
         let blocked = self.conflicts.blocked(owner);
-        let verdict = |ns: &str| consent.verdict(owner, mirror.as_ref(), ns, &copy, &blocked);
+        let offer = (owner, mirror.as_ref(), refused);
+        let verdict = |ns: &str, kind| consent.verdict(offer, (ns, kind), &copy, &blocked);
         consent.report(owner, verdict, copy_name).await
     }
 
@@ -337,7 +341,7 @@ impl Reconciler {
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
         let selected = self.caches.selections.of(mirror);
         match self.offer(mirror) {
-            Some(consent) => consent.served(&Owner::of(mirror), &selected),
+            Some(consent) => consent.served(&Owner::of(mirror), mirror.spec.source.kind, &selected),
             None => selected,
         }
     }

@@ -363,6 +363,7 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
         "selfService.enable=true",
         "selfService.offerNamespaceSelector=tenancy",
         "selfService.maxCopiesPerTenantMirror=25",
+        "selfService.kinds={configmaps,secrets}",
         "metrics.secure=false",
         "metrics.certSecret=skiff-metrics-tls",
         "nodeSelector.pool=system",
@@ -403,6 +404,7 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
             "--self-service=true",
             "--offer-namespace-selector=tenancy",
             "--max-copies-per-tenant-mirror=25",
+            "--self-service-kinds=configmaps,secrets",
             "--metrics-secure=false",
             "--metrics-cert-dir=/etc/skiff/metrics-certs",
             "--log-level=debug",
@@ -540,6 +542,7 @@ fn the_schema_refuses_bad_values_and_names_them() {
         ("metrics.enable=maybe", "enable"),
         ("secretTargetNames={App_TLS}", "secretTargetNames"),
         ("kinds={pods}", "kinds"),
+        ("selfService.kinds={pods}", "kinds"),
         ("networkPolicy.enabled=false", "enabled"),
     ] {
         let stderr = helm.fails(&["template", "skiff", &chart, "--set", value]);
@@ -569,6 +572,17 @@ fn the_schema_refuses_bad_values_and_names_them() {
     let rolebindings = "kinds={rolebindings.rbac.authorization.k8s.io}";
     let stderr = helm.fails(&["template", "skiff", &chart, "--set", rolebindings]);
     assert!(stderr.contains("bindableRoles go together"), "{stderr}");
+    for (kinds, says) in [
+        ("selfService.kinds={secrets}", "needs secretTargetNames"),
+        (
+            "selfService.kinds={limitranges}",
+            "which kinds does not enable",
+        ),
+    ] {
+        let on = "selfService.enable=true";
+        let stderr = helm.fails(&["template", "skiff", &chart, "--set", on, "--set", kinds]);
+        assert!(stderr.contains(says), "--set {kinds}:\n{stderr}");
+    }
     let stderr = helm.fails(&[
         "template",
         "skiff",
