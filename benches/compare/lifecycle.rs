@@ -85,7 +85,7 @@ pub fn wait_leading(watch: &LeaseWatch, replica: &mut Replica, operator: &Operat
 }
 
 /// Median of each figure over a few samples.
-fn sample(replica: &Replica) -> Footprint {
+pub fn sample(replica: &Replica) -> Footprint {
     let mut samples: Vec<Footprint> = Vec::new();
     for _ in 0..SAMPLES {
         samples.push(replica.footprint());
