@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::kit_count::{counted, is_kit, load_average, requests, watch_objects};
+use crate::kit_count::{by_resource, counted, is_kit, load_average, requests, watch_objects};
 use crate::lease_watch::LeaseWatch;
 use crate::lifecycle::{sample, wait_leading};
 use crate::operator::{Footprint, Kind, Launch, Operator, QPS, Replica};
@@ -92,8 +92,10 @@ pub struct Kitted {
     pub lease: f64,
     /// skiff's main-client requests by method and code, e.g. `POST 201`.
     pub by_method: BTreeMap<String, f64>,
-    /// Requests in the window as the API server's audit log holds them.
+    /// Requests in the window as the API server's audit log holds them, and by verb and
+    /// resource.
     pub audited: usize,
+    pub audited_by: BTreeMap<String, usize>,
     pub converged: Footprint,
     /// VmHWM (KiB): the peak resident set.
     pub peak_kib: u64,
@@ -102,6 +104,7 @@ pub struct Kitted {
     pub restart_changed: usize,
     pub restart_writes: usize,
     pub restart_kit_writes: usize,
+    pub restart_writes_by: BTreeMap<String, usize>,
     /// The machine's 1-minute load average when the last object was seen.
     pub load: f64,
 }
@@ -213,11 +216,13 @@ pub fn run(cp: &ControlPlane, operator: &Operator, identity: &Identity, count: u
         lease,
         by_method,
         audited: audited.len(),
+        audited_by: by_resource(&audited),
         converged,
         peak_kib,
         restart_changed: changed,
         restart_writes: writes.len(),
         restart_kit_writes: writes.iter().filter(|e| is_kit(e)).count(),
+        restart_writes_by: by_resource(&writes),
         load,
     }
 }

@@ -150,3 +150,35 @@ pub fn load_average() -> f64 {
     let first = text.split_whitespace().next().unwrap_or_default();
     first.parse().unwrap_or(0.0)
 }
+
+/// The requests by verb and resource (`subresource` after a slash), e.g. `create
+/// networkpolicies` or `update mirrors/status`.
+pub fn by_resource(audited: &[AuditEvent]) -> BTreeMap<String, usize> {
+    let mut all = BTreeMap::new();
+    for event in audited {
+        *all.entry(format!("{} {}", event.verb, resource(&event.uri)))
+            .or_default() += 1;
+    }
+    all
+}
+
+/// The resource of a request's URI: `/api/v1/namespaces/ns/events` → `events`.
+fn resource(uri: &str) -> String {
+    let path = uri.split('?').next().unwrap_or_default();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let skip = if segments.first() == Some(&"api") {
+        2
+    } else {
+        3
+    };
+    let rest = segments.get(skip..).unwrap_or_default();
+    let rest = match rest {
+        ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
+        _ => rest,
+    };
+    match rest {
+        [resource, _, sub, ..] => format!("{resource}/{sub}"),
+        [resource, ..] => (*resource).to_owned(),
+        [] => path.to_owned(),
+    }
+}

@@ -137,8 +137,10 @@ pub fn render(all: &[Kitted], settings: &Settings) -> String {
     out
 }
 
-/// skiff's main-client requests in the window, by method and status code.
+/// skiff's main-client requests in the window by method and status code, and every
+/// operator's by verb and resource (audit log).
 fn methods(out: &mut String, all: &[Kitted]) {
+    let _ = writeln!(out);
     for k in all.iter().filter(|k| !k.by_method.is_empty()) {
         let parts: Vec<String> = k
             .by_method
@@ -147,7 +149,20 @@ fn methods(out: &mut String, all: &[Kitted]) {
             .collect();
         let _ = writeln!(
             out,
-            "\n{}'s main-client requests in the window, by method and status code: {}.",
+            "- {}'s main-client requests in the window, by method and status code: {}.",
+            k.label,
+            parts.join(", ")
+        );
+    }
+    for k in all {
+        let parts: Vec<String> = k
+            .audited_by
+            .iter()
+            .map(|(what, n)| format!("{what}: {n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- {}'s requests in the window by verb and resource (audit log): {}.",
             k.label,
             parts.join(", ")
         );
@@ -173,13 +188,19 @@ fn goals(out: &mut String, all: &[Kitted]) {
         qps(),
         skiff.paced(),
     );
+    let writes: Vec<String> = skiff
+        .restart_writes_by
+        .iter()
+        .map(|(what, n)| format!("{what}: {n}"))
+        .collect();
     let _ = writeln!(
         out,
         "- A restart with the kit converged writes nothing: **{}** ({} objects changed, {} \
-         writes of kit objects; {} writes in all, the Lease aside).",
+         writes of kit objects; {} writes in all, the Lease aside: {}).",
         verdict(skiff.restart_changed == 0 && skiff.restart_kit_writes == 0),
         skiff.restart_changed,
         skiff.restart_kit_writes,
         skiff.restart_writes,
+        writes.join(", "),
     );
 }
