@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::kit_count::{by_resource, counted, is_kit, load_average, requests, watch_objects};
 use crate::lease_watch::LeaseWatch;
-use crate::lifecycle::{sample, wait_leading};
+use crate::lifecycle::{replace_leader, sample, wait_leading};
 use crate::operator::{Footprint, Kind, Launch, Operator, QPS, Replica};
 use crate::settings::Settings;
 use crate::support::audit::AuditEvent;
@@ -130,16 +130,11 @@ pub fn part(
 ) -> Vec<Kitted> {
     world::retire_mirrors(cp);
     install(cp);
-    let operators = [
-        Operator::skiff(),
-        Operator::peer("scaffold", "peer: scaffold", "scaffold", false),
-        Operator::peer(
-            "shared-limiter",
-            "peer: shared limiter",
-            "shared-limiter",
-            false,
-        ),
-    ];
+    // The dedicated-lease variant differs from the shared limiter in its Lease client only.
+    let operators: Vec<Operator> = crate::operators()
+        .into_iter()
+        .filter(|o| o.slug != "dedicated-lease")
+        .collect();
     let n = settings.kit_namespaces;
     operators
         .iter()
@@ -300,21 +295,10 @@ fn restart(
     cp: &ControlPlane,
     launch: &Launch,
     watch: &LeaseWatch,
-    mut first: Replica,
+    first: Replica,
 ) -> (usize, Vec<AuditEvent>) {
     let before = versions(cp, launch);
-    let old_holder = watch.holder();
-    let _ = first.terminate(Duration::from_secs(40));
-    let (restarted, since) = (Instant::now(), SystemTime::now());
-    let second = launch.start("second");
-    let led = watch.wait_for(restarted, STEP, |s| {
-        !s.holder.is_empty() && s.holder != old_holder
-    });
-    assert!(
-        led.is_some(),
-        "the restarted replica never led; log:\n{}",
-        second.logs()
-    );
+    let (_second, since) = replace_leader(launch, watch, first);
     std::thread::sleep(RESTART_WATCH);
     let after = versions(cp, launch);
     let changed = after

@@ -1,6 +1,7 @@
 //! The kit part's section of BENCHMARKS.md: the table beside the peer, skiff's requests by
 //! method and code, and the goals of issue 30.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::kit::{Kitted, qps};
@@ -142,31 +143,30 @@ pub fn render(all: &[Kitted], settings: &Settings) -> String {
 fn methods(out: &mut String, all: &[Kitted]) {
     let _ = writeln!(out);
     for k in all.iter().filter(|k| !k.by_method.is_empty()) {
-        let parts: Vec<String> = k
-            .by_method
-            .iter()
-            .map(|(what, n)| format!("{what}: {n:.0}"))
-            .collect();
         let _ = writeln!(
             out,
             "- {}'s main-client requests in the window, by method and status code: {}.",
             k.label,
-            parts.join(", ")
+            listed(&k.by_method)
         );
     }
     for k in all {
-        let parts: Vec<String> = k
-            .audited_by
-            .iter()
-            .map(|(what, n)| format!("{what}: {n}"))
-            .collect();
         let _ = writeln!(
             out,
             "- {}'s requests in the window by verb and resource (audit log): {}.",
             k.label,
-            parts.join(", ")
+            listed(&k.audited_by)
         );
     }
+}
+
+/// `what: n, …` (whole counts: an `f64` shows no fraction).
+fn listed<N: std::fmt::Display>(counts: &BTreeMap<String, N>) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(what, n)| format!("{what}: {n}"))
+        .collect();
+    parts.join(", ")
 }
 
 fn goals(out: &mut String, all: &[Kitted]) {
@@ -188,19 +188,14 @@ fn goals(out: &mut String, all: &[Kitted]) {
         qps(),
         skiff.paced(),
     );
-    let writes: Vec<String> = skiff
-        .restart_writes_by
-        .iter()
-        .map(|(what, n)| format!("{what}: {n}"))
-        .collect();
     let _ = writeln!(
         out,
         "- A restart with the kit converged writes nothing: **{}** ({} objects changed, {} \
-         writes of kit objects; {} writes in all, the Lease aside: {}).",
+         writes of kit objects; every write, the Lease aside: {}, {}).",
         verdict(skiff.restart_changed == 0 && skiff.restart_kit_writes == 0),
         skiff.restart_changed,
         skiff.restart_kit_writes,
         skiff.restart_writes,
-        writes.join(", "),
+        listed(&skiff.restart_writes_by),
     );
 }

@@ -117,19 +117,9 @@ func (r *KitReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, source); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	var namespaces corev1.NamespaceList
-	if err := r.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: r.Namespaces}); err != nil {
-		return ctrl.Result{}, err
-	}
-	for _, ns := range namespaces.Items {
-		if ns.Name == r.SourceNamespace || ns.DeletionTimestamp != nil {
-			continue
-		}
-		if err := r.ensureCopy(ctx, source, ns.Name); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, eachTarget(ctx, r.Client, r.Namespaces, r.SourceNamespace, func(ns string) error {
+		return r.ensureCopy(ctx, source, ns)
+	})
 }
 
 func (r *KitReconciler) ensureCopy(ctx context.Context, source client.Object, namespace string) error {

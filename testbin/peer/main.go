@@ -184,19 +184,28 @@ func (r *CopyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// A missing source leaves its copies as they are.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	return ctrl.Result{}, eachTarget(ctx, r.Client, r.Namespaces, r.SourceNamespace, func(ns string) error {
+		return r.ensureCopy(ctx, &source, ns)
+	})
+}
+
+// eachTarget calls ensure for every selected namespace but the sources' own, stopping at the
+// first error.
+func eachTarget(ctx context.Context, c client.Client, selector labels.Selector, sourceNamespace string,
+	ensure func(namespace string) error) error {
 	var namespaces corev1.NamespaceList
-	if err := r.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: r.Namespaces}); err != nil {
-		return ctrl.Result{}, err
+	if err := c.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return err
 	}
 	for _, ns := range namespaces.Items {
-		if ns.Name == r.SourceNamespace || ns.DeletionTimestamp != nil {
+		if ns.Name == sourceNamespace || ns.DeletionTimestamp != nil {
 			continue
 		}
-		if err := r.ensureCopy(ctx, &source, ns.Name); err != nil {
-			return ctrl.Result{}, err
+		if err := ensure(ns.Name); err != nil {
+			return err
 		}
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 func (r *CopyReconciler) ensureCopy(ctx context.Context, source *corev1.ConfigMap, namespace string) error {
