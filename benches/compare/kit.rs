@@ -26,9 +26,11 @@ use crate::world::{self, Identity};
 /// Label key of the kit's namespaces; its value is the operator's slug.
 pub const KIT: &str = "compare.skiff.dev/kit";
 /// skiff's flags for the kit, as `deploy/kinds` sets them (only `edit` is bound here).
-const SKIFF_FLAGS: [&str; 3] = [
+const SKIFF_FLAGS: [&str; 4] = [
     "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io",
     "--bindable-roles=edit",
+    // The kit's namespaces carry `KIT`, which every Mirror's selector requires.
+    "--binding-namespace-label=compare.skiff.dev/kit",
     "--metrics-secure=false",
 ];
 /// How long the restarted replica is watched for writes after it leads.
