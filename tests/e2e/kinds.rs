@@ -10,7 +10,6 @@
 //! to a role the admin did not name (`cluster-admin`) and a kind `--kinds` does not enable.
 
 use std::path::Path;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
@@ -33,13 +32,7 @@ const KIT_LABEL: &str = "skiff.dev/kit";
 
 /// The Mirror e2e control plane plus the kinds component's RBAC, once.
 fn control_plane() -> &'static ControlPlane {
-    static COMPONENT: OnceLock<()> = OnceLock::new();
-    let cp = crate::support::mirror_e2e::control_plane();
-    COMPONENT.get_or_init(|| {
-        let overlay = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kinds");
-        cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
-    });
-    cp
+    crate::support::mirror_e2e::control_plane().install_overlay("kinds")
 }
 
 /// One kit kind as the test drives it.

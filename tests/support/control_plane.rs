@@ -8,11 +8,12 @@
 //! Lifecycle: see `watchdog.rs`; nothing outlives the test binary by more than a second, and
 //! `Drop` removes the temp dir (the watchdog does when the test process dies first).
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -110,6 +111,8 @@ pub struct ControlPlane {
     operator_b_token: String,
     /// Set once `manifests/` has been applied (see [`ControlPlane::install_manifests`]).
     manifests: OnceLock<()>,
+    /// The `deploy/` overlays applied (see [`ControlPlane::install_overlay`]).
+    overlays: Mutex<BTreeSet<&'static str>>,
 }
 
 impl ControlPlane {
@@ -181,6 +184,7 @@ impl ControlPlane {
             operator_token,
             operator_b_token,
             manifests: OnceLock::new(),
+            overlays: Mutex::default(),
         };
         control_plane.write_kubeconfigs()?;
         Ok(control_plane)
@@ -207,6 +211,21 @@ impl ControlPlane {
             let crd = "customresourcedefinition/mirrors.skiff.dev";
             self.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
         });
+        self
+    }
+
+    /// `kubectl apply -k deploy/<overlay>` once per control plane (later calls, from any test
+    /// of the suite, return once it is applied). Once per control plane, not per process: a
+    /// process runs suites one after another, each on a control plane of its own.
+    pub fn install_overlay(&self, overlay: &'static str) -> &Self {
+        let mut applied = self.overlays.lock().unwrap_or_else(PoisonError::into_inner);
+        if !applied.contains(overlay) {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("deploy")
+                .join(overlay);
+            self.kubectl_ok(&["apply", "-k", &dir.display().to_string()]);
+            applied.insert(overlay);
+        }
         self
     }
 

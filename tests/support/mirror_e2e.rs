@@ -9,7 +9,7 @@
 //! a label unique to the test). Its `/metrics` is served on a port of its own, in plain HTTP,
 //! so a test can count the writes skiff sent.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -25,14 +25,7 @@ pub const SELECT_LABEL: &str = "mirror-e2e";
 
 /// The default install plus the secret-targets component, once per control plane.
 pub fn control_plane() -> &'static ControlPlane {
-    static COMPONENT: OnceLock<()> = OnceLock::new();
-    let cp = ControlPlane::installed();
-    COMPONENT.get_or_init(|| {
-        let overlay =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/secret-targets");
-        cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
-    });
-    cp
+    ControlPlane::installed().install_overlay("secret-targets")
 }
 
 /// A leading skiff replica and where its metrics are.
