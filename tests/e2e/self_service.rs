@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_binaries, say};
 use crate::support::kubectl::Kubectl;
+use crate::support::mirror_e2e::one_replica_at_a_time;
 use crate::support::skiff::{Skiff, TempDir, eventually, write_kubeconfig};
 use serde_json::Value;
 
@@ -224,6 +225,7 @@ fn world(cp: &ControlPlane) -> World {
 fn tenants_share_only_where_both_consent() {
     require_e2e_binaries();
     let cp = crate::support::mirror_e2e::control_plane();
+    let _turn = one_replica_at_a_time();
     let w = world(cp);
     configmaps_role(cp);
     let tenant_roles = [CONFIGMAPS, SECRETS, "skiff-tenant-edit"];
@@ -545,6 +547,80 @@ fn revocations(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
     });
     let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
     assert_eq!(mine["data"]["mine"], "yes");
+}
+
+/// skiff's flags for the kit kind share: NetworkPolicies enabled and shared, no Secrets.
+const KIT_FLAGS: [&str; 6] = [
+    "--source-namespaces=skiff-system",
+    "--self-service",
+    "--self-service-kinds=configmaps,networkpolicies.networking.k8s.io",
+    "--kinds=networkpolicies.networking.k8s.io",
+    "--health-probe-bind-address=127.0.0.1:0",
+    "--metrics-bind-address=0",
+];
+
+/// The NetworkPolicy part of `edit`.
+const NETWORK_POLICIES: &str = "e2e-tenant-networkpolicies";
+
+/// A kit kind that `--kinds` enables (with the kinds component's RBAC) and
+/// `--self-service-kinds` names is shared like a ConfigMap: A offers its NetworkPolicy, B, who
+/// may create NetworkPolicies, accepts one and gets the copy; a tenant of B's namespace who may
+/// not create NetworkPolicies cannot accept one (the admission policy).
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn tenants_share_a_kit_kind_the_admin_enables() {
+    require_e2e_binaries();
+    let cp = crate::support::mirror_e2e::control_plane().install_overlay("kinds");
+    let _turn = one_replica_at_a_time();
+    cp.apply(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {NETWORK_POLICIES}\nrules:\n- apiGroups: [networking.k8s.io]\n  resources: [networkpolicies]\n  verbs: [get, list, watch, create, update, patch, delete]\n"
+    ));
+    let src = cp.create_namespace("kit-a", &[("skiff.dev/may-offer", "true")]);
+    let dst = cp.create_namespace("kit-b", &[("shares-with-a", "yes")]);
+    let roles = [NETWORK_POLICIES, "skiff-tenant-edit"];
+    let a = Tenant::new(cp, &src, "tenant", &roles);
+    let b = Tenant::new(cp, &dst, "tenant", &roles);
+    let limited = Tenant::new(cp, &dst, "limited", &["skiff-tenant-edit"]);
+
+    let accept = acceptance_of("NetworkPolicy", &dst, "policy-from-a", &src, "policy");
+    let refused = limited
+        .apply(&accept)
+        .expect_err("an acceptance without create on NetworkPolicies");
+    assert!(
+        refused.contains("lets skiff create a NetworkPolicy"),
+        "{refused}"
+    );
+    let policy = format!(
+        "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: deny-ingress\n  namespace: {src}\n  labels:\n    skiff.dev/offered: \"true\"\nspec:\n  podSelector: {{}}\n  policyTypes: [Ingress]\n"
+    );
+    a.apply(&policy).expect("a creates its NetworkPolicy");
+    a.apply(&offer(&src, "policy", "NetworkPolicy", "deny-ingress"))
+        .expect("a offers it");
+    b.apply(&accept).expect("b accepts a NetworkPolicy");
+
+    let dir = TempDir::new("e2e-self-service-kit");
+    let mut skiff = Skiff::start(
+        &cp.operator_kubeconfig(),
+        dir.0.join("skiff.log"),
+        &KIT_FLAGS,
+    );
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until("b's NetworkPolicy copy appears", || {
+            let copy = cp.object("networkpolicy", &dst, "deny-ingress");
+            copy.is_some_and(|p| {
+                p["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "skiff"
+                    && p["spec"]["policyTypes"][0] == "Ingress"
+            })
+        });
+        wait_until("b's acceptance says Served", || {
+            reason_is(cp, &dst, "policy-from-a", "Served")
+        });
+    }));
+    skiff.terminate(STEP_TIMEOUT);
+    if let Err(panic) = outcome {
+        eprintln!("skiff log (kit):\n{}", skiff.logs());
+        std::panic::resume_unwind(panic);
+    }
 }
 
 /// The shipped ValidatingAdmissionPolicy: a tenant who may create Mirrors and acceptances but
