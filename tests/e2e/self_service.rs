@@ -82,6 +82,12 @@ impl Tenant {
         }
     }
 
+    /// Applies `manifest` as this tenant, which must be refused with a message saying `says`.
+    fn refused(&self, manifest: &str, says: &str) {
+        let refused = self.apply(manifest).expect_err(says);
+        assert!(refused.contains(says), "{refused}");
+    }
+
     fn ok(&self, args: &[&str]) -> String {
         self.kubectl.ok(args)
     }
@@ -583,13 +589,7 @@ fn tenants_share_a_kit_kind_the_admin_enables() {
     let limited = Tenant::new(cp, &dst, "limited", &["skiff-tenant-edit"]);
 
     let accept = acceptance_of("NetworkPolicy", &dst, "policy-from-a", &src, "policy");
-    let refused = limited
-        .apply(&accept)
-        .expect_err("an acceptance without create on NetworkPolicies");
-    assert!(
-        refused.contains("lets skiff create a NetworkPolicy"),
-        "{refused}"
-    );
+    limited.refused(&accept, "lets skiff create a NetworkPolicy");
     let policy = format!(
         "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: deny-ingress\n  namespace: {src}\n  labels:\n    skiff.dev/offered: \"true\"\nspec:\n  podSelector: {{}}\n  policyTypes: [Ingress]\n"
     );
@@ -654,29 +654,14 @@ fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
     );
 
     let offer_manifest = offer(&src, "share", "ConfigMap", "settings");
-    let refused = limited
-        .apply(&offer_manifest)
-        .expect_err("an offer without get");
-    assert!(
-        refused.contains("may offer only what its author may read"),
-        "{refused}"
-    );
+    limited.refused(&offer_manifest, "may offer only what its author may read");
     let accept_manifest = acceptance(&dst, "from-a", &src, "share");
-    let refused = limited
-        .apply(&accept_manifest)
-        .expect_err("an acceptance without create");
-    assert!(
-        refused.contains("lets skiff create a ConfigMap"),
-        "{refused}"
-    );
+    limited.refused(&accept_manifest, "lets skiff create a ConfigMap");
     assert!(cp.object("mirror", &src, "share").is_none());
     assert!(cp.object("mirroracceptance", &dst, "from-a").is_none());
     // Who may create ConfigMaps but not Secrets cannot accept a Secret.
     let secret = acceptance_of("Secret", &dst, "secret-from-a", &src, "share");
-    let refused = full
-        .apply(&secret)
-        .expect_err("a Secret acceptance without create");
-    assert!(refused.contains("lets skiff create a Secret"), "{refused}");
+    full.refused(&secret, "lets skiff create a Secret");
 
     full.apply(&offer_manifest).expect("an offer with get");
     full.apply(&accept_manifest)
@@ -685,13 +670,7 @@ fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
     // writes are such changes); a change of the spec is.
     limited.ok(&["label", "mirror", "share", "seen=yes"]);
     let other = offer(&src, "share", "ConfigMap", "other");
-    let refused = limited
-        .apply(&other)
-        .expect_err("re-pointing the offer without get");
-    assert!(
-        refused.contains("may offer only what its author may read"),
-        "{refused}"
-    );
+    limited.refused(&other, "may offer only what its author may read");
 }
 
 /// `kubectl explain` describes the acceptance from the CRD's schema, and its short name works.
