@@ -34,13 +34,16 @@ pub fn new_copy_body(
     Ok(Pieces::new(vec![head.into(), Arc::clone(content), end]))
 }
 
+/// A map's field and its members, serialized once and shared by every update.
+pub type MapMembers = (&'static str, Arc<[u8]>);
+
 /// The body of an update: `patch` ([`super::render::update_patch`], without the maps) and each
 /// of the payload's maps, whose members (`map_members`, in [`Payload::maps`]'s order) every
 /// update shares: replaced whole (`$patch: replace`) where the copy holds that map, set
 /// plainly where it holds none (the server drops a replaced map the object lacks).
 pub fn update_body(
     patch: &Value,
-    map_members: &[(&'static str, Arc<[u8]>)],
+    map_members: &[MapMembers],
     held: HeldMaps,
 ) -> Result<Pieces, serde_json::Error> {
     let mut head = serde_json::to_vec(patch)?;
@@ -68,7 +71,7 @@ pub fn update_body(
 }
 
 /// The members of each of `payload`'s maps, without the braces, as [`update_body`] shares them.
-pub fn map_members(payload: &Payload) -> Result<Vec<(&'static str, Arc<[u8]>)>, serde_json::Error> {
+pub fn map_members(payload: &Payload) -> Result<Vec<MapMembers>, serde_json::Error> {
     let maps = payload.maps().into_iter();
     maps.map(|(field, map)| Ok((field, members(map)?.into())))
         .collect()

@@ -7,7 +7,9 @@
 
 use crate::kube::Error;
 use crate::mirror::copy::{CopyInfo, Owner};
-use crate::mirror::copy_body::{content_members, map_members, new_copy_body, update_body};
+use crate::mirror::copy_body::{
+    MapMembers, content_members, map_members, new_copy_body, update_body,
+};
 use crate::mirror::copy_requests::CopyRequests;
 use crate::mirror::desired::DesiredCopy;
 use crate::mirror::existing::Existing;
@@ -26,7 +28,7 @@ pub struct Target {
     /// The content as every create sends it, serialized once, at the first create.
     content: OnceLock<Arc<[u8]>>,
     /// The maps as every update sends them, serialized once, at the first update.
-    maps: OnceLock<Vec<(&'static str, Arc<[u8]>)>>,
+    maps: OnceLock<Vec<MapMembers>>,
 }
 
 impl Target {
@@ -50,7 +52,7 @@ impl Target {
     }
 
     /// The maps every copy's update shares ([`map_members`]).
-    fn maps(&self) -> Result<&[(&'static str, Arc<[u8]>)], Error> {
+    fn maps(&self) -> Result<&[MapMembers], Error> {
         if let Some(maps) = self.maps.get() {
             return Ok(maps);
         }
