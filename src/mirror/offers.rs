@@ -3,7 +3,7 @@
 //! checks ([`super::consent`]) both read them.
 
 use super::copy::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
-use super::namespace::NamespaceInfo;
+use super::namespace::{NamespaceEntry, NamespaceInfo};
 use super::namespace_selector::matches;
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
@@ -35,7 +35,7 @@ pub fn offer_moved(
     offer: &LabelSelector,
     mirrors: &Store<Mirror, Mirror>,
     event: &Change<Namespace>,
-    previous: Option<&NamespaceInfo>,
+    previous: Option<&NamespaceEntry>,
 ) -> Vec<ObjectKey> {
     let (Change::Listed(ns) | Change::Applied(ns)) = event else {
         return Vec::new();
@@ -44,7 +44,8 @@ pub fn offer_moved(
         return Vec::new();
     }
     let offers = |info: &NamespaceInfo| matches(offer, |k| info.label(k));
-    if previous.is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
+    let was = previous.map(|e| NamespaceInfo::view(ns.metadata.name(), e));
+    if was.as_ref().is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
         return Vec::new();
     }
     let name = ns.metadata.name();
@@ -78,7 +79,7 @@ mod tests {
             },
             ..Namespace::default()
         };
-        let before = NamespaceInfo::of(&ns(&[]));
+        let before = NamespaceEntry::of(&ns(&[]));
         let labelled = Change::Applied(ns(&[("offers", "yes")]));
         let mut woken = offer_moved(&offer, &mirrors, &labelled, Some(&before));
         woken.sort();
@@ -87,7 +88,7 @@ mod tests {
             ObjectKey::new("team-a", "two"),
         ];
         assert_eq!(woken, keys);
-        let after = NamespaceInfo::of(&ns(&[("offers", "yes")]));
+        let after = NamespaceEntry::of(&ns(&[("offers", "yes")]));
         let relabel = Change::Applied(ns(&[("offers", "yes"), ("x", "y")]));
         assert!(offer_moved(&offer, &mirrors, &relabel, Some(&after)).is_empty());
         let first_list = Change::Listed(ns(&[("offers", "yes")]));
