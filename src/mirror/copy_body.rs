@@ -40,7 +40,9 @@ pub type MapMembers = (&'static str, Arc<[u8]>);
 /// The body of an update: `patch` ([`super::render::update_patch`], without the maps) and each
 /// of the payload's maps, whose members (`map_members`, in [`Payload::maps`]'s order) every
 /// update shares: replaced whole (`$patch: replace`) where the copy holds that map, set
-/// plainly where it holds none (the server drops a replaced map the object lacks).
+/// plainly where it holds none (the server drops a replaced map the object lacks), and left
+/// out where neither has it (an empty map set would differ from none, which an immutable
+/// copy refuses).
 pub fn update_body(
     patch: &Value,
     map_members: &[MapMembers],
@@ -50,6 +52,9 @@ pub fn update_body(
     head.pop(); // the closing brace: the maps follow
     let mut pieces = Vec::with_capacity(1 + 3 * map_members.len());
     for (i, (field, members)) in map_members.iter().enumerate() {
+        if !held.holds(i) && members.is_empty() {
+            continue;
+        }
         let replace = if held.holds(i) {
             "\"$patch\":\"replace\""
         } else {

@@ -199,6 +199,15 @@ fn a_map_the_copy_lacks_is_set_plainly_and_one_it_holds_replaced_whole() {
     let sent = update_sent(&d, &CopyInfo::of_configmap(&copy), "8");
     assert_eq!(sent["binaryData"], json!({"bin": "AAE="}));
     assert_eq!(sent["data"], json!({"$patch": "replace", "k": "v"}));
+    let plain = update_sent(
+        &desired(&mirror(&[], &[]), &source(&[("k", "v")])),
+        &CopyInfo::of_configmap(&copy),
+        "8",
+    );
+    assert!(
+        plain.get("binaryData").is_none(),
+        "a map neither has is left out: {plain}"
+    );
     let after = patched(&copy, &d);
     assert_eq!(after.binary_data, map(&[("bin", "AAE=")]));
     assert_eq!(after.data, map(&[("k", "v")]));
