@@ -6,7 +6,8 @@
 //! the writes of a restart (`compare/lifecycle.rs`); handover rounds (`compare/handover.rs`);
 //! the Lease under controller load with APF squeezed (`compare/squeeze.rs`); hostile traffic on
 //! the probe and metrics ports (`compare/flood.rs`); another writer fighting the copies
-//! (`compare/fight.rs`). Scales come from
+//! (`compare/fight.rs`); the namespace kit into new namespaces (`compare/kit.rs`, its own
+//! section, `make compare-kit` alone). Scales come from
 //! the environment (`compare/settings.rs`); `cargo test --all-targets` skips this program.
 
 #[path = "../tests/support/mod.rs"]
@@ -27,6 +28,12 @@ mod fight;
 mod flood;
 #[path = "compare/handover.rs"]
 mod handover;
+#[path = "compare/kit.rs"]
+mod kit;
+#[path = "compare/kit_count.rs"]
+mod kit_count;
+#[path = "compare/kit_report.rs"]
+mod kit_report;
 #[path = "compare/lease_watch.rs"]
 mod lease_watch;
 #[path = "compare/lifecycle.rs"]
@@ -153,7 +160,20 @@ fn run(settings: &Settings) {
             fight::run(&cp, &o, identities.of(&o), settings.fight)
         })
         .collect();
+    let kits: Vec<kit::Kitted> = if settings.runs("kit") {
+        kit::part(&cp, settings, started, &identities)
+    } else {
+        Vec::new()
+    };
     progress(started, "done");
+    let kit_section = kit_report::render(&kits, settings);
+    println!("{kit_section}");
+    if settings.kit_only() {
+        if settings.write_report {
+            write_section(&kit_section, report::KIT_BEGIN, report::KIT_END);
+        }
+        return;
+    }
     let svg = settings.write_report.then(|| write_svg(&columns, settings));
     let ctx = report::Context {
         machine: machine(),
@@ -174,11 +194,21 @@ fn run(settings: &Settings) {
     let section = table + &flood::render(&floods) + &fight::render(&fights);
     println!("{section}");
     if settings.write_report {
-        let path = repo().join(BENCHMARKS);
-        let document = std::fs::read_to_string(&path).unwrap_or_default();
-        std::fs::write(&path, report::splice(&document, &section)).expect("write BENCHMARKS.md");
+        write_section(&section, report::BEGIN, report::END);
+        if !kits.is_empty() {
+            write_section(&kit_section, report::KIT_BEGIN, report::KIT_END);
+        }
         println!("compare: wrote {BENCHMARKS} and {SVG_PATH}");
     }
+}
+
+/// Rewrites the generated section of BENCHMARKS.md between `begin` and `end`.
+fn write_section(section: &str, begin: &str, end: &str) {
+    let path = repo().join(BENCHMARKS);
+    let document = std::fs::read_to_string(&path).unwrap_or_default();
+    let text = report::splice(&document, section, begin, end);
+    std::fs::write(&path, text).expect("write BENCHMARKS.md");
+    println!("compare: wrote the section {begin} of {BENCHMARKS}");
 }
 
 /// Who each operator runs as.

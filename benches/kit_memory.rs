@@ -2,7 +2,7 @@
 //! and kube-apiserver) with skiff as leader under the RBAC of `deploy/kinds`.
 //!
 //! One Mirror after another into the same namespaces: a ConfigMap (the baseline), then a
-//! NetworkPolicy, a LimitRange, a ResourceQuota and a RoleBinding. After each converges, skiff's
+//! NetworkPolicy, a LimitRange, a ResourceQuota, a RoleBinding and a ServiceAccount. After each converges, skiff's
 //! RssAnon (median of 10 readings) is taken; the growth divided by the copies it added is the
 //! RssAnon per copy of that kind. Goal: ≤ 1 KB per copy, every kind.
 //!
@@ -24,18 +24,19 @@ use support::skiff::{Skiff, TempDir, eventually, proc_status_kib};
 const SELECT_LABEL: &str = "kit-memory";
 const STEP_LIMIT: Duration = Duration::from_secs(300);
 const SETTLE: Duration = Duration::from_secs(5);
-const FLAGS: [&str; 7] = [
+const FLAGS: [&str; 8] = [
     "--leader-elect",
     "--leader-election-namespace=skiff-system",
     "--source-namespaces=skiff-system",
     "--kube-api-qps=200",
     "--kube-api-burst=200",
-    "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io",
+    "--kinds=networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io,serviceaccounts",
     "--bindable-roles=edit,view",
+    "--binding-namespace-label=skiff.dev/kit",
 ];
 
 /// Each kind's source (kind, API version, content members) as a user writes it.
-fn sources() -> [(&'static str, &'static str, Value); 5] {
+fn sources() -> [(&'static str, &'static str, Value); 6] {
     [
         (
             "ConfigMap",
@@ -66,6 +67,11 @@ fn sources() -> [(&'static str, &'static str, Value); 5] {
             "subjects": [{"kind": "Group", "name": "team", "apiGroup": "rbac.authorization.k8s.io"}],
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}}),
         ),
+        (
+            "ServiceAccount",
+            "v1",
+            json!({"imagePullSecrets": [{"name": "registry-pull"}], "automountServiceAccountToken": false}),
+        ),
     ]
 }
 
@@ -89,7 +95,7 @@ fn create_namespaces(cp: &ControlPlane, count: usize) {
     let items: Vec<Value> = (0..count)
         .map(|i| {
             json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": format!("kit-{i:05}"), "labels": {SELECT_LABEL: "yes"}}})
+            "metadata": {"name": format!("kit-{i:05}"), "labels": {SELECT_LABEL: "yes", "skiff.dev/kit": "yes"}}})
         })
         .collect();
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
@@ -114,7 +120,7 @@ fn add_mirror(cp: &ControlPlane, kind: &str, api_version: &str, content: &Value)
         &json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
             "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
             "spec": {"source": {"kind": kind, "name": name},
-                     "namespaceSelector": {"matchLabels": {SELECT_LABEL: "yes"}}}})
+                     "namespaceSelector": {"matchLabels": {SELECT_LABEL: "yes", "skiff.dev/kit": "yes"}}}})
         .to_string(),
     );
     name

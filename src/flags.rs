@@ -28,7 +28,10 @@ use crate::mirror::Kinds;
 
 pub use argv::parse_bool;
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
-pub use self_service::{DEFAULT_MAX_COPIES_PER_TENANT_MIRROR, DEFAULT_OFFER_NAMESPACE_SELECTOR};
+pub use self_service::{
+    DEFAULT_MAX_COPIES_PER_TENANT_MIRROR, DEFAULT_OFFER_NAMESPACE_SELECTOR,
+    DEFAULT_SELF_SERVICE_KINDS,
+};
 
 /// Main client QPS and burst: the client's own defaults (kubebuilder's).
 pub use crate::kube::config::{
@@ -153,7 +156,7 @@ struct Options {
     /// matching the secret-targets component's resourceNames (default none: no Secret copies)
     #[argh(option, default = "String::new()")]
     secret_target_names: String,
-    /// let tenants share ConfigMaps: a Mirror in a namespace matching
+    /// let tenants share (see --self-service-kinds): a Mirror in a namespace matching
     /// --offer-namespace-selector copies only into namespaces holding a MirrorAcceptance of it
     /// (default false)
     #[argh(switch)]
@@ -165,15 +168,23 @@ struct Options {
     /// with --self-service, the most copies one tenant Mirror makes (default 100)
     #[argh(option, default = "DEFAULT_MAX_COPIES_PER_TENANT_MIRROR")]
     max_copies_per_tenant_mirror: u32,
+    /// with --self-service, the kinds tenants may share: configmaps, secrets (only under
+    /// --secret-target-names) and kinds --kinds enables, a comma list (default configmaps)
+    #[argh(option, default = "DEFAULT_SELF_SERVICE_KINDS.to_owned()")]
+    self_service_kinds: String,
     /// kinds Mirrors may copy besides ConfigMaps and Secrets, as resource.group (comma lists,
     /// repeatable): networkpolicies.networking.k8s.io, limitranges, resourcequotas,
-    /// rolebindings.rbac.authorization.k8s.io (default none)
+    /// rolebindings.rbac.authorization.k8s.io, serviceaccounts (default none)
     #[argh(option)]
     kinds: Vec<String>,
     /// the only ClusterRoles a copied RoleBinding may bind: a comma list, matching the
     /// resourceNames of skiff's `bind` rule (needed with rolebindings in --kinds)
     #[argh(option)]
     bindable_roles: Vec<String>,
+    /// the label key a namespace must carry to receive RoleBinding copies, as the admission
+    /// policy skiff-rolebindings requires (needed with rolebindings in --kinds)
+    #[argh(option, default = "String::new()")]
+    binding_namespace_label: String,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,
@@ -362,7 +373,11 @@ impl fmt::Display for Settings {
             secret_targets,
             self.self_service.as_ref().map_or_else(
                 || "false".to_owned(),
-                |s| format!("true (max-copies-per-tenant-mirror={})", s.max_copies)
+                |s| format!(
+                    "true (max-copies-per-tenant-mirror={} self-service-kinds={})",
+                    s.max_copies,
+                    s.kinds_flag()
+                )
             ),
             or_none(self.kinds.enabled().map(|k| k.flag_name()).collect()),
             or_none(self.kinds.bindable_roles().map(str::to_owned).collect()),

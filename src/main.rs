@@ -63,6 +63,10 @@ async fn run(settings: &Settings) -> Result<(), String> {
     .load()
     .map_err(|e| e.to_string())?;
     let identity = skiff::leader::identity();
+    let kinds = settings
+        .kinds
+        .clone()
+        .in_namespace(config.namespace.clone());
     let replica = Replica::wire(settings, config, &identity)?;
     let step_down = replica.step_down();
     let own_pod_deleted = replica.own_pod_deleted();
@@ -74,7 +78,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
         replica.scope,
         secret_targets,
         settings.self_service.clone(),
-        settings.kinds.clone(),
+        kinds,
         &identity,
     )];
     smol::spawn(skiff::heap::release_when_idle()).detach();

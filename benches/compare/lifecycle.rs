@@ -85,7 +85,7 @@ pub fn wait_leading(watch: &LeaseWatch, replica: &mut Replica, operator: &Operat
 }
 
 /// Median of each figure over a few samples.
-fn sample(replica: &Replica) -> Footprint {
+pub fn sample(replica: &Replica) -> Footprint {
     let mut samples: Vec<Footprint> = Vec::new();
     for _ in 0..SAMPLES {
         samples.push(replica.footprint());
@@ -125,12 +125,29 @@ fn restart(
     cp: &ControlPlane,
     launch: &Launch,
     watch: &LeaseWatch,
-    mut first: Replica,
+    first: Replica,
 ) -> (Replica, usize) {
     let before: BTreeMap<String, String> = world::copies(cp, launch).into_iter().collect();
+    let (second, _) = replace_leader(launch, watch, first);
+    std::thread::sleep(RESTART_WATCH);
+    let after = world::copies(cp, launch);
+    let writes = after
+        .iter()
+        .filter(|(ns, rv)| before.get(ns) != Some(rv))
+        .count();
+    (second, writes)
+}
+
+/// SIGTERM to the leader, then a new replica; returns it once it leads, and when it was
+/// started (the old leader had exited by then).
+pub fn replace_leader(
+    launch: &Launch,
+    watch: &LeaseWatch,
+    mut first: Replica,
+) -> (Replica, std::time::SystemTime) {
     let old_holder = watch.holder();
     let _ = first.terminate(Duration::from_secs(40));
-    let restarted = Instant::now();
+    let (restarted, since) = (Instant::now(), std::time::SystemTime::now());
     let second = launch.start("second");
     let led = watch.wait_for(restarted, STEP_TIMEOUT, |s| {
         !s.holder.is_empty() && s.holder != old_holder
@@ -140,11 +157,5 @@ fn restart(
         "the restarted replica never led; log:\n{}",
         second.logs()
     );
-    std::thread::sleep(RESTART_WATCH);
-    let after = world::copies(cp, launch);
-    let writes = after
-        .iter()
-        .filter(|(ns, rv)| before.get(ns) != Some(rv))
-        .count();
-    (second, writes)
+    (second, since)
 }

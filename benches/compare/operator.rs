@@ -103,6 +103,8 @@ pub struct Launch<'a> {
     /// `--health-probe-bind-address` and `--metrics-bind-address` (`0`: metrics off).
     pub probe_address: String,
     pub metrics_address: String,
+    /// Flags after the scenario's own (the kit part's `--kinds`, say).
+    pub extra: Vec<String>,
 }
 
 impl<'a> Launch<'a> {
@@ -124,6 +126,7 @@ impl<'a> Launch<'a> {
             qps: (QPS, BURST),
             probe_address: "127.0.0.1:0".into(),
             metrics_address: "0".into(),
+            extra: Vec::new(),
         }
     }
 
@@ -151,6 +154,7 @@ impl<'a> Launch<'a> {
                 ),
             ]),
         }
+        args.extend(self.extra.iter().cloned());
         args
     }
 

@@ -29,10 +29,12 @@ pub struct Settings {
     pub parts: Vec<String>,
     /// How long the fighter fights each operator (default 120 s).
     pub fight: Duration,
+    /// New namespaces the kit part stamps the kit into (default 1,000).
+    pub kit_namespaces: usize,
 }
 
 /// The parts of a run, for `COMPARE_PARTS`.
-const PARTS: [&str; 3] = ["table", "flood", "fight"];
+const PARTS: [&str; 4] = ["table", "flood", "fight", "kit"];
 
 impl Settings {
     pub fn from_env() -> Result<Settings, String> {
@@ -46,6 +48,7 @@ impl Settings {
             only: Vec::new(),
             parts: Vec::new(),
             fight: Duration::from_secs(120),
+            kit_namespaces: 1_000,
         };
         let settings = Settings {
             namespaces: count("COMPARE_NAMESPACES", full.namespaces)?,
@@ -57,6 +60,7 @@ impl Settings {
             only: list("COMPARE_OPERATORS"),
             parts: list("COMPARE_PARTS"),
             fight: duration("COMPARE_FIGHT", full.fight)?,
+            kit_namespaces: count("COMPARE_KIT_NAMESPACES", full.kit_namespaces)?,
         };
         if let Some(part) = settings.parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
             return Err(format!(
@@ -64,11 +68,12 @@ impl Settings {
                 PARTS.join(", ")
             ));
         }
-        let partial = !settings.only.is_empty() || !settings.parts.is_empty();
+        let partial =
+            !settings.only.is_empty() || !(settings.parts.is_empty() || settings.kit_only());
         if partial && settings.write_report {
             return Err(
                 "COMPARE_OPERATORS and COMPARE_PARTS run part of the report; add COMPARE_WRITE=0 \
-                 (nothing is rewritten)"
+                 (nothing is rewritten; COMPARE_PARTS=kit alone rewrites the kit's section)"
                     .into(),
             );
         }
@@ -84,6 +89,11 @@ impl Settings {
     /// Whether the run includes `operator` (`COMPARE_OPERATORS`).
     pub fn chosen(&self, operator: &crate::operator::Operator) -> bool {
         self.only.is_empty() || self.only.iter().any(|s| s == operator.slug)
+    }
+
+    /// Whether the run is the kit part alone (`make compare-kit`): it rewrites only its section.
+    pub fn kit_only(&self) -> bool {
+        self.parts == ["kit"]
     }
 
     /// Whether the run includes `part` (one of [`PARTS`]).

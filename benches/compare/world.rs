@@ -79,17 +79,22 @@ pub fn apply_peer_flowschema(cp: &ControlPlane, present: bool) {
 /// Namespaces `cmp-NNNN` for each index in `range`, all labelled [`WIDE`], and [`TARGET`] too
 /// when `target`.
 pub fn create_namespaces(cp: &ControlPlane, range: std::ops::Range<usize>, target: bool) {
-    let indices: Vec<usize> = range.collect();
-    for batch in indices.chunks(BATCH) {
+    let mut labels = json!({ WIDE: "true" });
+    if target {
+        labels[TARGET] = json!("true");
+    }
+    let names: Vec<String> = range.map(|i| format!("cmp-{i:04}")).collect();
+    create_labelled(cp, &names, &labels);
+}
+
+/// Namespaces named `names`, each with `labels`, [`BATCH`] per `kubectl apply`.
+pub fn create_labelled(cp: &ControlPlane, names: &[String], labels: &serde_json::Value) {
+    for batch in names.chunks(BATCH) {
         let items: Vec<serde_json::Value> = batch
             .iter()
-            .map(|&i| {
-                let mut labels = json!({ WIDE: "true" });
-                if target {
-                    labels[TARGET] = json!("true");
-                }
+            .map(|name| {
                 json!({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": format!("cmp-{i:04}"), "labels": labels}})
+                       "metadata": {"name": name, "labels": labels}})
             })
             .collect();
         let list = json!({"apiVersion": "v1", "kind": "List", "items": items});

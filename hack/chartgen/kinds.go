@@ -71,3 +71,48 @@ func ruleKind(rule *yaml.Node) (string, error) {
 	}
 	return resource + "." + group, nil
 }
+
+// The literals of the RoleBinding policy (components/kinds/rolebinding-policy.yaml) that the
+// chart's values replace: skiff's username, its namespace and the namespace label.
+const (
+	policyUser      = "'system:serviceaccount:" + installNamespace + ":" + baseName + "'"
+	policyNamespace = "'" + installNamespace + "'"
+	policyLabel     = "'skiff.dev/kit'"
+)
+
+// templateBindingPolicy puts the release's namespace and ServiceAccount, and
+// $.Values.bindingNamespaceLabel, into the CEL of the policy on skiff's RoleBinding writes.
+func templateBindingPolicy(root *yaml.Node, f *fragments) error {
+	spec := get(root, "spec")
+	replaced := 0
+	for _, list := range []string{"matchConditions", "variables"} {
+		items := get(spec, list)
+		if items == nil {
+			return fmt.Errorf("the RoleBinding policy has no %s", list)
+		}
+		for _, item := range items.Content {
+			expr := get(item, "expression")
+			if expr == nil {
+				continue
+			}
+			var text string
+			switch {
+			case strings.Contains(expr.Value, policyUser):
+				parts := strings.SplitN(expr.Value, policyUser, 2)
+				text = fmt.Sprintf(`{{ printf "%%s'system:serviceaccount:%%s:%%s'%%s" %q $.Release.Namespace (include "skiff.fullname" $) %q | quote }}`, parts[0], parts[1])
+			case expr.Value == policyNamespace:
+				text = `{{ squote $.Release.Namespace | quote }}`
+			case expr.Value == policyLabel:
+				text = `{{ squote $.Values.bindingNamespaceLabel | quote }}`
+			default:
+				continue
+			}
+			set(item, "expression", f.text(text))
+			replaced++
+		}
+	}
+	if replaced != 3 {
+		return fmt.Errorf("the RoleBinding policy must name %s, %s and %s once each", policyUser, policyNamespace, policyLabel)
+	}
+	return nil
+}

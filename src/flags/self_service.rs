@@ -1,13 +1,19 @@
-//! `--self-service`, `--offer-namespace-selector` and `--max-copies-per-tenant-mirror`,
-//! validated into the guardrails of tenant Mirrors ([`SelfService`]).
+//! `--self-service`, `--offer-namespace-selector`, `--max-copies-per-tenant-mirror` and
+//! `--self-service-kinds`, validated into the guardrails of tenant Mirrors ([`SelfService`]).
+//!
+//! Tenants share ConfigMaps unless the admin names more kinds, and never a kind skiff does not
+//! copy at all: RBAC-bearing kinds such as RoleBindings are shared only when named here and
+//! enabled by `--kinds`, and Secrets only under `--secret-target-names`.
 //!
 //! The offer selector takes the equality and existence forms of kubectl's `-l`
 //! (`k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated, all must hold); set forms (`in`,
 //! `notin`) are refused with a message saying so, rather than half understood.
 
 use super::FlagError;
-use crate::mirror::SelfService;
-use crate::mirror::types::{LabelSelector, LabelSelectorRequirement};
+use crate::mirror::kit_table::TABLE;
+use crate::mirror::types::{LabelSelector, LabelSelectorRequirement, SourceKind};
+use crate::mirror::{Kinds, SelfService};
+use std::collections::BTreeSet;
 
 /// Namespaces an admin labelled may offer; tenants cannot label namespaces.
 pub const DEFAULT_OFFER_NAMESPACE_SELECTOR: &str = "skiff.dev/may-offer=true";
@@ -17,11 +23,19 @@ pub const DEFAULT_MAX_COPIES_PER_TENANT_MIRROR: u32 = 100;
 const SELECTOR_FLAG: &str = "--offer-namespace-selector";
 const MAX_FLAG: &str = "--max-copies-per-tenant-mirror";
 
-/// `None` when self-service is off.
+/// The only kind tenants share unless the admin names more.
+pub const DEFAULT_SELF_SERVICE_KINDS: &str = "configmaps";
+
+const KINDS_FLAG: &str = "--self-service-kinds";
+
+/// `None` when self-service is off. `enabled` are the kinds `--kinds` enables and the
+/// `--secret-target-names`, which a shared kind needs.
 pub(super) fn self_service(
     on: bool,
     selector: &str,
     max_copies: u32,
+    kinds: &str,
+    enabled: (&Kinds, &[String]),
 ) -> Result<Option<SelfService>, FlagError> {
     if !on {
         return Ok(None);
@@ -35,7 +49,61 @@ pub(super) fn self_service(
     Ok(Some(SelfService {
         offer_selector: label_selector(selector)?,
         max_copies: max_copies as usize,
+        kinds: shared_kinds(kinds, enabled)?,
     }))
+}
+
+/// `--self-service-kinds`: each kind named, and only one skiff copies at all: a kit kind must
+/// be in `--kinds`, Secrets need `--secret-target-names` (the only names tenants share).
+fn shared_kinds(
+    text: &str,
+    (kinds, secret_names): (&Kinds, &[String]),
+) -> Result<BTreeSet<SourceKind>, FlagError> {
+    let mut shared = BTreeSet::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let lower = entry.to_ascii_lowercase();
+        let (resource, group) = lower.split_once('.').unwrap_or((&lower, ""));
+        let kit = TABLE
+            .iter()
+            .find(|k| k.resource == resource && (group.is_empty() || group == k.group));
+        let kind = match (resource, kit) {
+            ("configmaps", _) => SourceKind::ConfigMap,
+            ("secrets", _) if secret_names.is_empty() => {
+                return Err(kinds_error(format!(
+                    "{KINDS_FLAG} names secrets but --secret-target-names is empty: tenants \
+                     share Secrets only under those names; set --secret-target-names (with \
+                     its RBAC) or drop secrets"
+                )));
+            }
+            ("secrets", _) => SourceKind::Secret,
+            (_, Some(k)) if !kinds.is_enabled(k.kind) => {
+                return Err(kinds_error(format!(
+                    "{KINDS_FLAG} names {entry} but --kinds does not enable it: add {} to \
+                     --kinds (with its RBAC) or drop it here",
+                    k.flag_name()
+                )));
+            }
+            (_, Some(k)) => k.kind,
+            (_, None) => {
+                return Err(kinds_error(format!(
+                    "{KINDS_FLAG} {entry:?}: not a kind skiff shares; name configmaps, \
+                     secrets or kinds --kinds enables, e.g. {KINDS_FLAG}=configmaps,secrets"
+                )));
+            }
+        };
+        shared.insert(kind);
+    }
+    if shared.is_empty() {
+        return Err(kinds_error(format!(
+            "{KINDS_FLAG} is empty: tenants could share nothing; e.g. \
+             {KINDS_FLAG}={DEFAULT_SELF_SERVICE_KINDS}, or drop --self-service"
+        )));
+    }
+    Ok(shared)
+}
+
+fn kinds_error(message: String) -> FlagError {
+    invalid(KINDS_FLAG, message)
 }
 
 fn invalid(flag: &'static str, message: String) -> FlagError {
@@ -128,12 +196,54 @@ mod tests {
         }
     }
 
+    fn on(kinds: &str, enabled: &Kinds, names: &[&str]) -> Result<SelfService, FlagError> {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let selector = DEFAULT_OFFER_NAMESPACE_SELECTOR;
+        self_service(true, selector, 5, kinds, (enabled, &names)).map(|s| s.expect("on"))
+    }
+
     #[test]
     fn off_unless_asked_and_a_cap_of_zero_is_refused() {
-        assert_eq!(self_service(false, "", 0), Ok(None));
-        let on = self_service(true, DEFAULT_OFFER_NAMESPACE_SELECTOR, 5).expect("valid");
-        assert_eq!(on.map(|s| s.max_copies), Some(5));
-        let e = self_service(true, "a", 0).expect_err("cap 0").to_string();
+        let none = (&Kinds::default(), &[][..]);
+        assert_eq!(self_service(false, "", 0, "", none), Ok(None));
+        let on = on(DEFAULT_SELF_SERVICE_KINDS, &Kinds::default(), &[]).expect("valid");
+        assert_eq!(on.max_copies, 5);
+        let e = self_service(true, "a", 0, "configmaps", none);
+        let e = e.expect_err("cap 0").to_string();
         assert!(e.contains(MAX_FLAG), "{e}");
+    }
+
+    #[test]
+    fn tenants_share_configmaps_only_unless_the_admin_names_more() {
+        let none = Kinds::default();
+        let default = on(DEFAULT_SELF_SERVICE_KINDS, &none, &[]).expect("default");
+        assert_eq!(default.kinds, BTreeSet::from([SourceKind::ConfigMap]));
+        assert!(!default.shares(SourceKind::Secret));
+        let both = on("configmaps, secrets", &none, &["app-tls"]).expect("secrets");
+        assert!(both.shares(SourceKind::Secret));
+        assert_eq!(both.kinds_flag(), "configmaps,secrets");
+        let kit = [
+            "rolebindings.rbac.authorization.k8s.io".to_string(),
+            "limitranges".into(),
+        ];
+        let kinds = Kinds::parse(&kit, &["view".to_string()]).expect("kinds");
+        let shared = on("limitranges", &kinds, &[]).expect("an enabled kit kind");
+        assert_eq!(shared.kinds, BTreeSet::from([SourceKind::LimitRange]));
+        assert!(!shared.shares(SourceKind::RoleBinding), "never by default");
+    }
+
+    #[test]
+    fn a_kind_skiff_may_not_copy_is_refused_at_start_naming_the_fix() {
+        let none = Kinds::default();
+        for (kinds, names, says) in [
+            ("secrets", &[][..], "--secret-target-names"),
+            ("rolebindings", &["app-tls"][..], "--kinds"),
+            ("limitranges", &[][..], "--kinds"),
+            ("pods", &[][..], "not a kind skiff shares"),
+            ("", &[][..], "is empty"),
+        ] {
+            let e = on(kinds, &none, names).expect_err(kinds).to_string();
+            assert!(e.contains(KINDS_FLAG) && e.contains(says), "{kinds}: {e}");
+        }
     }
 }

@@ -19,6 +19,11 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         o.leader_elect_retry_period,
     )
     .map_err(|e| invalid(e.flag, e.message))?;
+    let kinds = Kinds::parse(&o.kinds, &o.bindable_roles)
+        .map_err(|e| invalid("--kinds", e))?
+        .with_binding_namespace_label(&o.binding_namespace_label)
+        .map_err(|e| invalid("--binding-namespace-label", e))?;
+    let secret_target_names = secret_target_names(&o.secret_target_names)?;
     Ok(Settings {
         kubeconfig: non_empty(o.kubeconfig).map(PathBuf::from),
         context: non_empty(o.context),
@@ -54,13 +59,15 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         graceful_shutdown_timeout: o.graceful_shutdown_timeout,
         hearing: super::hearing::hearing(o.watch_idle_timeout, o.deafness_timeout)?,
         source_namespaces: source_namespaces(&o.source_namespaces)?,
-        secret_target_names: secret_target_names(&o.secret_target_names)?,
         self_service: super::self_service::self_service(
             o.self_service,
             &o.offer_namespace_selector,
             o.max_copies_per_tenant_mirror,
+            &o.self_service_kinds,
+            (&kinds, &secret_target_names),
         )?,
-        kinds: Kinds::parse(&o.kinds, &o.bindable_roles).map_err(|e| invalid("--kinds", e))?,
+        secret_target_names,
+        kinds,
         log_format: o.log_format,
         log_level: o.log_level,
     })
@@ -357,6 +364,18 @@ mod tests {
         assert!(message.contains("deployments.apps"), "{message}");
         let (_, message) = rejected_flag(&["--kinds=rolebindings"]);
         assert!(message.contains("--bindable-roles"), "{message}");
+        let binds = ["--kinds=rolebindings", "--bindable-roles=edit"];
+        let (flag, message) = rejected_flag(&binds);
+        assert_eq!(flag, "--binding-namespace-label", "{message}");
+        let (flag, _) = rejected_flag(&["--binding-namespace-label=skiff.dev/kit"]);
+        assert_eq!(flag, "--binding-namespace-label");
+        let s = try_parse(&[
+            binds[0],
+            binds[1],
+            "--binding-namespace-label=skiff.dev/kit",
+        ]);
+        let s = s.expect("valid");
+        assert_eq!(s.kinds.binding_namespace_label(), Some("skiff.dev/kit"));
     }
 
     #[test]

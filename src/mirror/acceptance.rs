@@ -7,11 +7,13 @@
 //! found, never the namespaces or Mirrors of the cluster.
 
 use super::copy::Owner;
-use super::types::{API_VERSION, Condition};
+use super::types::{API_VERSION, Condition, SourceKind};
 use crate::kube::api::ObjectMeta;
 use crate::runtime::{Change, ObjectKey, Store};
+use by_mirror::ByMirror;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -38,6 +40,9 @@ crate::impl_resource!(
 #[serde(rename_all = "camelCase", default)]
 pub struct AcceptanceSpec {
     pub from: MirrorRef,
+    /// The kind of the copy accepted; the admission policy checks that its author may create
+    /// that kind here. An offer of another kind is not served (`NotAvailable`).
+    pub kind: SourceKind,
 }
 
 /// The Mirror whose copies are accepted: its namespace and name.
@@ -97,101 +102,142 @@ impl Verdict {
 }
 
 /// What the acceptance cache keeps of one acceptance (its namespace and name are the store's
-/// key): the Mirror it names, and what its status shows, so a status equal to it is not
-/// written again. Kept small, one allocation besides the key: the cache holds one per
-/// acceptance of the cluster (`benches/acceptances.rs` measures it).
+/// key): the Mirror it names, the kind it accepts, and whether its status already shows a
+/// reason for its current generation, so a status equal to it is not written again. Kept
+/// small, with no allocation of its own (the Mirror's name is shared, see [`ByMirror`]): the
+/// cache holds one per acceptance of the cluster (`benches/acceptances.rs` measures it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
-    /// The Mirror it names, as `namespace/name` (its index value).
-    pub from: Box<str>,
+    /// The Mirror it names, as `namespace/name`, shared with the index.
+    pub from: Arc<str>,
     pub generation: i64,
-    /// The `Served` condition's reason and the generation it was written for, if any.
-    pub shown: Option<(Verdict, i64)>,
+    /// The `Served` condition's reason, if any.
+    shown: Option<Verdict>,
+    /// Whether that condition was written for `generation`.
+    shown_current: bool,
+    /// The kind accepted.
+    pub kind: SourceKind,
 }
 
 impl Accepted {
-    pub fn of(acceptance: &MirrorAcceptance) -> Accepted {
+    /// The projection of `acceptance`, its Mirror's name interned in `index`.
+    fn of(acceptance: &MirrorAcceptance, index: &ByMirror) -> Accepted {
         let generation = acceptance.metadata.generation.unwrap_or_default();
-        let shown = acceptance.status.as_ref().and_then(|s| {
-            let served = s.conditions.iter().find(|c| c.type_ == SERVED)?;
-            let verdict = Verdict::parse(&served.reason)?;
-            Some((verdict, served.observed_generation.unwrap_or_default()))
-        });
+        let served = (acceptance.status.as_ref())
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == SERVED));
+        let from = &acceptance.spec.from;
         Accepted {
-            from: format!(
-                "{}/{}",
-                acceptance.spec.from.namespace, acceptance.spec.from.mirror
-            )
-            .into(),
+            from: index.intern(&format!("{}/{}", from.namespace, from.mirror)),
             generation,
-            shown,
+            shown: served.and_then(|c| Verdict::parse(&c.reason)),
+            shown_current: served
+                .is_some_and(|c| c.observed_generation.unwrap_or_default() == generation),
+            kind: acceptance.spec.kind,
+        }
+    }
+
+    /// The `Served` condition's reason, if it was written for the current generation.
+    pub fn shown(&self) -> Option<Verdict> {
+        self.shown.filter(|_| self.shown_current)
+    }
+
+    /// Whether the status shows `verdict` for the current generation.
+    pub fn shows(&self, verdict: Verdict) -> bool {
+        self.shown() == Some(verdict)
+    }
+
+    /// Whether posting `verdict` changes the reason shown (whatever the generation).
+    pub fn changes_reason(&self, verdict: Verdict) -> bool {
+        self.shown != Some(verdict)
+    }
+}
+
+/// The acceptance cache: a store of [`Accepted`], indexed by the Mirror each names.
+#[derive(Clone)]
+pub struct Acceptances {
+    pub store: Store<MirrorAcceptance, Accepted>,
+    by_mirror: ByMirror,
+}
+
+impl Default for Acceptances {
+    fn default() -> Self {
+        let by_mirror = ByMirror::default();
+        let index = by_mirror.clone();
+        Acceptances {
+            store: Store::new(move |a| Accepted::of(a, &index)),
+            by_mirror,
         }
     }
 }
 
-/// The acceptance cache, indexed by the Mirror each acceptance names.
-pub fn acceptance_store() -> Store<MirrorAcceptance, Accepted> {
-    Store::new(Accepted::of).with_index(|a: &Accepted| vec![a.from.to_string()])
+impl Acceptances {
+    /// Applies one watch event to the store and the index, as the watch does.
+    pub fn apply(&self, event: &Change<MirrorAcceptance>) {
+        let previous = self.store.apply(event);
+        self.follow(event, previous.as_ref());
+    }
+
+    /// Brings the index up to date with an event the store has applied.
+    pub fn follow(&self, event: &Change<MirrorAcceptance>, previous: Option<&Accepted>) {
+        self.by_mirror.follow(&self.store, event, previous);
+    }
+
+    /// The namespaces holding an acceptance of the Mirror `owner` that accepts `kind`.
+    pub fn accepting(&self, owner: &Owner, kind: SourceKind) -> BTreeSet<String> {
+        self.of(owner)
+            .into_iter()
+            .filter(|(_, a)| a.kind == kind)
+            .map(|(key, _)| key.namespace)
+            .collect()
+    }
+
+    /// The acceptances of the Mirror `owner`, with what the cache keeps of each.
+    pub fn of(&self, owner: &Owner) -> Vec<(ObjectKey, Accepted)> {
+        let from = format!("{}/{}", owner.namespace, owner.name);
+        self.by_mirror
+            .keys(&from)
+            .into_iter()
+            .filter_map(|key| {
+                let accepted = self.store.get(&key.namespace, &key.name)?;
+                Some((key, accepted))
+            })
+            .collect()
+    }
 }
 
-fn mirror_index(owner: &Owner) -> String {
-    format!("{}/{}", owner.namespace, owner.name)
-}
-
-/// The namespaces holding an acceptance of the Mirror `owner`.
-pub fn accepting(
-    acceptances: &Store<MirrorAcceptance, Accepted>,
-    owner: &Owner,
-) -> BTreeSet<String> {
-    acceptances
-        .indexed_keys(&mirror_index(owner))
-        .into_iter()
-        .map(|key| key.namespace)
-        .collect()
-}
-
-/// The acceptances of the Mirror `owner`, with what the cache keeps of each.
-pub fn acceptances_of(
-    acceptances: &Store<MirrorAcceptance, Accepted>,
-    owner: &Owner,
-) -> Vec<(ObjectKey, Accepted)> {
-    acceptances
-        .indexed_keys(&mirror_index(owner))
-        .into_iter()
-        .filter_map(|key| {
-            let accepted = acceptances.get(&key.namespace, &key.name)?;
-            Some((key, accepted))
-        })
-        .collect()
-}
-
-/// The Mirrors an acceptance event concerns: the one it names (whether or not it exists, so
-/// its status is written either way). At the end of a relist, every Mirror any acceptance
-/// names and every Mirror cached: an acceptance deleted while the watch was down is in no list.
+/// What the acceptance watch does with each event after the store applied it: the index
+/// follows, and the Mirrors it concerns are returned. Those are the one it names (whether or
+/// not it exists, so its status is written either way); at the end of a relist, every Mirror
+/// any acceptance names and every Mirror cached: an acceptance deleted while the watch was
+/// down is in no list.
 pub fn accepted_mirrors(
-    acceptances: Store<MirrorAcceptance, Accepted>,
+    acceptances: Acceptances,
     mirrors: Store<super::types::Mirror, super::types::Mirror>,
-) -> impl Fn(&Change<MirrorAcceptance>) -> Vec<ObjectKey> + Send + 'static {
-    move |event| match event {
-        Change::Listed(a) | Change::Applied(a) | Change::Deleted(a) => {
-            let from = &a.spec.from;
-            if from.namespace.is_empty() || from.mirror.is_empty() {
-                return Vec::new();
-            }
-            vec![ObjectKey::new(&from.namespace, &from.mirror)]
-        }
-        Change::Relisting => Vec::new(),
-        Change::Relisted => {
-            let mut keys: BTreeSet<ObjectKey> = mirrors.keys().into_iter().collect();
-            acceptances.scan(|_, a| {
-                if let Some((ns, name)) = a.from.split_once('/') {
-                    keys.insert(ObjectKey::new(ns, name));
+) -> impl Fn(&Change<MirrorAcceptance>, Option<&Accepted>) -> Vec<ObjectKey> + Send + 'static {
+    move |event, previous| {
+        acceptances.follow(event, previous);
+        match event {
+            Change::Listed(a) | Change::Applied(a) | Change::Deleted(a) => {
+                let from = &a.spec.from;
+                if from.namespace.is_empty() || from.mirror.is_empty() {
+                    return Vec::new();
                 }
-            });
-            keys.into_iter().collect()
+                vec![ObjectKey::new(&from.namespace, &from.mirror)]
+            }
+            Change::Relisting => Vec::new(),
+            Change::Relisted => {
+                let mut keys: BTreeSet<ObjectKey> = mirrors.keys().into_iter().collect();
+                acceptances.store.scan(|_, a| {
+                    if let Some((ns, name)) = a.from.split_once('/') {
+                        keys.insert(ObjectKey::new(ns, name));
+                    }
+                });
+                keys.into_iter().collect()
+            }
         }
     }
 }
 
+mod by_mirror;
 #[cfg(test)]
 mod tests;

@@ -11,9 +11,9 @@
 //! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
 //! owning Mirror ([`super::index`]), and each Mirror's selected namespaces ([`Selections`]).
 
-use super::acceptance::{Accepted, MirrorAcceptance, acceptance_store, accepted_mirrors};
+use super::acceptance::{Acceptances, accepted_mirrors};
 use super::copy::{CopyInfo, Owner, managed_selector};
-use super::enqueue::{copy_owners, mirror_keys, mirrors_of_source};
+use super::enqueue::{copy_owners, mirror_keys};
 use super::index::{copies_of, copy_store, mirror_store};
 use super::kinds::Kinds;
 use super::kit_caches::KitCaches;
@@ -25,6 +25,7 @@ use super::selection::Selections;
 use super::source::SourceContent;
 pub use super::source_stores::{SourceScope, SourceStores};
 use super::source_stores::{regardless, spawn};
+use super::tenant_sources::TenantSources;
 use super::types::{Mirror, SourceKind};
 use crate::kube::Client;
 use crate::kube::api::{ConfigMap, Namespace, Secret};
@@ -53,10 +54,10 @@ pub struct Caches {
     /// watches.
     pub selections: Selections,
     /// With `--self-service`: the guardrails, the acceptances (indexed by the Mirror they
-    /// name) and the tenants' offered ConfigMaps (see [`super::consent`]).
+    /// name) and the sources tenants offer (see [`super::consent`]).
     pub self_service: Option<SelfService>,
-    pub acceptances: Option<Store<MirrorAcceptance, Accepted>>,
-    pub tenant_sources: Option<Store<ConfigMap, Arc<SourceContent>>>,
+    pub acceptances: Option<Acceptances>,
+    pub tenant_sources: Option<TenantSources>,
 }
 
 impl Caches {
@@ -84,8 +85,8 @@ impl Caches {
             configmap_copies: copy_store(CopyInfo::of_configmap),
             secret_copies: SecretCopyStores::new(secret_targets),
             self_service: self_service.cloned(),
-            acceptances: self_service.map(|_| acceptance_store()),
-            tenant_sources: self_service.map(|_| Store::new(SourceContent::of_configmap)),
+            acceptances: self_service.map(|_| Acceptances::default()),
+            tenant_sources: self_service.map(|s| TenantSources::new(s, secret_targets)),
             kits: KitCaches::new(scope, kinds),
         }
     }
@@ -96,12 +97,12 @@ impl Caches {
         namespace: &str,
         name: &str,
     ) -> Option<Arc<SourceContent>> {
-        match kind {
-            SourceKind::ConfigMap => (self.configmap_sources.get(namespace, name))
-                .or_else(|| self.tenant_sources.as_ref()?.get(namespace, name)),
+        let admin = match kind {
+            SourceKind::ConfigMap => self.configmap_sources.get(namespace, name),
             SourceKind::Secret => self.secret_sources.get(namespace, name),
             kit => self.kits.source(kit, namespace, name),
-        }
+        };
+        admin.or_else(|| self.tenant_sources.as_ref()?.get(kind, namespace, name))
     }
 
     pub fn copy(&self, kind: SourceKind, namespace: &str, name: &str) -> Option<CopyInfo> {
@@ -128,8 +129,8 @@ impl Caches {
         self.secret_sources.wait_until_ready().await;
         self.configmap_copies.wait_until_ready().await;
         self.secret_copies.wait_until_ready().await;
-        if let Some(store) = &self.acceptances {
-            store.wait_until_ready().await;
+        if let Some(acceptances) = &self.acceptances {
+            acceptances.store.wait_until_ready().await;
         }
         if let Some(store) = &self.tenant_sources {
             store.wait_until_ready().await;
@@ -224,25 +225,20 @@ impl Caches {
         tasks
     }
 
-    /// With `--self-service`: the acceptances, and the ConfigMaps tenants offer.
+    /// With `--self-service`: the acceptances, and the sources tenants offer.
     fn self_service_watches(
         &self,
         client: &Client,
         queue: &WorkQueue<ObjectKey>,
     ) -> Vec<smol::Task<()>> {
         let mut tasks = Vec::new();
-        if let Some(store) = &self.acceptances {
-            let map = regardless(accepted_mirrors(store.clone(), self.mirrors.clone()));
-            let config = WatcherConfig::default();
-            tasks.push(spawn(client, None, config, store.clone(), queue, map));
+        if let Some(acceptances) = &self.acceptances {
+            let map = accepted_mirrors(acceptances.clone(), self.mirrors.clone());
+            let (config, store) = (WatcherConfig::default(), acceptances.store.clone());
+            tasks.push(spawn(client, None, config, store, queue, map));
         }
-        if let Some(store) = &self.tenant_sources {
-            let map = regardless(mirrors_of_source(
-                self.mirrors.clone(),
-                SourceKind::ConfigMap,
-            ));
-            let config = WatcherConfig::default().labels(&SelfService::source_selector());
-            tasks.push(spawn(client, None, config, store.clone(), queue, map));
+        if let Some(sources) = &self.tenant_sources {
+            tasks.extend(sources.spawn_watches(client, queue, &self.mirrors));
         }
         tasks
     }

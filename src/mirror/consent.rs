@@ -5,53 +5,48 @@
 //! Mirror, with three differences, all decided here:
 //! - it copies only into the namespaces it selects that also hold a [`MirrorAcceptance`]
 //!   naming it, the first `--max-copies-per-tenant-mirror` of them by name;
-//! - it shares ConfigMaps only, read from the ConfigMaps labelled `skiff.dev/offered=true` that
-//!   are not skiff's copies (so copies cannot chain), and gets no finalizer (its copies are
-//!   deleted when skiff sees it gone, so a tenant namespace never waits for skiff to delete);
-//! - each acceptance of it gets a `Served` condition whose reason is one of [`Verdict`]'s.
+//! - it shares only the kinds `--self-service-kinds` names (ConfigMaps by default; Secrets
+//!   only under `--secret-target-names`, source and copy alike), read from the sources
+//!   labelled `skiff.dev/offered=true` that are not skiff's copies (so copies cannot chain,
+//!   see [`super::tenant_sources`]), and gets no finalizer (its copies are deleted when skiff
+//!   sees it gone, so a tenant namespace never waits for skiff to delete);
+//! - each acceptance of it (of the same kind) gets a `Served` condition whose reason is one
+//!   of [`Verdict`]'s, and an Event when that reason changes (Normal when served, Warning
+//!   when not, none while pending).
 //!   "Not offered to you" and "no such Mirror or source" read the same, so an acceptance
 //!   cannot probe another namespace's objects; no message names anything the acceptance's
 //!   own spec does not.
 
-use super::acceptance::{MirrorAcceptance, SERVED, Verdict, acceptances_of, accepting};
+use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
+use super::kinds::Kinds;
 use super::namespace::NamespaceInfo;
 use super::namespace_selector::matches;
 use super::offers::SelfService;
+use super::secret_targets::SecretTargets;
 use super::status::{Reason, Refusal};
 use super::types::{Mirror, SourceKind};
+use crate::kube::events::{Recorder, reference_to};
 use crate::kube::{Client, Error};
 use crate::runtime::ObjectKey;
 use serde_json::json;
 use std::collections::BTreeSet;
 
-/// Why a tenant's offer `mirror` may copy nothing: it shares a kind other than ConfigMap.
-pub fn kind_refusal(mirror: &Mirror) -> Option<Refusal> {
-    let kind = mirror.spec.source.kind;
-    (kind != SourceKind::ConfigMap).then(|| Refusal {
-        reason: Reason::KindNotAllowed,
-        message: format!(
-            "a Mirror outside the admin's source namespaces may share ConfigMaps only, not a {}",
-            kind.as_str()
-        ),
-    })
-}
-
-/// What the acceptance of `from` is told with `verdict`; `copy` is the copy's name.
-fn message(verdict: Verdict, from: &Owner, copy: &str) -> String {
-    let (ns, name) = (&from.namespace, &from.name);
+/// What the acceptance of `from` is told with `verdict`; `copy` is the copy's kind and name.
+fn message(verdict: Verdict, from: &Owner, (kind, copy): (SourceKind, &str)) -> String {
+    let (ns, name, kind) = (&from.namespace, &from.name, kind.as_str());
     match verdict {
-        Verdict::Served => format!("ConfigMap {copy} here is a copy offered by {ns}/{name}"),
+        Verdict::Served => format!("{kind} {copy} here is a copy offered by {ns}/{name}"),
         Verdict::NotAvailable => {
-            format!("nothing is offered to this namespace as Mirror {ns}/{name}")
+            format!("no {kind} is offered to this namespace as Mirror {ns}/{name}")
         }
         Verdict::Conflict => format!(
             "an object named {copy} that is not skiff's is in this namespace; it is left alone (delete or rename it to receive the copy)"
         ),
-        Verdict::KindNotAllowed => {
-            format!("Mirror {ns}/{name} shares a kind tenants may not share (ConfigMaps only)")
-        }
+        Verdict::KindNotAllowed => format!(
+            "Mirror {ns}/{name} shares a kind, or a Secret name, tenants may not share; nothing is copied"
+        ),
         Verdict::Pending => format!(
             "offered and accepted; the copy {copy} is not written yet (the offer may be at its cap of copies)"
         ),
@@ -61,17 +56,61 @@ fn message(verdict: Verdict, from: &Owner, copy: &str) -> String {
 /// The consent checks and acceptance statuses of one controller.
 pub struct Consent {
     pub settings: SelfService,
+    secret_targets: SecretTargets,
     caches: Caches,
     client: Client,
+    recorder: Recorder,
 }
 
 impl Consent {
-    pub fn new(settings: SelfService, caches: Caches, client: Client) -> Consent {
+    pub fn new(
+        settings: SelfService,
+        secret_targets: SecretTargets,
+        caches: Caches,
+        (client, recorder): (Client, Recorder),
+    ) -> Consent {
         Consent {
             settings,
+            secret_targets,
             caches,
             client,
+            recorder,
         }
+    }
+
+    /// Why the tenant's offer `mirror` may copy nothing: it shares a kind not in
+    /// `--self-service-kinds`, or a Secret whose name is not in `--secret-target-names` (the
+    /// only Secrets skiff may read outside the admin's source namespaces). Then the Secret
+    /// target name, the kind's own checks, as for any Mirror.
+    pub fn refusal(&self, mirror: &Mirror, kinds: &Kinds) -> Option<Refusal> {
+        let source = &mirror.spec.source;
+        if !self.settings.shares(source.kind) {
+            return Some(Refusal {
+                reason: Reason::KindNotAllowed,
+                message: format!(
+                    "a Mirror outside the admin's source namespaces may share only {} \
+                     (--self-service-kinds), not a {}; nothing is read or copied",
+                    self.settings.kinds_flag(),
+                    source.kind.as_str()
+                ),
+            });
+        }
+        let names = &self.secret_targets;
+        if source.kind == SourceKind::Secret && !names.names().any(|n| n == source.name) {
+            let listed: Vec<&str> = names.names().collect();
+            return Some(Refusal {
+                reason: Reason::SecretTargetNotAllowed,
+                message: format!(
+                    "a tenant's Secret source must itself carry one of the names in \
+                     --secret-target-names ({}), the only Secrets skiff may read outside the \
+                     admin's source namespaces; {} is not one, so nothing is read or copied. \
+                     Rename the Secret",
+                    listed.join(","),
+                    source.name
+                ),
+            });
+        }
+        names.refusal(mirror).or_else(|| kinds.refusal(mirror))
     }
 
     /// Whether a Mirror in `namespace` is an offer: the namespace matches the offer selector.
@@ -88,9 +127,16 @@ impl Consent {
     /// The namespaces a tenant Mirror copies into: those it selects that accept it, at most
     /// `max_copies`. Namespaces already holding its copy keep their place, the rest are
     /// filled by name, so a newcomer never displaces a copy that is served.
-    pub fn served(&self, owner: &Owner, selected: &BTreeSet<String>) -> BTreeSet<String> {
+    pub fn served(
+        &self,
+        owner: &Owner,
+        kind: SourceKind,
+        selected: &BTreeSet<String>,
+    ) -> BTreeSet<String> {
         let acceptances = self.caches.acceptances.as_ref();
-        let accepting = acceptances.map(|a| accepting(a, owner)).unwrap_or_default();
+        let accepting = acceptances
+            .map(|a| a.accepting(owner, kind))
+            .unwrap_or_default();
         let wanted: BTreeSet<&String> = accepting.intersection(selected).collect();
         let max = self.settings.max_copies;
         let held = self
@@ -109,15 +155,15 @@ impl Consent {
         served
     }
 
-    /// What the acceptance in `ns` of the Mirror `owner` is told. `mirror` is the offer as the
-    /// reconcile saw it (`None`: gone or not an offer); `copy` reads a copy as this replica's
-    /// own writes left it; `blocked` are the namespaces known to hold an object of the copy's
+    /// What the acceptance of `kind` in `ns` of the Mirror `owner` is told. `mirror` is the
+    /// offer as the reconcile saw it (`None`: gone or not an offer) and `refused` whether it
+    /// may copy nothing ([`Consent::refusal`]); `copy` reads a copy as this replica's own
+    /// writes left it; `blocked` are the namespaces known to hold an object of the copy's
     /// name that skiff does not manage.
     pub fn verdict(
         &self,
-        owner: &Owner,
-        mirror: Option<&Mirror>,
-        ns: &str,
+        (owner, mirror, refused): (&Owner, Option<&Mirror>, bool),
+        (ns, kind): (&str, SourceKind),
         copy: &impl Fn(SourceKind, &str, &str) -> Option<CopyInfo>,
         blocked: &BTreeSet<String>,
     ) -> Verdict {
@@ -125,11 +171,11 @@ impl Consent {
             return Verdict::NotAvailable;
         };
         let selected = self.caches.selections.of(mirror);
-        if !selected.contains(ns) {
+        let source = &mirror.spec.source;
+        if !selected.contains(ns) || source.kind != kind {
             return Verdict::NotAvailable;
         }
-        let source = &mirror.spec.source;
-        if source.kind != SourceKind::ConfigMap {
+        if refused {
             return Verdict::KindNotAllowed;
         }
         let namespace = mirror.metadata.namespace();
@@ -140,7 +186,7 @@ impl Consent {
         {
             return Verdict::NotAvailable;
         }
-        if !self.served(owner, &selected).contains(ns) {
+        if !self.served(owner, kind, &selected).contains(ns) {
             return Verdict::Pending;
         }
         match copy(source.kind, ns, mirror.spec.target_name()) {
@@ -151,36 +197,39 @@ impl Consent {
         }
     }
 
-    /// Writes the `Served` condition of every acceptance of `owner` whose verdict changed.
+    /// Writes the `Served` condition of every acceptance of `owner` whose verdict changed, and
+    /// posts an Event on it when its reason did.
     pub async fn report(
         &self,
         owner: &Owner,
-        verdict: impl Fn(&str) -> Verdict,
+        verdict: impl Fn(&str, SourceKind) -> Verdict,
         copy_name: &str,
     ) -> Result<(), Error> {
         let Some(acceptances) = self.caches.acceptances.as_ref() else {
             return Ok(());
         };
-        for (key, accepted) in acceptances_of(acceptances, owner) {
-            let v = verdict(&key.namespace);
-            let shown = accepted.shown.as_ref();
-            if shown == Some(&(v, accepted.generation)) {
+        for (key, accepted) in acceptances.of(owner) {
+            let v = verdict(&key.namespace, accepted.kind);
+            if accepted.shows(v) {
                 continue;
             }
-            self.write(&key, owner, accepted.generation, v, copy_name)
-                .await?;
+            let message = message(v, owner, (accepted.kind, copy_name));
+            let changed = accepted.changes_reason(v);
+            let written = self.write(&key, (accepted.generation, v), &message).await?;
+            if let Some(acceptance) = written.filter(|_| changed) {
+                announce(&self.recorder, &acceptance, v, &message).await;
+            }
         }
         Ok(())
     }
 
+    /// The acceptance as written, `None` when it is gone.
     async fn write(
         &self,
         key: &ObjectKey,
-        from: &Owner,
-        generation: i64,
-        verdict: Verdict,
-        copy_name: &str,
-    ) -> Result<(), Error> {
+        (generation, verdict): (i64, Verdict),
+        message: &str,
+    ) -> Result<Option<MirrorAcceptance>, Error> {
         let status = if verdict == Verdict::Served {
             "True"
         } else {
@@ -190,7 +239,7 @@ impl Consent {
             "type": SERVED,
             "status": status,
             "reason": verdict.as_str(),
-            "message": message(verdict, from, copy_name),
+            "message": message,
             "lastTransitionTime": crate::time::now_seconds(),
             "observedGeneration": generation,
         }]}});
@@ -199,10 +248,21 @@ impl Consent {
             .patch_status::<MirrorAcceptance>(Some(&key.namespace), &key.name, &patch)
             .await;
         match written {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
+            Ok(acceptance) => Ok(Some(acceptance)),
+            Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The Event of a new verdict on `acceptance`, saying what its condition says (so it names
+/// only what the acceptance names). Pending is passing and gets none.
+async fn announce(recorder: &Recorder, acceptance: &MirrorAcceptance, v: Verdict, message: &str) {
+    let regarding = reference_to(acceptance);
+    match v {
+        Verdict::Pending => {}
+        Verdict::Served => recorder.normal(regarding, v.as_str(), message).await,
+        _ => recorder.warning(regarding, v.as_str(), message).await,
     }
 }
 

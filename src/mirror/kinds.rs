@@ -12,6 +12,7 @@
 //! RBAC holds `bind` on exactly those ClusterRoles (by `resourceNames`), and a Mirror of a
 //! RoleBinding to any other role is refused here, before any write, rather than left to a 403.
 
+use super::binding_guard::BindingGuard;
 use super::kit_table::{KitKind, TABLE, kit};
 use super::payload::Payload;
 use super::status::{Reason, Refusal};
@@ -19,7 +20,7 @@ use super::types::{Mirror, SourceKind};
 use std::collections::BTreeSet;
 
 /// Resources no flag can enable, and why.
-const DENIED: [(&[&str], &str); 6] = [
+const DENIED: [(&[&str], &str); 5] = [
     (
         &[
             "pods",
@@ -52,11 +53,6 @@ const DENIED: [(&[&str], &str); 6] = [
         &["clusterrolebindings"],
         "it is cluster-scoped: a Mirror copies into namespaces",
     ),
-    (
-        &["serviceaccounts"],
-        "not supported yet: every namespace has a `default` ServiceAccount and the server fills \
-         in `secrets`, so copying one needs field-level adoption",
-    ),
 ];
 
 /// The RBAC-bearing resource: enabling it needs `--bindable-roles`.
@@ -67,6 +63,8 @@ const ROLEBINDINGS: &str = "rolebindings";
 pub struct Kinds {
     enabled: BTreeSet<SourceKind>,
     bindable_roles: BTreeSet<String>,
+    /// With RoleBindings enabled: where and to whom a copy may bind (see binding_guard).
+    guard: Option<BindingGuard>,
 }
 
 impl Kinds {
@@ -108,8 +106,41 @@ impl Kinds {
             _ => Ok(Kinds {
                 enabled,
                 bindable_roles,
+                guard: None,
             }),
         }
+    }
+
+    /// `--binding-namespace-label`: needed with RoleBindings, refused without.
+    pub fn with_binding_namespace_label(mut self, label: &str) -> Result<Kinds, String> {
+        let binds = self.enabled.contains(&SourceKind::RoleBinding);
+        match (binds, label.is_empty()) {
+            (true, true) => Err(format!(
+                "--kinds enables {ROLEBINDINGS} but --binding-namespace-label is not set; name \
+                 the label key an admin sets on the namespaces that may receive RoleBinding \
+                 copies, e.g. --binding-namespace-label=skiff.dev/kit, the same as the \
+                 admission policy skiff-rolebindings requires (README, Namespace kit kinds)"
+            )),
+            (false, false) => Err(format!(
+                "--binding-namespace-label is set but --kinds does not enable {ROLEBINDINGS}; \
+                 add rolebindings.rbac.authorization.k8s.io to --kinds or drop the flag"
+            )),
+            (true, false) => {
+                self.guard = Some(BindingGuard::new(label.to_owned()));
+                Ok(self)
+            }
+            (false, true) => Ok(self),
+        }
+    }
+
+    /// The namespace skiff runs in, where it never writes a RoleBinding.
+    pub fn in_namespace(mut self, own: Option<String>) -> Kinds {
+        self.guard = self.guard.map(|g| g.in_namespace(own));
+        self
+    }
+
+    pub fn binding_namespace_label(&self) -> Option<&str> {
+        self.guard.as_ref().map(BindingGuard::label)
     }
 
     pub fn enabled(&self) -> impl Iterator<Item = &'static KitKind> + '_ {
@@ -141,25 +172,41 @@ impl Kinds {
                 ),
             });
         }
-        (!mirror.spec.source.keys.is_empty()).then(|| Refusal {
-            reason: Reason::KeysNotApplicable,
-            message: format!(
-                "spec.source.keys picks keys of a ConfigMap or Secret; a {} is copied whole \
-                 ({}); nothing is copied. Remove spec.source.keys",
-                kind.as_str(),
-                entry.fields.join(" and ")
-            ),
-        })
+        if !mirror.spec.source.keys.is_empty() {
+            return Some(Refusal {
+                reason: Reason::KeysNotApplicable,
+                message: format!(
+                    "spec.source.keys picks keys of a ConfigMap or Secret; a {} is copied whole \
+                     ({}); nothing is copied. Remove spec.source.keys",
+                    kind.as_str(),
+                    entry.fields.join(" and ")
+                ),
+            });
+        }
+        let guard = self
+            .guard
+            .as_ref()
+            .filter(|_| kind == SourceKind::RoleBinding)?;
+        guard.selector_refusal(mirror)
     }
 
-    /// Why the RoleBinding `payload` of `mirror` may not be copied: its role is not one the
-    /// admin named bindable. `None` for every other kind.
-    pub fn binding_refusal(&self, mirror: &Mirror, payload: &Payload) -> Option<Refusal> {
+    /// Why the RoleBinding `payload` of `mirror` may not be copied into the namespaces
+    /// `selected` returns: its role is not one the admin named bindable, or the admission
+    /// policy would deny it (see binding_guard). `None` for every other kind.
+    pub fn binding_refusal(
+        &self,
+        mirror: &Mirror,
+        payload: &Payload,
+        selected: impl FnOnce() -> BTreeSet<String>,
+    ) -> Option<Refusal> {
         let role_ref = payload.field("roleRef")?;
         let kind = role_ref["kind"].as_str().unwrap_or_default();
         let name = role_ref["name"].as_str().unwrap_or_default();
         if kind == "ClusterRole" && self.bindable_roles.contains(name) {
-            return None;
+            let guard = self.guard.as_ref()?;
+            let subjects = payload.field("subjects");
+            return (subjects.and_then(|s| guard.subject_refusal(s)))
+                .or_else(|| guard.namespace_refusal(&selected()));
         }
         let named: Vec<&str> = self.bindable_roles().collect();
         Some(Refusal {

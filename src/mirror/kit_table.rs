@@ -42,7 +42,7 @@ impl KitKind {
 }
 
 /// Every kind `--kinds` can enable.
-pub const TABLE: [KitKind; 4] = [
+pub const TABLE: [KitKind; 5] = [
     KitKind {
         kind: SourceKind::NetworkPolicy,
         resource: "networkpolicies",
@@ -70,6 +70,14 @@ pub const TABLE: [KitKind; 4] = [
         group: "rbac.authorization.k8s.io",
         version: "v1",
         fields: &["subjects", "roleRef"],
+    },
+    // Never `secrets`: the server's token controller may fill it in, and a token is no copy.
+    KitKind {
+        kind: SourceKind::ServiceAccount,
+        resource: "serviceaccounts",
+        group: "",
+        version: "v1",
+        fields: &["imagePullSecrets", "automountServiceAccountToken"],
     },
 ];
 

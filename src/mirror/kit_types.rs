@@ -9,7 +9,7 @@
 
 use super::types::SourceKind;
 use crate::kube::api::{
-    KitObject, LimitRange, NetworkPolicy, Resource, ResourceQuota, RoleBinding,
+    KitObject, LimitRange, NetworkPolicy, Resource, ResourceQuota, RoleBinding, ServiceAccount,
 };
 
 /// An API type of a kit kind.
@@ -35,7 +35,13 @@ macro_rules! kit_resource {
     )*};
 }
 
-kit_resource!(NetworkPolicy, LimitRange, ResourceQuota, RoleBinding);
+kit_resource!(
+    NetworkPolicy,
+    LimitRange,
+    ResourceQuota,
+    RoleBinding,
+    ServiceAccount
+);
 
 /// Evaluates `$body` with `$t` the API type of the kit kind `$kind`, or `$other` when `$kind`
 /// is a ConfigMap or a Secret.
@@ -56,6 +62,10 @@ macro_rules! with_kit_type {
             }
             $crate::mirror::types::SourceKind::RoleBinding => {
                 type $t = $crate::kube::api::RoleBinding;
+                $body
+            }
+            $crate::mirror::types::SourceKind::ServiceAccount => {
+                type $t = $crate::kube::api::ServiceAccount;
                 $body
             }
             $crate::mirror::types::SourceKind::ConfigMap

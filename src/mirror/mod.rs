@@ -24,7 +24,8 @@
 //! Self-service:
 //! - [`consent`]: tenant Mirrors (offers), which copy only where an acceptance consents, and
 //!   the acceptances' statuses; [`acceptance`]: the `MirrorAcceptance` resource and its index;
-//!   [`offers`]: the admin's guardrails, and which Mirrors a namespace's offer label wakes.
+//!   [`offers`]: the admin's guardrails, and which Mirrors a namespace's offer label wakes;
+//!   [`tenant_sources`]: the sources tenants offer, watched by their label.
 //!
 //! Watching:
 //! - [`caches`]: what is watched and kept; [`source_stores`]: the sources of one kind, and
@@ -55,12 +56,14 @@
 //!   [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
 //! - [`kinds`]: the kinds `--kinds` may enable and the roles `--bindable-roles` names;
 //!   [`kit_table`]: their API versions and copied fields; [`kit_types`]: their API types,
-//!   reached from a [`SourceKind`].
+//!   reached from a [`SourceKind`]; [`binding_guard`]: where and to whom a RoleBinding copy
+//!   may bind, as the admission policy `skiff-rolebindings` allows.
 //! - [`payload`]: the content a copy carries, and its hash.
 //! - [`types`]: the `Mirror` custom resource.
 pub mod acceptance;
 pub mod announce;
 mod apply;
+pub mod binding_guard;
 pub mod caches;
 pub mod carry;
 mod conflicts;
@@ -97,6 +100,7 @@ pub mod selection;
 pub mod source;
 pub mod source_stores;
 pub mod status;
+pub mod tenant_sources;
 pub mod types;
 
 pub use caches::SourceScope;

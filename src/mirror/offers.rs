@@ -3,11 +3,13 @@
 //! checks ([`super::consent`]) both read them.
 
 use super::copy::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use super::kit_table::kit;
 use super::namespace::{NamespaceEntry, NamespaceInfo};
 use super::namespace_selector::matches;
-use super::types::{LabelSelector, Mirror};
+use super::types::{LabelSelector, Mirror, SourceKind};
 use crate::kube::api::Namespace;
 use crate::runtime::{Change, ObjectKey, Store};
+use std::collections::BTreeSet;
 
 /// The label a tenant's ConfigMap must carry (`true`) to be offered.
 pub const SOURCE_LABEL: &str = "skiff.dev/offered";
@@ -19,12 +21,34 @@ pub struct SelfService {
     pub offer_selector: LabelSelector,
     /// `--max-copies-per-tenant-mirror`.
     pub max_copies: usize,
+    /// `--self-service-kinds`: the kinds tenants may share.
+    pub kinds: BTreeSet<SourceKind>,
 }
 
 impl SelfService {
+    pub fn shares(&self, kind: SourceKind) -> bool {
+        self.kinds.contains(&kind)
+    }
+
+    /// The kinds tenants may share, as `--self-service-kinds` spells them.
+    pub fn kinds_flag(&self) -> String {
+        let names: Vec<String> = self.kinds.iter().map(|k| kind_flag_name(*k)).collect();
+        names.join(",")
+    }
+
     /// The label selector of the tenant source watch: offered, and not a skiff copy.
     pub fn source_selector() -> String {
         format!("{SOURCE_LABEL}=true,{MANAGED_BY_LABEL}!={MANAGED_BY_VALUE}")
+    }
+}
+
+/// `kind` as `--self-service-kinds` and `--kinds` spell it: `configmaps`, `secrets`, or a kit
+/// kind's `resource.group`.
+pub fn kind_flag_name(kind: SourceKind) -> String {
+    match (kind, kit(kind)) {
+        (_, Some(entry)) => entry.flag_name(),
+        (SourceKind::Secret, None) => "secrets".to_owned(),
+        _ => "configmaps".to_owned(),
     }
 }
 

@@ -13,7 +13,7 @@ use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
-use super::consent::{self, Consent};
+use super::consent::Consent;
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
@@ -59,8 +59,10 @@ impl Reconciler {
         stopping: Signal,
     ) -> Reconciler {
         let requests = CopyRequests::new(client.clone());
-        let consent = (caches.self_service.clone())
-            .map(|settings| Consent::new(settings, caches.clone(), client.clone()));
+        let consent = (caches.self_service.clone()).map(|settings| {
+            let clients = (client.clone(), recorder.clone());
+            Consent::new(settings, secret_targets.clone(), caches.clone(), clients)
+        });
         Reconciler {
             consent,
             caches,
@@ -130,8 +132,8 @@ impl Reconciler {
     /// kind is not enabled (see kinds).
     fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
         let namespace = mirror.metadata.namespace();
-        if self.offer(mirror).is_some() {
-            return consent::kind_refusal(mirror);
+        if let Some(consent) = self.offer(mirror) {
+            return consent.refusal(mirror, &self.kinds);
         }
         if !self.scope.allows(namespace) {
             let message = format!(
@@ -170,14 +172,16 @@ impl Reconciler {
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
         let copy_name = mirror.as_ref().map_or("", |m| m.spec.target_name());
+        let refused = mirror.as_ref().is_some_and(|m| self.refusal(m).is_some());
         let blocked = self.conflicts.blocked(owner);
-        let verdict = |ns: &str| consent.verdict(owner, mirror.as_ref(), ns, &copy, &blocked);
+        let offer = (owner, mirror.as_ref(), refused);
+        let verdict = |ns: &str, kind| consent.verdict(offer, (ns, kind), &copy, &blocked);
         consent.report(owner, verdict, copy_name).await
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
-    /// missing, or it may not be copied as the Mirror asks (see desired), or it binds a role
-    /// skiff may not bind (see kinds).
+    /// missing, or it may not be copied as the Mirror asks (see desired), or it is a RoleBinding
+    /// skiff may not write (see kinds: its role, subjects or the namespaces selected).
     fn desired(&self, mirror: &Mirror) -> Result<DesiredCopy, Refusal> {
         let (source, namespace) = (&mirror.spec.source, mirror.metadata.namespace());
         let Some(content) = self.caches.source(source.kind, namespace, &source.name) else {
@@ -192,10 +196,11 @@ impl Reconciler {
                 message,
             });
         };
-        if let Some(refusal) = self.kinds.binding_refusal(mirror, &content.payload) {
-            return Err(refusal);
-        }
-        DesiredCopy::of(mirror, &content)
+        let selected = || self.selected(mirror);
+        let binding = self
+            .kinds
+            .binding_refusal(mirror, &content.payload, selected);
+        binding.map_or_else(|| DesiredCopy::of(mirror, &content), Err)
     }
 
     /// Reports `refusal` in the status; nothing else is done.
@@ -336,7 +341,7 @@ impl Reconciler {
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
         let selected = self.caches.selections.of(mirror);
         match self.offer(mirror) {
-            Some(consent) => consent.served(&Owner::of(mirror), &selected),
+            Some(consent) => consent.served(&Owner::of(mirror), mirror.spec.source.kind, &selected),
             None => selected,
         }
     }

@@ -146,12 +146,14 @@ pub fn update_patch(
             let type_ = desired.payload().secret_type().unwrap_or_default();
             patch["type"] = type_.into();
         }
-        Payload::Kit { fields, .. } => {
+        Payload::Kit { of, fields } => {
             if let Some(patch) = patch.as_object_mut() {
                 patch.remove("immutable");
             }
-            for (field, value) in fields {
-                patch[field.as_str()] = replace_value(value);
+            // A field the source leaves out (a ServiceAccount without
+            // `automountServiceAccountToken`) is removed from the copy.
+            for field in kit(*of).map_or(&[][..], |k| k.fields) {
+                patch[*field] = fields.get(*field).map_or(Value::Null, replace_value);
             }
         }
     }

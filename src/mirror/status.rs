@@ -38,6 +38,8 @@ pub enum Reason {
     KeysNotApplicable,
     /// A RoleBinding whose role is not in `--bindable-roles`.
     RoleNotBindable,
+    /// A RoleBinding the policy `skiff-rolebindings` would deny (see binding_guard).
+    BindingNotAllowed,
     Error,
 }
 
@@ -59,6 +61,7 @@ impl Reason {
             Reason::KindNotEnabled => "KindNotEnabled",
             Reason::KeysNotApplicable => "KeysNotApplicable",
             Reason::RoleNotBindable => "RoleNotBindable",
+            Reason::BindingNotAllowed => "BindingNotAllowed",
             Reason::Error => "Error",
         }
     }

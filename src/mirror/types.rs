@@ -78,6 +78,7 @@ pub enum SourceKind {
     LimitRange,
     ResourceQuota,
     RoleBinding,
+    ServiceAccount,
 }
 
 impl SourceKind {
@@ -89,6 +90,7 @@ impl SourceKind {
             SourceKind::LimitRange => "LimitRange",
             SourceKind::ResourceQuota => "ResourceQuota",
             SourceKind::RoleBinding => "RoleBinding",
+            SourceKind::ServiceAccount => "ServiceAccount",
         }
     }
 

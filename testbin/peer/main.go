@@ -4,6 +4,7 @@
 // manager with leader election (LeaderElectionReleaseOnCancel), healthz, and one reconciler that
 // copies each labelled source ConfigMap into every namespace a label selector picks. Writes
 // happen only when a copy is missing or differs, so a restart with nothing changed writes 0.
+// With --kit it stamps the namespace kit instead (kit.go).
 //
 // Its metrics are served as kubebuilder scaffolds them: with --metrics-bind-address set, over
 // HTTPS (a self-signed certificate, HTTP/2 off) to callers the API server authenticates and
@@ -53,6 +54,7 @@ type options struct {
 	variant, leaseID, leaseNamespace, probeAddr, metricsAddr    string
 	sourceNamespace, sourceLabel, namespaceSelector             string
 	leaderElect, cacheAllNamespaces, metricsSecure, enableHTTP2 bool
+	kit                                                         bool
 	qps                                                         float64
 	burst                                                       int
 	leaseDuration, renewDeadline, retryPeriod                   time.Duration
@@ -81,6 +83,9 @@ func main() {
 	flag.BoolVar(&o.cacheAllNamespaces, "cache-all-namespaces", false,
 		"cache every Namespace, not only the selected ones, as an operator whose objects each "+
 			"carry their own selector must (the reconciler still copies to the selected ones only)")
+	flag.BoolVar(&o.kit, "kit", false,
+		"stamp the namespace kit (NetworkPolicy, LimitRange, ResourceQuota, RoleBinding sources "+
+			"with the source label) instead of copying ConfigMaps")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -105,6 +110,13 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("--source-label: %w", err)
 	}
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Label: sources},
+		&corev1.Namespace{}: {Label: namespaceCache(selector, o.cacheAllNamespaces)},
+	}
+	if o.kit {
+		kitCache(byObject, sources)
+	}
 	mgrOpts := ctrl.Options{
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              o.leaseID,
@@ -116,10 +128,7 @@ func run(o options) error {
 		HealthProbeBindAddress:        o.probeAddr,
 		Metrics:                       metricsOptions(o),
 		// Cache only what the reconciler reads: sources and copies, and the selected namespaces.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Label: sources},
-			&corev1.Namespace{}: {Label: namespaceCache(selector, o.cacheAllNamespaces)},
-		}},
+		Cache: cache.Options{ByObject: byObject},
 	}
 	switch o.variant {
 	case "scaffold":
@@ -139,9 +148,14 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	r := &CopyReconciler{Client: mgr.GetClient(), SourceNamespace: o.sourceNamespace,
-		SourceLabel: o.sourceLabel, Namespaces: selector}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if o.kit {
+		err = setupKit(mgr, o, selector)
+	} else {
+		r := &CopyReconciler{Client: mgr.GetClient(), SourceNamespace: o.sourceNamespace,
+			SourceLabel: o.sourceLabel, Namespaces: selector}
+		err = r.SetupWithManager(mgr)
+	}
+	if err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -170,19 +184,28 @@ func (r *CopyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// A missing source leaves its copies as they are.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	return ctrl.Result{}, eachTarget(ctx, r.Client, r.Namespaces, r.SourceNamespace, func(ns string) error {
+		return r.ensureCopy(ctx, &source, ns)
+	})
+}
+
+// eachTarget calls ensure for every selected namespace but the sources' own, stopping at the
+// first error.
+func eachTarget(ctx context.Context, c client.Client, selector labels.Selector, sourceNamespace string,
+	ensure func(namespace string) error) error {
 	var namespaces corev1.NamespaceList
-	if err := r.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: r.Namespaces}); err != nil {
-		return ctrl.Result{}, err
+	if err := c.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return err
 	}
 	for _, ns := range namespaces.Items {
-		if ns.Name == r.SourceNamespace || ns.DeletionTimestamp != nil {
+		if ns.Name == sourceNamespace || ns.DeletionTimestamp != nil {
 			continue
 		}
-		if err := r.ensureCopy(ctx, &source, ns.Name); err != nil {
-			return ctrl.Result{}, err
+		if err := ensure(ns.Name); err != nil {
+			return err
 		}
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 func (r *CopyReconciler) ensureCopy(ctx context.Context, source *corev1.ConfigMap, namespace string) error {

@@ -3,10 +3,12 @@
 //!
 //! Why: the two consents are guarded by the real authorizer, and only real identities show
 //! it. Each tenant is a ServiceAccount with a token of its own, bound in its own namespace only
-//! to ConfigMap rights (what `edit` grants) and to the shipped `skiff-tenant-edit` role (the
-//! test binds both: there is no controller-manager here to aggregate them into `edit`). skiff runs as its own
-//! ServiceAccount with `--self-service`; team-a may offer (the admin labelled it), team-b,
-//! team-c and team-x receive or not.
+//! to ConfigMap and Secret rights (what `edit` grants) and to the shipped `skiff-tenant-edit`
+//! role (the test binds them: there is no controller-manager here to aggregate them into
+//! `edit`). skiff runs as its own ServiceAccount with `--self-service`, tenants sharing
+//! ConfigMaps and Secrets named `app-tls` (the secret-targets component's one name, and its
+//! RBAC, no more); team-a may offer (the admin labelled it), team-b, team-c and team-x receive
+//! or not.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -17,9 +19,11 @@ use crate::support::skiff::{Skiff, TempDir, eventually, write_kubeconfig};
 use serde_json::Value;
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(20);
-const FLAGS: [&str; 5] = [
+const FLAGS: [&str; 7] = [
     "--source-namespaces=skiff-system",
     "--self-service",
+    "--self-service-kinds=configmaps,secrets",
+    "--secret-target-names=app-tls",
     "--max-copies-per-tenant-mirror=10",
     "--health-probe-bind-address=127.0.0.1:0",
     "--metrics-bind-address=0",
@@ -27,11 +31,15 @@ const FLAGS: [&str; 5] = [
 
 /// The ConfigMap part of `edit`, which is empty here (nothing aggregates it).
 const CONFIGMAPS: &str = "e2e-tenant-configmaps";
+/// The Secret part of `edit`.
+const SECRETS: &str = "e2e-tenant-secrets";
 
 fn configmaps_role(cp: &ControlPlane) {
-    cp.apply(&format!(
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {CONFIGMAPS}\nrules:\n- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [get, list, watch, create, update, patch, delete]\n"
-    ));
+    for (role, resource) in [(CONFIGMAPS, "configmaps"), (SECRETS, "secrets")] {
+        cp.apply(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {role}\nrules:\n- apiGroups: [\"\"]\n  resources: [{resource}]\n  verbs: [get, list, watch, create, update, patch, delete]\n"
+        ));
+    }
 }
 
 fn wait_until(what: &str, check: impl FnMut() -> bool) {
@@ -76,6 +84,24 @@ impl Tenant {
     fn ok(&self, args: &[&str]) -> String {
         self.kubectl.ok(args)
     }
+
+    /// Creates a source (`kubectl create` with `create`), labels it offered and offers it in
+    /// `namespace` as Mirror `mirror`, all as this tenant.
+    fn offers_own(
+        &self,
+        namespace: &str,
+        mirror: &str,
+        source: (&str, &str, &str),
+        create: &[&str],
+    ) {
+        let (kind, resource, name) = source;
+        let mut args = vec!["create"];
+        args.extend(create);
+        self.ok(&args);
+        self.ok(&["label", resource, name, "skiff.dev/offered=true"]);
+        let offered = self.apply(&offer(namespace, mirror, kind, name));
+        offered.unwrap_or_else(|e| panic!("offering {kind} {name}: {e}"));
+    }
 }
 
 /// Binds the ServiceAccount `sa` (`namespace:name`) to `roles` in `namespace`.
@@ -95,10 +121,53 @@ fn acceptance(namespace: &str, name: &str, from: &str, mirror: &str) -> String {
     )
 }
 
+/// As [`acceptance`], of a copy of `kind`.
+fn acceptance_of(kind: &str, namespace: &str, name: &str, from: &str, mirror: &str) -> String {
+    acceptance(namespace, name, from, mirror) + &format!("  kind: {kind}\n")
+}
+
 fn offer(namespace: &str, name: &str, kind: &str, source: &str) -> String {
     format!(
         "apiVersion: skiff.dev/v1alpha1\nkind: Mirror\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  source:\n    kind: {kind}\n    name: {source}\n  namespaceSelector:\n    matchLabels:\n      shares-with-a: \"yes\"\n"
     )
+}
+
+/// The Events skiff posted on the acceptance `namespace/name`, as (type, reason, message).
+fn acceptance_events(
+    cp: &ControlPlane,
+    namespace: &str,
+    name: &str,
+) -> Vec<(String, String, String)> {
+    let selector = format!("involvedObject.kind=MirrorAcceptance,involvedObject.name={name}");
+    let args = [
+        "get",
+        "events",
+        "-n",
+        namespace,
+        "--field-selector",
+        &selector,
+        "-o",
+        "json",
+    ];
+    let list: Value = serde_json::from_str(&cp.kubectl_ok(&args)).expect("an event list");
+    let text = |e: &Value, field: &str| e[field].as_str().unwrap_or_default().to_owned();
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .filter(|e| e["reportingComponent"] == "skiff")
+        .map(|e| (text(e, "type"), text(e, "reason"), text(e, "message")))
+        .collect()
+}
+
+/// Waits for skiff's Event of `reason` on the acceptance `namespace/name`; its message.
+fn event_on(cp: &ControlPlane, namespace: &str, name: &str, reason: &str) -> String {
+    let mut found = None;
+    wait_until(&format!("an Event {reason} on {namespace}/{name}"), || {
+        let events = acceptance_events(cp, namespace, name);
+        found = events.into_iter().find(|(_, r, _)| r == reason);
+        found.is_some()
+    });
+    found.map(|(_, _, message)| message).unwrap_or_default()
 }
 
 /// The `Served` condition of the acceptance `namespace/name`.
@@ -154,10 +223,10 @@ fn world(cp: &ControlPlane) -> World {
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn tenants_share_only_where_both_consent() {
     require_e2e_binaries();
-    let cp = ControlPlane::installed();
+    let cp = crate::support::mirror_e2e::control_plane();
     let w = world(cp);
     configmaps_role(cp);
-    let tenant_roles = [CONFIGMAPS, "skiff-tenant-edit"];
+    let tenant_roles = [CONFIGMAPS, SECRETS, "skiff-tenant-edit"];
     let a = Tenant::new(cp, &w.a, "tenant", &tenant_roles);
     let b = Tenant::new(cp, &w.b, "tenant", &tenant_roles);
     let c = Tenant::new(cp, &w.c, "tenant", &tenant_roles);
@@ -180,6 +249,7 @@ fn tenants_share_only_where_both_consent() {
             copy_data_of(cp, &w.b, "early").is_some()
         });
         offer_and_accept(cp, &w, &a, &b, &c, &x);
+        share_a_secret(cp, &w, &a, &b);
         guardrails(cp, &w);
     }));
     let restart = outcome.and_then(|()| {
@@ -208,10 +278,8 @@ fn off_by_default(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, dir: &Te
         .collect();
     let mut skiff = Skiff::start(&cp.operator_kubeconfig(), dir.0.join("off.log"), &off);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        a.ok(&["create", "configmap", "early", "--from-literal=k=v"]);
-        a.ok(&["label", "configmap", "early", "skiff.dev/offered=true"]);
-        a.apply(&offer(&w.a, "early", "ConfigMap", "early"))
-            .expect("a offers");
+        let create = ["configmap", "early", "--from-literal=k=v"];
+        a.offers_own(&w.a, "early", ("ConfigMap", "configmap", "early"), &create);
         b.apply(&acceptance(&w.b, "early", &w.a, "early"))
             .expect("b accepts");
         wait_until("the offer is refused while self-service is off", || {
@@ -233,15 +301,17 @@ fn off_by_default(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, dir: &Te
 }
 
 fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Tenant, x: &Tenant) {
-    a.ok(&[
-        "create",
+    let create = [
         "configmap",
         "settings",
         "--from-literal=url=https://a.example",
-    ]);
-    a.ok(&["label", "configmap", "settings", "skiff.dev/offered=true"]);
-    a.apply(&offer(&w.a, "share", "ConfigMap", "settings"))
-        .expect("a offers");
+    ];
+    a.offers_own(
+        &w.a,
+        "share",
+        ("ConfigMap", "configmap", "settings"),
+        &create,
+    );
 
     let started = Instant::now();
     b.apply(&acceptance(&w.b, "from-a", &w.a, "share"))
@@ -258,6 +328,8 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
     wait_until("b's acceptance says Served", || {
         reason_is(cp, &w.b, "from-a", "Served")
     });
+    let served_event = event_on(cp, &w.b, "from-a", "Served");
+    assert!(served_event.contains(&w.a), "{served_event}");
 
     // C is offered to but did not accept (and holds its own object of that name); X accepts
     // but is not offered to; B accepts a Mirror that does not exist.
@@ -268,6 +340,7 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
     wait_until("x is told NotAvailable", || {
         reason_is(cp, &w.x, "from-a", "NotAvailable")
     });
+    event_on(cp, &w.x, "from-a", "NotAvailable");
     wait_until("the ghost is told NotAvailable", || {
         reason_is(cp, &w.b, "ghost", "NotAvailable")
     });
@@ -288,6 +361,11 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
     });
     let message = served(cp, &w.c, "from-a").expect("served")["message"].to_string();
     assert!(!message.contains(&w.b), "names another tenant: {message}");
+    let event = event_on(cp, &w.c, "from-a", "Conflict");
+    assert!(
+        !event.contains(&w.b),
+        "an Event names another tenant: {event}"
+    );
     wait_until("a's offer counts the conflict without naming where", || {
         let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
         mirror["status"]["conflicts"] == 1
@@ -300,10 +378,35 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
     assert!(mine["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
 }
 
-/// The admin's guardrails: a tenant Mirror of a Secret copies nothing (the admin writes it here:
-/// the policy keeps a tenant who may not read Secrets from writing it at all), and one offer
+/// A tenant shares a Secret under a name the admin allows (`app-tls`), each end as itself: the
+/// offer needs `get` on it, the acceptance of kind Secret `create` on Secrets.
+fn share_a_secret(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
+    let create = ["secret", "generic", "app-tls", "--from-literal=tls.key=k"];
+    a.offers_own(&w.a, "tls", ("Secret", "secret", "app-tls"), &create);
+    b.apply(&acceptance_of("Secret", &w.b, "tls-from-a", &w.a, "tls"))
+        .expect("b accepts a Secret");
+    wait_until("b's Secret copy appears", || {
+        let copy = cp.object("secret", &w.b, "app-tls");
+        copy.is_some_and(|s| s["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "skiff")
+    });
+    wait_until("b's Secret acceptance says Served", || {
+        reason_is(cp, &w.b, "tls-from-a", "Served")
+    });
+    event_on(cp, &w.b, "tls-from-a", "Served");
+    // A ConfigMap acceptance of the Secret offer is not served: it accepted another kind.
+    b.apply(&acceptance(&w.b, "tls-as-configmap", &w.a, "tls"))
+        .expect("b accepts a ConfigMap");
+    wait_until("the other kind is told NotAvailable", || {
+        reason_is(cp, &w.b, "tls-as-configmap", "NotAvailable")
+    });
+}
+
+/// The admin's guardrails (the admin writes these: the policy keeps a tenant from offering what
+/// it may not read): a tenant Secret outside `--secret-target-names` is never read or copied,
+/// even to an allowed target name; a kind not in `--self-service-kinds` is refused; one offer
 /// accepted by more namespaces than `--max-copies-per-tenant-mirror` (10) serves 10 of them.
 fn guardrails(cp: &ControlPlane, w: &World) {
+    let since = SystemTime::now();
     cp.kubectl_ok(&[
         "create",
         "secret",
@@ -313,17 +416,62 @@ fn guardrails(cp: &ControlPlane, w: &World) {
         &w.a,
         "--from-literal=k=v",
     ]);
-    cp.apply(&offer(&w.a, "secret-share", "Secret", "creds"));
-    cp.apply(&acceptance(&w.b, "secret-from-a", &w.a, "secret-share"));
+    cp.kubectl_ok(&[
+        "label",
+        "secret",
+        "creds",
+        "-n",
+        &w.a,
+        "skiff.dev/offered=true",
+    ]);
+    let to_allowed_name = "  targetName: app-tls\n";
+    cp.apply(&(offer(&w.a, "secret-share", "Secret", "creds") + to_allowed_name));
+    cp.apply(&acceptance_of(
+        "Secret",
+        &w.c,
+        "secret-from-a",
+        &w.a,
+        "secret-share",
+    ));
     wait_until("the Secret offer is refused", || {
         let mirror = cp.object("mirror", &w.a, "secret-share");
         let conditions = mirror.map(|m| m["status"]["conditions"].clone());
-        conditions.is_some_and(|c| c.to_string().contains("KindNotAllowed"))
+        conditions.is_some_and(|c| c.to_string().contains("SecretTargetNotAllowed"))
     });
     wait_until("its acceptance says KindNotAllowed", || {
-        reason_is(cp, &w.b, "secret-from-a", "KindNotAllowed")
+        reason_is(cp, &w.c, "secret-from-a", "KindNotAllowed")
     });
-    assert!(cp.object("secret", &w.b, "creds").is_none());
+    event_on(cp, &w.c, "secret-from-a", "KindNotAllowed");
+    assert!(cp.object("secret", &w.c, "app-tls").is_none());
+    assert!(cp.object("secret", &w.c, "creds").is_none());
+    let read: Vec<String> = cp
+        .audit()
+        .iter()
+        .filter(|e| e.user == OPERATOR_USER && e.received >= since && e.uri.contains("creds"))
+        .map(|e| format!("{} {}", e.verb, e.uri))
+        .collect();
+    assert!(
+        read.is_empty(),
+        "skiff asked for a Secret not allowed:\n{}",
+        read.join("\n")
+    );
+
+    cp.apply(&offer(&w.a, "limits", "LimitRange", "limits"));
+    cp.apply(&acceptance_of(
+        "LimitRange",
+        &w.b,
+        "limits-from-a",
+        &w.a,
+        "limits",
+    ));
+    wait_until("a kind tenants may not share is refused", || {
+        reason_is(cp, &w.b, "limits-from-a", "KindNotAllowed")
+    });
+    let mirror = cp.object("mirror", &w.a, "limits").expect("the offer");
+    assert!(
+        mirror["status"].to_string().contains("KindNotAllowed"),
+        "{mirror}"
+    );
 
     let many = cp.create_namespaces("many", &[("shares-with-a", "yes")], 12);
     let acceptances: Vec<String> = many
@@ -360,6 +508,13 @@ fn restart_writes_nothing(cp: &ControlPlane, w: &World, since: SystemTime) {
     std::thread::sleep(Duration::from_secs(3));
     let writes = skiff_writes(cp, since);
     assert!(writes.is_empty(), "a restart wrote:\n{}", writes.join("\n"));
+    let served = acceptance_events(cp, &w.b, "from-a");
+    assert_eq!(
+        served.len(),
+        1,
+        "an Event again after a restart: {served:?}"
+    );
+    assert!(cp.object("secret", &w.b, "app-tls").is_some());
 }
 
 fn revocations(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
@@ -393,8 +548,9 @@ fn revocations(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
 }
 
 /// The shipped ValidatingAdmissionPolicy: a tenant who may create Mirrors and acceptances but
-/// may not read the source cannot offer it, and one who may not create ConfigMaps in a
-/// namespace cannot accept there; the same requests pass for a tenant who may.
+/// may not read the source cannot offer it, and one who may not create ConfigMaps (or, for an
+/// acceptance of a Secret, Secrets) in a namespace cannot accept there; the same requests pass
+/// for a tenant who may.
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
@@ -439,6 +595,12 @@ fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
     );
     assert!(cp.object("mirror", &src, "share").is_none());
     assert!(cp.object("mirroracceptance", &dst, "from-a").is_none());
+    // Who may create ConfigMaps but not Secrets cannot accept a Secret.
+    let secret = acceptance_of("Secret", &dst, "secret-from-a", &src, "share");
+    let refused = full
+        .apply(&secret)
+        .expect_err("a Secret acceptance without create");
+    assert!(refused.contains("lets skiff create a Secret"), "{refused}");
 
     full.apply(&offer_manifest).expect("an offer with get");
     full.apply(&accept_manifest)

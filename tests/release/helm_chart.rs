@@ -148,7 +148,7 @@ fn secret_target_names_render_what_the_kustomize_component_adds() {
 
 /// Every kit kind and `edit,view`: what `deploy/kinds` sets.
 const ALL_KINDS: [&str; 2] = [
-    "kinds={networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io}",
+    "kinds={networkpolicies.networking.k8s.io,limitranges,resourcequotas,rolebindings.rbac.authorization.k8s.io,serviceaccounts}",
     "bindableRoles={edit,view}",
 ];
 
@@ -206,6 +206,10 @@ fn each_kind_gets_exactly_its_rbac_and_none_without_kinds() {
         [format!("limitranges {keep}")]
     );
     assert_eq!(
+        kinds_rules(&["kinds={serviceaccounts}"]),
+        [format!("serviceaccounts {keep}")]
+    );
+    assert_eq!(
         kinds_rules(&[
             "kinds={rolebindings.rbac.authorization.k8s.io}",
             "bindableRoles={edit}"
@@ -223,6 +227,53 @@ fn each_kind_gets_exactly_its_rbac_and_none_without_kinds() {
     let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
     assert!(args.contains("--kinds=resourcequotas"), "{args}");
     assert!(!args.contains("--bindable-roles"), "{args}");
+}
+
+/// The policy on skiff's RoleBinding writes comes with rolebindings and only then, and names
+/// the release's ServiceAccount, namespace and `bindingNamespaceLabel`, as the flag does.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_rolebinding_policy_comes_with_rolebindings_and_names_the_release() {
+    require_e2e_binaries();
+    let policies = |objects: &[Value]| -> Vec<String> {
+        let admission = |o: &&Value| {
+            o["kind"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("Validating"))
+        };
+        let names = objects.iter().filter(admission).map(object_key);
+        names.filter(|k| k.contains("rolebindings")).collect()
+    };
+    let helm = Helm::new();
+    let template = |values: &[&str]| {
+        let values = sets(values);
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        helm.template("ops", "platform", &values)
+    };
+    let limits = template(&["kinds={limitranges}"]);
+    assert_eq!(policies(&limits), Vec::<String>::new());
+    let values = [
+        "kinds={rolebindings.rbac.authorization.k8s.io}",
+        "bindableRoles={edit}",
+        "bindingNamespaceLabel=example.com/team",
+    ];
+    let objects = template(&values);
+    assert_eq!(policies(&objects).len(), 2, "{:?}", policies(&objects));
+    let policy = find(
+        &objects,
+        "ValidatingAdmissionPolicy",
+        "ops-skiff-rolebindings",
+    );
+    let spec = &policy["spec"];
+    assert_eq!(
+        spec["matchConditions"][0]["expression"],
+        "request.userInfo.username == 'system:serviceaccount:platform:ops-skiff'"
+    );
+    assert_eq!(spec["variables"][0]["expression"], "'platform'");
+    assert_eq!(spec["variables"][1]["expression"], "'example.com/team'");
+    let deployment = find(&objects, "Deployment", "ops-skiff");
+    let flag = "--binding-namespace-label=example.com/team".to_owned();
+    assert!(container_args(deployment).contains(&flag));
 }
 
 #[test]
@@ -312,6 +363,7 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
         "selfService.enable=true",
         "selfService.offerNamespaceSelector=tenancy",
         "selfService.maxCopiesPerTenantMirror=25",
+        "selfService.kinds={configmaps,secrets}",
         "metrics.secure=false",
         "metrics.certSecret=skiff-metrics-tls",
         "nodeSelector.pool=system",
@@ -352,6 +404,7 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
             "--self-service=true",
             "--offer-namespace-selector=tenancy",
             "--max-copies-per-tenant-mirror=25",
+            "--self-service-kinds=configmaps,secrets",
             "--metrics-secure=false",
             "--metrics-cert-dir=/etc/skiff/metrics-certs",
             "--log-level=debug",
@@ -489,6 +542,7 @@ fn the_schema_refuses_bad_values_and_names_them() {
         ("metrics.enable=maybe", "enable"),
         ("secretTargetNames={App_TLS}", "secretTargetNames"),
         ("kinds={pods}", "kinds"),
+        ("selfService.kinds={pods}", "kinds"),
         ("networkPolicy.enabled=false", "enabled"),
     ] {
         let stderr = helm.fails(&["template", "skiff", &chart, "--set", value]);
@@ -518,6 +572,17 @@ fn the_schema_refuses_bad_values_and_names_them() {
     let rolebindings = "kinds={rolebindings.rbac.authorization.k8s.io}";
     let stderr = helm.fails(&["template", "skiff", &chart, "--set", rolebindings]);
     assert!(stderr.contains("bindableRoles go together"), "{stderr}");
+    for (kinds, says) in [
+        ("selfService.kinds={secrets}", "needs secretTargetNames"),
+        (
+            "selfService.kinds={limitranges}",
+            "which kinds does not enable",
+        ),
+    ] {
+        let on = "selfService.enable=true";
+        let stderr = helm.fails(&["template", "skiff", &chart, "--set", on, "--set", kinds]);
+        assert!(stderr.contains(says), "--set {kinds}:\n{stderr}");
+    }
     let stderr = helm.fails(&[
         "template",
         "skiff",

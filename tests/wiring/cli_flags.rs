@@ -85,3 +85,22 @@ fn qps_zero_is_refused_for_the_main_client() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--kube-api-qps must be"));
 }
+
+#[test]
+fn a_self_service_kind_skiff_may_not_copy_exits_2_naming_the_fix() {
+    for (kinds, fix) in [
+        (
+            "--self-service-kinds=configmaps,secrets",
+            "--secret-target-names",
+        ),
+        ("--self-service-kinds=rolebindings", "--kinds"),
+    ] {
+        let out = skiff(&["--self-service", kinds]);
+        assert_eq!(out.status.code(), Some(2), "{kinds}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--self-service-kinds") && stderr.contains(fix),
+            "{kinds}: {stderr}"
+        );
+    }
+}

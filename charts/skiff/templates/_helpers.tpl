@@ -78,6 +78,16 @@ Deployment always includes this, so combinations of values that cannot work fail
 {{- if ne (has "rolebindings.rbac.authorization.k8s.io" .Values.kinds) (not (empty .Values.bindableRoles)) }}
 {{- fail "kinds with rolebindings.rbac.authorization.k8s.io and bindableRoles go together: name the ClusterRoles skiff may bind, or neither" }}
 {{- end }}
+{{- if .Values.selfService.enable }}
+{{- range .Values.selfService.kinds }}
+{{- if and (eq . "secrets") (empty $.Values.secretTargetNames) }}
+{{- fail "selfService.kinds with secrets needs secretTargetNames: tenants share Secrets only under those names" }}
+{{- end }}
+{{- if and (ne . "secrets") (ne . "configmaps") (not (has . $.Values.kinds)) }}
+{{- fail (printf "selfService.kinds names %s, which kinds does not enable: add it to kinds (with its RBAC) or drop it" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- $flags := list
   (list "leader-election-id" (ternary "" .Values.leaderElection.id (eq .Values.leaderElection.id "skiff-leader")))
   (list "leader-elect-lease-duration" .Values.leaderElection.leaseDuration)
@@ -92,8 +102,10 @@ Deployment always includes this, so combinations of values that cannot work fail
   (list "self-service" (ternary "true" "" .Values.selfService.enable))
   (list "offer-namespace-selector" (ternary .Values.selfService.offerNamespaceSelector "" .Values.selfService.enable))
   (list "max-copies-per-tenant-mirror" (ternary .Values.selfService.maxCopiesPerTenantMirror "" .Values.selfService.enable))
+  (list "self-service-kinds" (ternary (join "," .Values.selfService.kinds) "" (and .Values.selfService.enable (ne (join "," .Values.selfService.kinds) "configmaps"))))
   (list "kinds" (join "," .Values.kinds))
   (list "bindable-roles" (join "," .Values.bindableRoles))
+  (list "binding-namespace-label" (ternary .Values.bindingNamespaceLabel "" (has "rolebindings.rbac.authorization.k8s.io" .Values.kinds)))
   (list "metrics-secure" (ternary "false" "" (and .Values.metrics.enable (not .Values.metrics.secure))))
   (list "metrics-cert-dir" (ternary (include "skiff.metricsCertDir" .) "" (and .Values.metrics.enable (ne .Values.metrics.certSecret ""))))
 }}

@@ -1,11 +1,12 @@
 //! The "namespace kit" kinds a Mirror may copy besides ConfigMaps and Secrets: NetworkPolicy,
-//! LimitRange, ResourceQuota and RoleBinding.
+//! LimitRange, ResourceQuota, RoleBinding and ServiceAccount.
 //!
 //! They share one shape, [`KitObject`]: metadata and the top-level fields a user sets (`spec`,
-//! or a RoleBinding's `subjects` and `roleRef`), decoded as plain JSON. `status` is never
-//! decoded, so a ResourceQuota's `status.used` costs nothing. Each kind is a transparent newtype
+//! or a RoleBinding's `subjects` and `roleRef`, a ServiceAccount's `imagePullSecrets` and
+//! `automountServiceAccountToken`), decoded as plain JSON. `status` and a ServiceAccount's
+//! `secrets` are never decoded, so a ResourceQuota's `status.used` costs nothing. Each kind is a transparent newtype
 //! of it, so the client can address the kind's endpoints while the decoding code is compiled in
-//! once for all four.
+//! once for all five.
 
 use super::ObjectMeta;
 use serde::{Deserialize, Serialize};
@@ -26,15 +27,21 @@ pub struct KitObject {
     pub subjects: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role_ref: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_secrets: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automount_service_account_token: Option<Value>,
 }
 
 impl KitObject {
-    /// The content field named as on the wire (`spec`, `subjects`, `roleRef`).
+    /// The content field named as on the wire (`spec`, `subjects`, `roleRef`, ...).
     pub fn field(&self, name: &str) -> Option<&Value> {
         match name {
             "spec" => self.spec.as_ref(),
             "subjects" => self.subjects.as_ref(),
             "roleRef" => self.role_ref.as_ref(),
+            "imagePullSecrets" => self.image_pull_secrets.as_ref(),
+            "automountServiceAccountToken" => self.automount_service_account_token.as_ref(),
             _ => None,
         }
     }
@@ -45,13 +52,15 @@ impl KitObject {
             "spec" => self.spec = Some(value),
             "subjects" => self.subjects = Some(value),
             "roleRef" => self.role_ref = Some(value),
+            "imagePullSecrets" => self.image_pull_secrets = Some(value),
+            "automountServiceAccountToken" => self.automount_service_account_token = Some(value),
             _ => {}
         }
     }
 }
 
 /// Every kit kind is watched and cached as this one type, so the watch machinery is compiled
-/// in once for all four: a watch names its kind's collection by path (`ApiSource::at`). Its
+/// in once for all five: a watch names its kind's collection by path (`ApiSource::at`). Its
 /// `url_path` addresses nothing; requests on one object go through the kind's own type below.
 impl super::Resource for KitObject {
     const API_VERSION: &'static str = "kit.skiff.dev/addressed-by-kind";
@@ -115,6 +124,13 @@ kit_kind!(
     "rbac.authorization.k8s.io/v1",
     "RoleBinding",
     "rolebindings"
+);
+kit_kind!(
+    /// `v1` ServiceAccount.
+    ServiceAccount,
+    "v1",
+    "ServiceAccount",
+    "serviceaccounts"
 );
 
 #[cfg(test)]

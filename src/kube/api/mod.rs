@@ -19,7 +19,7 @@ pub use core::{
     ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, PodMeta, Secret,
 };
 pub use field_manager::{FieldManager, OWN_MANAGER};
-pub use kit::{KitObject, LimitRange, NetworkPolicy, ResourceQuota, RoleBinding};
+pub use kit::{KitObject, LimitRange, NetworkPolicy, ResourceQuota, RoleBinding, ServiceAccount};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchFrame};
 pub use meta_decode::MANAGED_FIELDS;

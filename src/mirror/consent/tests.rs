@@ -12,14 +12,26 @@ use crate::runtime::Change;
 /// Caches with self-service on (offers from namespaces labelled `offers=yes`, at most `cap`
 /// copies each), the namespaces `namespaces` (name, labels) listed.
 fn world(cap: usize, namespaces: &[(&str, &[(&str, &str)])]) -> Consent {
+    sharing(&[SourceKind::ConfigMap], &[], cap, namespaces)
+}
+
+/// As [`world`], tenants sharing `kinds`, and Secrets only under `secret_names`.
+fn sharing(
+    kinds: &[SourceKind],
+    secret_names: &[&str],
+    cap: usize,
+    namespaces: &[(&str, &[(&str, &str)])],
+) -> Consent {
     let settings = SelfService {
         offer_selector: expr("offers", "In", &["yes"]),
         max_copies: cap,
+        kinds: kinds.iter().copied().collect(),
     };
     let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
+    let secret_targets = SecretTargets::new(secret_names.iter().map(|n| n.to_string()));
     let caches = Caches::new(
         &scope,
-        &SecretTargets::new(Vec::new()),
+        &secret_targets,
         Some(&settings),
         &crate::mirror::Kinds::default(),
     );
@@ -35,10 +47,15 @@ fn world(cap: usize, namespaces: &[(&str, &[(&str, &str)])]) -> Consent {
     }
     let nowhere = "http://127.0.0.1:9".parse().expect("url");
     let client = Client::new(crate::kube::Config::new(nowhere)).expect("client");
-    Consent::new(settings, caches, client)
+    let recorder = Recorder::new(&client, "skiff", "test");
+    Consent::new(settings, secret_targets, caches, (client, recorder))
 }
 
 fn accept(consent: &Consent, ns: &str, from: &Owner) {
+    accept_kind(consent, ns, from, SourceKind::ConfigMap);
+}
+
+fn accept_kind(consent: &Consent, ns: &str, from: &Owner, kind: SourceKind) {
     let a = MirrorAcceptance {
         metadata: ObjectMeta::named(Some(ns), "accept"),
         spec: AcceptanceSpec {
@@ -46,6 +63,7 @@ fn accept(consent: &Consent, ns: &str, from: &Owner) {
                 namespace: from.namespace.clone(),
                 mirror: from.name.clone(),
             },
+            kind,
         },
         ..MirrorAcceptance::default()
     };
@@ -81,7 +99,9 @@ fn a_copy_is_served_only_where_selected_and_accepted() {
     let consent = world(10, &[]);
     let selected = set(&["team-b", "team-c"]);
     assert!(
-        consent.served(&offer(), &selected).is_empty(),
+        consent
+            .served(&offer(), SourceKind::ConfigMap, &selected)
+            .is_empty(),
         "nobody accepted"
     );
     accept(&consent, "team-b", &offer());
@@ -91,7 +111,10 @@ fn a_copy_is_served_only_where_selected_and_accepted() {
         name: "other".into(),
     };
     accept(&consent, "team-c", &other);
-    assert_eq!(consent.served(&offer(), &selected), set(&["team-b"]));
+    assert_eq!(
+        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        set(&["team-b"])
+    );
 }
 
 #[test]
@@ -103,48 +126,103 @@ fn the_cap_bounds_the_copies_of_one_offer_whatever_the_acceptances() {
     }
     let selected: BTreeSet<String> = names.iter().cloned().collect();
     assert_eq!(
-        consent.served(&offer(), &selected),
+        consent.served(&offer(), SourceKind::ConfigMap, &selected),
         set(&["t00", "t01", "t02"])
     );
+}
+
+/// A Mirror `share` in team-a of `kind`, selecting every namespace.
+fn offered(kind: SourceKind, source: &str) -> Mirror {
+    let mut mirror = crate::mirror::fixtures::mirror_of("share", kind);
+    mirror.spec.source.name = source.into();
+    mirror.metadata.namespace = Some("team-a".into());
+    mirror.spec.namespace_selector = Some(LabelSelector::default());
+    mirror
 }
 
 #[test]
 fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     let consent = world(10, &[("team-b", &[])]);
     let none = |_: SourceKind, _: &str, _: &str| None;
-    assert_eq!(
-        consent.verdict(&offer(), None, "team-b", &none, &BTreeSet::new()),
-        Verdict::NotAvailable
-    );
-    let mut mirror = crate::mirror::fixtures::mirror_of("share", SourceKind::ConfigMap);
-    mirror.metadata.namespace = Some("team-a".into());
-    mirror.spec.namespace_selector = Some(LabelSelector::default());
+    let (owner, b) = (offer(), ("team-b", SourceKind::ConfigMap));
+    let verdict = |mirror: Option<&Mirror>, b| {
+        consent.verdict((&owner, mirror, false), b, &none, &BTreeSet::new())
+    };
+    assert_eq!(verdict(None, b), Verdict::NotAvailable);
+    let mirror = offered(SourceKind::ConfigMap, "share");
     // Selected, but the source is not there (or not labelled): the same answer.
+    assert_eq!(verdict(Some(&mirror), b), Verdict::NotAvailable);
+    // An acceptance of another kind than the offer's: the same answer again.
     assert_eq!(
-        consent.verdict(&offer(), Some(&mirror), "team-b", &none, &BTreeSet::new()),
+        verdict(Some(&mirror), ("team-b", SourceKind::Secret)),
         Verdict::NotAvailable
     );
+    let kind = SourceKind::ConfigMap;
     assert_eq!(
-        message(Verdict::NotAvailable, &offer(), "app"),
-        "nothing is offered to this namespace as Mirror team-a/share"
+        message(Verdict::NotAvailable, &offer(), (kind, "app")),
+        "no ConfigMap is offered to this namespace as Mirror team-a/share"
     );
 }
 
 #[test]
-fn an_offer_of_a_secret_is_refused_and_its_acceptances_told_why() {
+fn an_offer_of_a_kind_tenants_may_not_share_is_refused_and_its_acceptances_told_why() {
     let consent = world(10, &[("team-b", &[])]);
-    let mut mirror = crate::mirror::fixtures::mirror_of("share", SourceKind::Secret);
-    mirror.metadata.namespace = Some("team-a".into());
-    mirror.spec.namespace_selector = Some(LabelSelector::default());
+    let mirror = offered(SourceKind::Secret, "app-tls");
+    let kinds = crate::mirror::Kinds::default();
+    let refusal = consent.refusal(&mirror, &kinds).expect("refused");
+    assert_eq!(refusal.reason, Reason::KindNotAllowed);
+    assert!(
+        refusal.message.contains("--self-service-kinds"),
+        "{refusal:?}"
+    );
     let none = |_: SourceKind, _: &str, _: &str| None;
+    let b = ("team-b", SourceKind::Secret);
     assert_eq!(
-        consent.verdict(&offer(), Some(&mirror), "team-b", &none, &BTreeSet::new()),
+        consent.verdict((&offer(), Some(&mirror), true), b, &none, &BTreeSet::new()),
         Verdict::KindNotAllowed
     );
-    let refusal = kind_refusal(&mirror).expect("refused");
-    assert_eq!(refusal.reason, Reason::KindNotAllowed);
-    mirror.spec.source.kind = SourceKind::ConfigMap;
-    assert_eq!(kind_refusal(&mirror), None);
+    assert_eq!(
+        consent.refusal(&offered(SourceKind::ConfigMap, "x"), &kinds),
+        None
+    );
+}
+
+#[test]
+fn a_tenant_secret_is_shared_only_under_an_allowed_name() {
+    let shared = [SourceKind::ConfigMap, SourceKind::Secret];
+    let consent = sharing(&shared, &["app-tls"], 10, &[]);
+    let kinds = crate::mirror::Kinds::default();
+    assert_eq!(
+        consent.refusal(&offered(SourceKind::Secret, "app-tls"), &kinds),
+        None
+    );
+    let other = consent.refusal(&offered(SourceKind::Secret, "db-password"), &kinds);
+    let other = other.expect("a name not allowed");
+    assert_eq!(other.reason, Reason::SecretTargetNotAllowed);
+    assert!(other.message.contains("app-tls"), "{other:?}");
+    // Allowed as a source, but copied to a name that is not: refused as for any Mirror.
+    let mut renamed = offered(SourceKind::Secret, "app-tls");
+    renamed.spec.target_name = Some("elsewhere".into());
+    let renamed = consent
+        .refusal(&renamed, &kinds)
+        .expect("a target not allowed");
+    assert_eq!(renamed.reason, Reason::SecretTargetNotAllowed);
+}
+
+#[test]
+fn only_acceptances_of_the_offered_kind_count() {
+    let consent = world(10, &[]);
+    accept(&consent, "team-b", &offer());
+    accept_kind(&consent, "team-c", &offer(), SourceKind::Secret);
+    let selected = set(&["team-b", "team-c"]);
+    assert_eq!(
+        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        set(&["team-b"])
+    );
+    assert_eq!(
+        consent.served(&offer(), SourceKind::Secret, &selected),
+        set(&["team-c"])
+    );
 }
 
 #[test]
@@ -164,5 +242,8 @@ fn a_copy_already_served_keeps_its_place_under_the_cap() {
         accept(&consent, ns, &offer());
     }
     let selected = set(&["aa", "bb", "zz-late"]);
-    assert_eq!(consent.served(&offer(), &selected), set(&["aa", "zz-late"]));
+    assert_eq!(
+        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        set(&["aa", "zz-late"])
+    );
 }

@@ -9,6 +9,10 @@ fn parse(kinds: &str, roles: &str) -> Result<Kinds, String> {
     Kinds::parse(&[kinds.to_owned()], &[roles.to_owned()])
 }
 
+fn none() -> std::collections::BTreeSet<String> {
+    std::collections::BTreeSet::new()
+}
+
 fn role_binding(role_kind: &str, role: &str) -> Payload {
     let object = KitObject {
         subjects: Some(json!([{"kind": "Group", "name": "team",
@@ -72,7 +76,6 @@ fn denied_and_unknown_kinds_are_refused_naming_the_kind_and_why() {
         ("secrets", "--secret-target-names"),
         ("roles.rbac.authorization.k8s.io", "escalate"),
         ("clusterroles", "escalate"),
-        ("serviceaccounts", "not supported yet"),
         (
             "certificates.cert-manager.io",
             "Custom resources are not supported yet",
@@ -102,18 +105,18 @@ fn a_role_binding_to_a_role_not_named_is_refused_before_any_write() {
     let kinds = parse("rolebindings", "edit,view").expect("valid");
     let mirror = mirror_of("team-edit", SourceKind::RoleBinding);
     assert_eq!(
-        kinds.binding_refusal(&mirror, &role_binding("ClusterRole", "edit")),
+        kinds.binding_refusal(&mirror, &role_binding("ClusterRole", "edit"), none),
         None
     );
     let refusal = kinds
-        .binding_refusal(&mirror, &role_binding("ClusterRole", "cluster-admin"))
+        .binding_refusal(&mirror, &role_binding("ClusterRole", "cluster-admin"), none)
         .expect("cluster-admin is not bindable");
     assert_eq!(refusal.reason, Reason::RoleNotBindable);
     assert_mentions(
         &refusal.message,
         &["cluster-admin", "edit,view", "--bindable-roles"],
     );
-    let refusal = kinds.binding_refusal(&mirror, &role_binding("Role", "edit"));
+    let refusal = kinds.binding_refusal(&mirror, &role_binding("Role", "edit"), none);
     assert!(
         refusal.is_some(),
         "a namespaced Role named edit is not the ClusterRole"
@@ -127,4 +130,33 @@ fn keys_are_refused_on_a_kind_copied_whole() {
     mirror.spec.source.keys = vec!["hard".into()];
     let refusal = kinds.refusal(&mirror).expect("refused");
     assert_eq!(refusal.reason, Reason::KeysNotApplicable);
+}
+
+#[test]
+fn role_binding_mirrors_are_held_to_the_admission_policy_before_any_write() {
+    let kinds = parse("rolebindings", "edit")
+        .expect("valid")
+        .with_binding_namespace_label("skiff.dev/kit")
+        .expect("valid")
+        .in_namespace(Some("skiff-system".into()));
+    let mut mirror = mirror_of("team-edit", SourceKind::RoleBinding);
+    let refusal = kinds.refusal(&mirror).expect("no selector");
+    assert_eq!(refusal.reason, Reason::BindingNotAllowed);
+    mirror.spec.namespace_selector = Some(crate::mirror::types::LabelSelector {
+        match_labels: [("skiff.dev/kit".to_owned(), "team".to_owned())].into(),
+        ..Default::default()
+    });
+    assert_eq!(kinds.refusal(&mirror), None);
+    let edit = role_binding("ClusterRole", "edit");
+    let selected = || ["kube-system".to_owned()].into();
+    let refusal = kinds.binding_refusal(&mirror, &edit, selected);
+    assert_mentions(&refusal.expect("kube-system").message, &["kube-system"]);
+    let team = || ["team-a".to_owned()].into();
+    assert_eq!(kinds.binding_refusal(&mirror, &edit, team), None);
+    let without = parse("limitranges", "").expect("valid");
+    assert!(
+        without
+            .with_binding_namespace_label("skiff.dev/kit")
+            .is_err()
+    );
 }
