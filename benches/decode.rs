@@ -15,7 +15,12 @@ use serde_json::{Map, Value};
 use skiff::kube::WatchStream;
 use skiff::kube::api::{ConfigMap, Namespace, NamespaceStatus, OwnerReference, Resource};
 use skiff::kube::watch::WatchEvent;
-use skiff::mirror::namespace::NamespaceInfo;
+use skiff::mirror::copy::CopyInfo;
+use skiff::mirror::index::{copy_store, mirror_store};
+use skiff::mirror::namespace::NamespaceEntry;
+use skiff::mirror::selection::Selections;
+use skiff::mirror::types::Mirror;
+use skiff::runtime::{Change, Store};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -81,6 +86,62 @@ fn copy_line(i: usize) -> String {
         rv = 9000 + i,
         hash = "9f2c".repeat(16)
     )
+}
+
+/// A Mirror as the API server holds it after `kubectl apply` and a reconcile: the applied
+/// configuration annotation, a finalizer, a status with its conditions.
+fn mirror_line(i: usize) -> String {
+    let applied = format!(
+        r#"{{\"apiVersion\":\"skiff.dev/v1alpha1\",\"kind\":\"Mirror\",\"metadata\":{{\"annotations\":{{}},\"name\":\"ca-{i:05}\",\"namespace\":\"skiff-system\"}},\"spec\":{{\"namespaceSelector\":{{\"matchLabels\":{{\"mirror\":\"yes\"}}}},\"source\":{{\"kind\":\"ConfigMap\",\"name\":\"app-ca\"}}}}}}\n"#
+    );
+    let fields = managed_fields(
+        "skiff",
+        r#"{"f:status":{".":{},"f:conditions":{},"f:synced":{}}}"#,
+    );
+    format!(
+        r#"{{"type":"ADDED","object":{{"kind":"Mirror","apiVersion":"skiff.dev/v1alpha1","metadata":{{"name":"ca-{i:05}","namespace":"skiff-system","uid":"7e2a-{i:012}","resourceVersion":"{rv}","generation":1,"creationTimestamp":"2026-11-30T00:00:00Z","finalizers":["skiff.dev/copies"],"annotations":{{"kubectl.kubernetes.io/last-applied-configuration":"{applied}"}},"managedFields":{fields}}},"spec":{{"source":{{"kind":"ConfigMap","name":"app-ca"}},"namespaceSelector":{{"matchLabels":{{"mirror":"yes"}}}}}},"status":{{"observedGeneration":1,"synced":10,"failed":0,"conditions":[{{"type":"Ready","status":"True","reason":"Synced","message":"10 of 10 copies in sync","lastTransitionTime":"2026-11-30T00:00:00Z","observedGeneration":1}}]}}}}}}"#,
+        rv = 5000 + i
+    )
+}
+
+/// Live heap bytes per object that `store` keeps (its projection, key, table and index), the
+/// objects given to it as a list.
+fn store_bytes<K: Resource + Clone, P: Clone>(store: &Store<K, P>, objects: &[K]) -> usize {
+    let before = LIVE.load(Relaxed);
+    for object in objects {
+        store.apply(&Change::Listed(object.clone()));
+    }
+    store.apply(&Change::Relisted);
+    (LIVE.load(Relaxed) - before) / objects.len()
+}
+
+/// Per-item bytes of the caches, as [`store_bytes`] measures them: a namespace, a copy, a
+/// Mirror, and a namespace in one Mirror's selection.
+struct CacheBytes {
+    namespace: usize,
+    copy: usize,
+    mirror: usize,
+    selected: usize,
+}
+
+fn cache_bytes(namespaces: &[Namespace], copies: &[ConfigMap], mirrors: &[Mirror]) -> CacheBytes {
+    let namespace_store = Store::new(NamespaceEntry::of);
+    let namespace = store_bytes(&namespace_store, namespaces);
+    let copy = store_bytes(&copy_store(CopyInfo::of_configmap), copies);
+    let mirror = store_bytes(&mirror_store(), mirrors);
+    // One Mirror selecting every namespace.
+    let one = mirror_store();
+    let selections = Selections::new(&namespace_store, &one);
+    one.apply(&Change::Applied(mirrors[0].clone()));
+    let before = LIVE.load(Relaxed);
+    selections.mirror_changed(&Change::Applied(mirrors[0].clone()));
+    let selected = (LIVE.load(Relaxed) - before) / namespaces.len();
+    CacheBytes {
+        namespace,
+        copy,
+        mirror,
+        selected,
+    }
 }
 
 /// What decoding `count` events cost.
@@ -232,6 +293,7 @@ fn main() {
     let count = if bench { OBJECTS } else { SMOKE_OBJECTS };
     let (ns_figures, namespaces) = decode::<Namespace>(count, namespace_line);
     let (copy_figures, copies) = decode::<ConfigMap>(count, copy_line);
+    let (_, mirrors) = decode::<Mirror>(count, mirror_line);
     let ns_before = decode_before::<before::Namespace>(count, namespace_line);
     let copy_before = decode_before::<before::ConfigMap>(count, copy_line);
     assert!(
@@ -242,12 +304,17 @@ fn main() {
     );
     assert!(copies.iter().all(|cm| cm.metadata.extra.is_empty()));
     let info = projection_bytes(&namespaces, |ns| {
-        NamespaceInfo::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
+        NamespaceEntry::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
     });
     // What the cache kept per namespace before: the name and a clone of the label map.
     let map = projection_bytes(&namespaces, |ns| {
         (ns.metadata.name.clone(), ns.metadata.labels.clone())
     });
+    let caches = cache_bytes(&namespaces, &copies, &mirrors);
+    assert!(
+        caches.selected > 0 && caches.mirror > 0,
+        "the caches kept nothing"
+    );
     if !bench {
         println!("decode: smoke run ok (run `cargo bench --bench decode` for figures)");
         return;
@@ -266,9 +333,15 @@ fn main() {
     row("ConfigMap (a copy), before", &copy_before);
     row("ConfigMap (a copy)", &copy_figures);
     println!(
-        "\nnamespace cache entry, heap bytes beyond the entry itself: NamespaceInfo {info} B \
+        "\nnamespace cache entry, heap bytes beyond the entry itself: NamespaceEntry {info} B \
          (size {} B); name + label map as kept before {map} B (size {} B)",
-        size_of::<NamespaceInfo>(),
+        size_of::<NamespaceEntry>(),
         size_of::<(String, std::collections::BTreeMap<String, String>)>()
+    );
+    println!(
+        "\ncache bytes per item ({count} of each, heap bytes requested, the store's table, key \
+         and index included): namespace {} B, copy {} B, Mirror {} B, namespace in a \
+         Mirror's selection {} B",
+        caches.namespace, caches.copy, caches.mirror, caches.selected
     );
 }

@@ -1,71 +1,88 @@
 //! The C allocator, set up for a long-lived process whose memory is mostly a few small caches.
 //!
-//! skiff keeps little (about 1.4 MB live with 1,000 namespaces), but start-up and every relist
+//! skiff keeps little (about 1.6 MB live with 1,000 namespaces), but start-up and every relist
 //! decode whole lists, and a fan-out makes thousands of requests: megabytes of short-lived
 //! buffers between the caches' small, long-lived entries. glibc's malloc keeps what was freed
 //! for reuse and returns only the top of the heap to the system, so without help the resident
-//! set stays at the high-water mark (measured: 1.9 MB in use, 5.5 MB held). Two settings fix
-//! that, measured in docs/benchmarks-history.md ("Footprint on real objects"):
+//! set stays at the high-water mark (measured: 1.9 MB in use, 5.5 MB held). Three settings fix
+//! that, measured in docs/benchmarks-history.md ("Footprint on real objects") and BENCHMARKS.md:
 //!
 //! - **One malloc arena** ([`configure`]): glibc gives each thread that allocates its own arena,
 //!   and each keeps its own free memory; skiff's threads (the main thread, smol's executor
 //!   thread, the reactor, short-lived resolver threads) allocate little at a time, so one arena
-//!   costs no measurable contention. A `MALLOC_ARENA_MAX` or `glibc.malloc.arena_max` tunable
-//!   in the environment is left to win.
-//! - **Free memory returned** ([`release_when_idle`]): every few seconds, when the process's
-//!   anonymous memory grew by more than [`RELEASE_ABOVE`] since the last release,
-//!   `malloc_trim(0)` hands malloc's free pages back to the system (the middle of the heap too,
-//!   not only the top). Checking costs one read of `/proc/self/status`.
+//!   costs no measurable contention.
+//! - **Big buffers mapped on their own, always** ([`configure`]): glibc serves a block of
+//!   [`MMAP_ABOVE`] or more from its own mapping, returned to the system when freed, but raises
+//!   that threshold to the size of each such block freed (up to 32 MiB), so after one 1 MB list
+//!   page every later megabyte-sized body (a 900 KB source's copies) is carved from the heap and
+//!   leaves holes in it. Setting the threshold fixes it where it is.
+//! - **Free memory returned** ([`release_when_idle`]): every few seconds, when the free memory
+//!   malloc holds grew by more than [`RELEASE_ABOVE`] since the last release, `malloc_trim(0)`
+//!   hands its free pages back to the system (the middle of the heap too, not only the top).
+//!   Checking costs one `mallinfo2` call.
 //!
-//! On other C libraries both are no-ops: the process works the same, keeping what it freed.
+//! A `MALLOC_ARENA_MAX` or `MALLOC_MMAP_THRESHOLD_` (or their `GLIBC_TUNABLES`) in the
+//! environment is left to win. On other C libraries all of this is a no-op: the process works
+//! the same, keeping what it freed.
 #![allow(unsafe_code)]
 
 use std::time::Duration;
 
 /// How often [`release_when_idle`] reads the process's anonymous memory.
 pub const CHECK_EVERY: Duration = Duration::from_secs(5);
-/// Growth of anonymous memory since the last release that makes another one worth its walk
-/// over malloc's free lists and its system calls.
-pub const RELEASE_ABOVE: u64 = 512 * 1024;
+/// Growth of the free memory malloc holds since the last release that makes another one worth
+/// its walk over malloc's free lists and its system calls.
+pub const RELEASE_ABOVE: u64 = 256 * 1024;
+/// Blocks of this size or more get a mapping of their own, unmapped when freed: glibc's
+/// initial threshold, kept there.
+pub const MMAP_ABOVE: usize = 128 * 1024;
 
-/// Limits malloc to one arena. Call first thing in `main`, before any thread starts: arenas
-/// already made stay.
+/// Limits malloc to one arena and fixes its mmap threshold. Call first thing in `main`, before
+/// any thread starts: arenas already made stay.
 pub fn configure() {
-    if arena_max_set_by_environment(|name| std::env::var(name).ok()) {
-        return;
+    let var = |name: &str| std::env::var(name).ok();
+    if !set_by_environment(var, "MALLOC_ARENA_MAX", "glibc.malloc.arena_max") {
+        glibc::limit_arenas(1);
     }
-    glibc::limit_arenas(1);
+    if !set_by_environment(var, "MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold") {
+        glibc::fix_mmap_threshold(MMAP_ABOVE);
+    }
 }
 
-/// Whether the user chose the number of arenas themselves (their choice is kept).
-fn arena_max_set_by_environment(var: impl Fn(&str) -> Option<String>) -> bool {
-    var("MALLOC_ARENA_MAX").is_some()
-        || var("GLIBC_TUNABLES").is_some_and(|t| t.contains("glibc.malloc.arena_max"))
+/// Whether the user set malloc's `variable`, or its `tunable`, themselves (their choice is kept).
+fn set_by_environment(var: impl Fn(&str) -> Option<String>, variable: &str, tunable: &str) -> bool {
+    var(variable).is_some() || var("GLIBC_TUNABLES").is_some_and(|t| t.contains(tunable))
 }
 
-/// Runs for the life of the process: every [`CHECK_EVERY`], when the process's anonymous
-/// memory (`RssAnon`) grew by more than [`RELEASE_ABOVE`] since the last release, hands
-/// malloc's free pages back to the system. Growth that is live data stays, and becomes the
-/// new baseline; growth that was garbage is returned.
+/// Runs for the life of the process: every [`CHECK_EVERY`], when the free memory malloc holds
+/// grew by more than [`RELEASE_ABOVE`] since the last release, hands malloc's free pages back
+/// to the system. What a release cannot return (free pieces smaller than a page) is the new
+/// baseline; free memory taken up again lowers it.
+///
+/// Counting malloc's free bytes rather than the process's `RssAnon`: a release in the middle
+/// of a fan-out, with megabytes live, would otherwise set a baseline that the garbage the
+/// fan-out leaves once it ends never exceeds.
 pub async fn release_when_idle() {
     if !glibc::CAN_RELEASE {
         return;
     }
-    let mut baseline = anon_bytes();
+    let mut baseline = 0;
     loop {
         smol::Timer::after(CHECK_EVERY).await;
-        let Some(before) = anon_bytes() else {
-            return;
-        };
-        if !worth_releasing(baseline, before) {
+        let free = glibc::free_bytes();
+        baseline = baseline.min(free);
+        if !worth_releasing(baseline, free) {
             continue;
         }
+        let before = anon_bytes().unwrap_or(0);
         release_free_memory();
-        baseline = anon_bytes();
+        baseline = glibc::free_bytes();
         log::debug!(
-            "returned free heap memory to the system: RssAnon {} KiB before, {} KiB after",
+            "returned free heap memory to the system: {} KiB free in malloc, RssAnon {} KiB \
+             before, {} KiB after",
+            free / 1024,
             before / 1024,
-            baseline.unwrap_or(0) / 1024
+            anon_bytes().unwrap_or(0) / 1024
         );
     }
 }
@@ -94,9 +111,15 @@ fn rss_anon(status: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Anonymous memory grew by more than [`RELEASE_ABOVE`] since the last release (or start).
-fn worth_releasing(baseline: Option<u64>, now: u64) -> bool {
-    now > baseline.unwrap_or(0).saturating_add(RELEASE_ABOVE)
+/// The free memory malloc holds, `free` bytes, grew by more than [`RELEASE_ABOVE`] from
+/// `baseline`.
+fn worth_releasing(baseline: u64, free: u64) -> bool {
+    free > baseline.saturating_add(RELEASE_ABOVE)
+}
+
+/// The bytes malloc holds free, resident or not (`mallinfo2`'s `fordblks`); 0 where unknown.
+pub fn free_bytes() -> u64 {
+    glibc::free_bytes()
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -112,11 +135,26 @@ mod glibc {
         }
     }
 
+    pub fn fix_mmap_threshold(bytes: usize) {
+        let threshold = c_int::try_from(bytes).unwrap_or(c_int::MAX);
+        // SAFETY: mallopt only changes malloc's tuning; a set M_MMAP_THRESHOLD turns off its
+        // dynamic adjustment.
+        if unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, threshold) } != 1 {
+            log::debug!("malloc did not accept M_MMAP_THRESHOLD={threshold}");
+        }
+    }
+
     pub fn release_free_memory() {
         // SAFETY: malloc_trim takes malloc's locks itself; pad 0 keeps nothing in reserve.
         unsafe {
             libc::malloc_trim(0);
         }
+    }
+
+    pub fn free_bytes() -> u64 {
+        // SAFETY: mallinfo2 takes malloc's locks itself and returns its figures by value.
+        let info = unsafe { libc::mallinfo2() };
+        info.fordblks as u64
     }
 }
 
@@ -126,7 +164,13 @@ mod glibc {
 
     pub fn limit_arenas(_count: i32) {}
 
+    pub fn fix_mmap_threshold(_bytes: usize) {}
+
     pub fn release_free_memory() {}
+
+    pub fn free_bytes() -> u64 {
+        0
+    }
 }
 
 #[cfg(test)]
@@ -134,11 +178,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn releases_only_when_anonymous_memory_grew_past_the_threshold() {
-        assert!(!worth_releasing(Some(100_000), 100_000 + RELEASE_ABOVE));
-        assert!(worth_releasing(Some(100_000), 100_001 + RELEASE_ABOVE));
-        assert!(!worth_releasing(Some(2_000_000), 1_000_000));
-        assert!(worth_releasing(None, RELEASE_ABOVE + 1));
+    fn releases_only_when_free_memory_grew_past_the_threshold() {
+        assert!(!worth_releasing(100_000, 100_000 + RELEASE_ABOVE));
+        assert!(worth_releasing(100_000, 100_001 + RELEASE_ABOVE));
+        assert!(!worth_releasing(2_000_000, 1_000_000));
+        assert!(worth_releasing(0, RELEASE_ABOVE + 1));
     }
 
     #[test]
@@ -151,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn an_arena_count_from_the_environment_is_kept() {
+    fn settings_from_the_environment_are_kept() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             move |name: &str| {
                 pairs
@@ -160,18 +204,26 @@ mod tests {
                     .map(|(_, v)| (*v).to_owned())
             }
         };
-        assert!(!arena_max_set_by_environment(env(&[])));
-        assert!(arena_max_set_by_environment(env(&[(
-            "MALLOC_ARENA_MAX",
-            "4"
-        )])));
-        assert!(arena_max_set_by_environment(env(&[(
+        let arenas =
+            |pairs| set_by_environment(env(pairs), "MALLOC_ARENA_MAX", "glibc.malloc.arena_max");
+        assert!(!arenas(&[]));
+        assert!(arenas(&[("MALLOC_ARENA_MAX", "4")]));
+        assert!(arenas(&[(
             "GLIBC_TUNABLES",
             "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=2"
-        )])));
-        assert!(!arena_max_set_by_environment(env(&[(
+        )]));
+        assert!(!arenas(&[(
             "GLIBC_TUNABLES",
             "glibc.malloc.tcache_count=0"
-        )])));
+        )]));
+        let mmap = |pairs| {
+            set_by_environment(
+                env(pairs),
+                "MALLOC_MMAP_THRESHOLD_",
+                "glibc.malloc.mmap_threshold",
+            )
+        };
+        assert!(mmap(&[("MALLOC_MMAP_THRESHOLD_", "65536")]));
+        assert!(!mmap(&[("MALLOC_ARENA_MAX", "4")]));
     }
 }

@@ -244,6 +244,22 @@ impl Client {
             .await
     }
 
+    /// A PATCH of `body` (already encoded, perhaps in shared pieces) of the object of kind `K`
+    /// named `name` in `namespace`, asking for its metadata only ([`METADATA_ONLY`]).
+    pub async fn patch_encoded<K: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        body: Pieces,
+        kind: PatchKind,
+    ) -> Result<Written, Error> {
+        let path = K::url_path(namespace, Some(name));
+        let mut spec = RequestSpec::new(Method::Patch, path, "patch");
+        spec.body = Some((body, kind.content_type()));
+        spec.accept = METADATA_ONLY;
+        decode(&self.transport.execute(&spec).await?)
+    }
+
     pub async fn patch_status<K: Resource>(
         &self,
         namespace: Option<&str>,

@@ -3,8 +3,8 @@
 //! The reconciler plans; the [`Applier`] writes. Its state is small: the requests on copies with
 //! the record of its own writes ([`CopyWriter`]), and the stop signal. Writes go out
 //! concurrently (bounded by count, and by bytes: [`budget`]) so a fan-out is paced by the
-//! client's token bucket, not by round trips. A create that meets an object goes to [`adopt`]; an update, to [`update`], and one
-//! the server refuses, to [`replace`].
+//! client's token bucket, not by round trips. A create that meets an object goes to
+//! [`adopt`]; an update, to [`update`], and one the server refuses, to [`replace`].
 
 mod adopt;
 mod budget;
@@ -20,6 +20,7 @@ use super::copy::CopyInfo;
 use super::copy_requests::CopyRequests;
 use super::managed::Record;
 use super::own_writes::{CopyKey, CopyWrites};
+use super::payload::HeldMaps;
 use super::plan::Plan;
 use crate::kube::Error;
 use crate::signal::Signal;
@@ -59,20 +60,8 @@ pub struct Outcome {
 /// A write with everything it needs, owned by its task.
 enum Job {
     Create(String),
-    Update(String, String, Option<Record>),
+    Update(String, String, Option<Record>, HeldMaps),
     Delete(CopyKey, String),
-}
-
-impl Job {
-    /// The bytes the write holds while in flight, for a copy content of `content` bytes: an
-    /// update's patch and the object answered; a create shares the content and is answered
-    /// with metadata.
-    fn weight(&self, content: usize) -> usize {
-        match self {
-            Job::Update(..) => weight(2 * content),
-            Job::Create(_) | Job::Delete(..) => weight(0),
-        }
-    }
 }
 
 fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
@@ -82,6 +71,7 @@ fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
             u.namespace.clone(),
             u.resource_version.clone(),
             u.record.clone(),
+            u.held,
         )
     });
     let deletes = plan
@@ -123,14 +113,15 @@ impl Applier {
         report: &ProgressReport<'_>,
     ) -> Outcome {
         let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-        let content = target.desired.payload().bytes();
         let mut tasks = Vec::with_capacity(plan.writes());
         let mut progress = Progress::new(plan.in_sync);
         let mut stopped = false;
         for job in jobs(plan) {
             // The permit is taken before the task exists, so a fan-out of thousands holds at
             // most MAX_IN_FLIGHT writes, and their bytes within the budget, at once.
-            let Some(permit) = self.permit(&limit, job.weight(content)).await else {
+            // Every write holds its head and a reply of metadata alone: creates and updates
+            // share the content (`copy_body.rs`).
+            let Some(permit) = self.permit(&limit, weight(0)).await else {
                 stopped = true;
                 break;
             };
@@ -187,8 +178,8 @@ impl Applier {
         let writer = &self.writer;
         let done = match job {
             Job::Create(ns) => self.create_copy(target, &ns).await,
-            Job::Update(ns, rv, record) => {
-                update_copy(writer, target, &ns, &rv, record.as_ref()).await
+            Job::Update(ns, rv, record, held) => {
+                update_copy(writer, target, &ns, &rv, record.as_ref(), held).await
             }
             Job::Delete(key, rv) => self.delete_copy(key, &rv).await,
         };

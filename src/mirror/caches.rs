@@ -17,7 +17,7 @@ use super::enqueue::{copy_owners, mirror_keys};
 use super::index::{copies_of, copy_store, mirror_store};
 use super::kinds::Kinds;
 use super::kit_caches::KitCaches;
-use super::namespace::NamespaceInfo;
+use super::namespace::NamespaceEntry;
 use super::offers::{SelfService, offer_moved};
 use super::secret_copies::SecretCopyStores;
 use super::secret_targets::SecretTargets;
@@ -43,7 +43,7 @@ pub const NAMESPACE_PAGE: u32 = 1_000;
 #[derive(Clone)]
 pub struct Caches {
     pub mirrors: Store<Mirror, Mirror>,
-    pub namespaces: Store<Namespace, NamespaceInfo>,
+    pub namespaces: Store<Namespace, NamespaceEntry>,
     pub configmap_sources: SourceStores<ConfigMap>,
     pub secret_sources: SourceStores<Secret>,
     pub configmap_copies: Store<ConfigMap, CopyInfo>,
@@ -68,7 +68,7 @@ impl Caches {
         kinds: &Kinds,
     ) -> Caches {
         let mirrors = mirror_store();
-        let namespaces = Store::new(NamespaceInfo::of);
+        let namespaces = Store::new(NamespaceEntry::of);
         // Without Secret copies no Mirror of a Secret is reconciled, so its source is not
         // needed either: the default install grants no Secret access at all.
         let secret_sources = if secret_targets.enabled() {
@@ -182,7 +182,7 @@ impl Caches {
                 {
                     let selections = self.selections.clone();
                     let (mirrors, self_service) = (self.mirrors.clone(), self.self_service.clone());
-                    move |event: &Change<Namespace>, previous: Option<&NamespaceInfo>| {
+                    move |event: &Change<Namespace>, previous: Option<&NamespaceEntry>| {
                         let mut keys = selections.namespace_changed(event, previous);
                         if let Some(s) = &self_service {
                             let offer = &s.offer_selector;

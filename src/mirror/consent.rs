@@ -21,6 +21,7 @@ use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
 use super::kinds::Kinds;
+use super::namespace::NamespaceInfo;
 use super::namespace_selector::matches;
 use super::offers::SelfService;
 use super::secret_targets::SecretTargets;
@@ -117,7 +118,10 @@ impl Consent {
         self.caches
             .namespaces
             .get("", namespace)
-            .is_some_and(|ns| matches(&self.settings.offer_selector, |k| ns.label(k)))
+            .is_some_and(|entry| {
+                let ns = NamespaceInfo::view(namespace, &entry);
+                matches(&self.settings.offer_selector, |k| ns.label(k))
+            })
     }
 
     /// The namespaces a tenant Mirror copies into: those it selects that accept it, at most

@@ -6,7 +6,7 @@
 //! skiff manages on the copy too (see [`super::managed`]), whose record the entry keeps.
 
 use super::managed::{Managed, Record};
-use super::payload::{Digest, Payload};
+use super::payload::{Digest, HeldMaps, Payload};
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
 use std::collections::BTreeMap;
@@ -52,6 +52,8 @@ pub struct CopyInfo {
     pub record: Option<Record>,
     /// Who made the latest change skiff did not make, as it reports itself (2 bytes).
     pub changed_by: Option<FieldManager>,
+    /// Which of its maps the copy holds (1 byte), for an update's patch.
+    pub held: HeldMaps,
 }
 
 impl CopyInfo {
@@ -82,6 +84,7 @@ impl CopyInfo {
             content_hash: payload.hash_with(managed.as_ref().and_then(Managed::if_any)),
             record,
             changed_by: meta.other_manager,
+            held: HeldMaps::of(payload),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The body of a copy's create: the copy's own metadata, and its content serialized once and
-//! shared by every copy's create ([`Pieces`]).
+//! The bodies of a copy's create and update: the copy's own metadata (or patch of it), and its
+//! content serialized once and shared by every copy's write ([`Pieces`]).
 //!
 //! A fan-out of a 900 KB source into 1,000 namespaces then serializes the content once, and
 //! each write in flight holds its head (a few hundred bytes) and a reference to the content,
@@ -7,11 +7,11 @@
 
 use super::copy::Owner;
 use super::desired::DesiredCopy;
-use super::payload::Payload;
+use super::payload::{HeldMaps, Payload};
 use super::render::{NO_KEYS, new_copy_meta};
 use crate::kube::Pieces;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -32,6 +32,54 @@ pub fn new_copy_body(
     }
     let end: Arc<[u8]> = Arc::from(&b"}"[..]);
     Ok(Pieces::new(vec![head.into(), Arc::clone(content), end]))
+}
+
+/// A map's field and its members, serialized once and shared by every update.
+pub type MapMembers = (&'static str, Arc<[u8]>);
+
+/// The body of an update: `patch` ([`super::render::update_patch`], without the maps) and each
+/// of the payload's maps, whose members (`map_members`, in [`Payload::maps`]'s order) every
+/// update shares: replaced whole (`$patch: replace`) where the copy holds that map, set
+/// plainly where it holds none (the server drops a replaced map the object lacks), and left
+/// out where neither has it (an empty map set would differ from none, which an immutable
+/// copy refuses).
+pub fn update_body(
+    patch: &Value,
+    map_members: &[MapMembers],
+    held: HeldMaps,
+) -> Result<Pieces, serde_json::Error> {
+    let mut head = serde_json::to_vec(patch)?;
+    head.pop(); // the closing brace: the maps follow
+    let mut pieces = Vec::with_capacity(1 + 3 * map_members.len());
+    for (i, (field, members)) in map_members.iter().enumerate() {
+        if !held.holds(i) && members.is_empty() {
+            continue;
+        }
+        let replace = if held.holds(i) {
+            "\"$patch\":\"replace\""
+        } else {
+            ""
+        };
+        let comma = if replace.is_empty() || members.is_empty() {
+            ""
+        } else {
+            ","
+        };
+        head.extend_from_slice(format!(",\"{field}\":{{{replace}{comma}").as_bytes());
+        pieces.push(std::mem::take(&mut head).into());
+        pieces.push(Arc::clone(members));
+        head.push(b'}');
+    }
+    head.push(b'}');
+    pieces.push(head.into());
+    Ok(Pieces::new(pieces))
+}
+
+/// The members of each of `payload`'s maps, without the braces, as [`update_body`] shares them.
+pub fn map_members(payload: &Payload) -> Result<Vec<MapMembers>, serde_json::Error> {
+    let maps = payload.maps().into_iter();
+    maps.map(|(field, map)| Ok((field, members(map)?.into())))
+        .collect()
 }
 
 /// A payload as the members of a copy's JSON object, without the braces: `"data"`,

@@ -9,11 +9,9 @@ use super::copy::CopyInfo;
 use super::existing::Existing;
 use super::kit_types::{KitResource, with_kit_type};
 use super::payload::Payload;
-use super::render::CopyObject;
 use super::types::SourceKind;
 use crate::kube::api::{ConfigMap, Secret};
 use crate::kube::{Client, Error, PatchKind, Pieces};
-use serde_json::Value;
 
 /// Requests on copies, through one client (the fenced main client).
 #[derive(Clone)]
@@ -68,28 +66,32 @@ impl CopyRequests {
         Ok(CopyInfo::written(&created.metadata, payload))
     }
 
-    /// A strategic merge patch of the copy named `name` in `ns`, or a plain merge patch.
+    /// A strategic merge patch (`body`) of the copy named `name` in `ns`, which then holds
+    /// `payload`; what the cache would keep of it. As a create's, the reply is asked for the
+    /// metadata alone.
     pub async fn patch(
         &self,
-        kind: SourceKind,
         ns: &str,
         name: &str,
-        patch: &Value,
-        patch_kind: PatchKind,
-    ) -> Result<CopyObject, Error> {
-        let client = &self.client;
-        Ok(match kind {
+        body: Pieces,
+        payload: &Payload,
+    ) -> Result<CopyInfo, Error> {
+        let (client, strategic) = (&self.client, PatchKind::Strategic);
+        let patched = match payload.kind() {
             SourceKind::ConfigMap => {
-                CopyObject::ConfigMap(client.patch_as(Some(ns), name, patch, patch_kind).await?)
+                client
+                    .patch_encoded::<ConfigMap>(Some(ns), name, body, strategic)
+                    .await?
             }
             SourceKind::Secret => {
-                CopyObject::Secret(client.patch_as(Some(ns), name, patch, patch_kind).await?)
+                client
+                    .patch_encoded::<Secret>(Some(ns), name, body, strategic)
+                    .await?
             }
-            kit => with_kit_type!(kit, K => {
-                let answer: K = client.patch_as(Some(ns), name, patch, patch_kind).await?;
-                CopyObject::Kit(kit, answer.0)
-            }, else return Err(unreachable_kind(kit))),
-        })
+            kit => with_kit_type!(kit, K => client.patch_encoded::<K>(Some(ns), name, body,
+                strategic).await?, else return Err(unreachable_kind(kit))),
+        };
+        Ok(CopyInfo::written(&patched.metadata, payload))
     }
 
     /// Deletes the copy named `name` in `ns`, if it is still at version `rv`.

@@ -11,9 +11,21 @@ use super::types::{Mirror, SourceKind};
 use crate::kube::api::Resource;
 use crate::runtime::{ObjectKey, Store};
 
+/// The annotation `kubectl apply` records the whole applied object in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 /// The Mirror cache, indexed by source and by target name.
 pub fn mirror_store() -> Store<Mirror, Mirror> {
-    Store::whole().with_index(mirror_index)
+    Store::new(kept).with_index(mirror_index)
+}
+
+/// What the Mirror cache keeps of a Mirror: all of it but the annotation in which `kubectl
+/// apply` records the applied object, often its largest field, which reconciling never reads
+/// and a write of the status subresource ignores.
+fn kept(mirror: &Mirror) -> Mirror {
+    let mut kept = mirror.clone();
+    kept.metadata.annotations.remove(LAST_APPLIED);
+    kept
 }
 
 /// A copy cache keeping `project(object)`, indexed by owning Mirror.
@@ -71,4 +83,29 @@ fn target_index(kind: SourceKind, name: &str) -> String {
 
 fn owner_index(owner: &Owner) -> String {
     format!("{}/{}", owner.namespace, owner.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::api::ObjectMeta;
+    use crate::runtime::Change;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_mirror_is_cached_without_the_object_kubectl_apply_recorded() {
+        let mut mirror = Mirror {
+            metadata: ObjectMeta::named(Some("src"), "ca"),
+            ..Mirror::default()
+        };
+        mirror.metadata.annotations = BTreeMap::from([
+            (LAST_APPLIED.to_owned(), "{\"kind\":\"Mirror\"}".to_owned()),
+            ("team".to_owned(), "a".to_owned()),
+        ]);
+        let store = mirror_store();
+        store.apply(&Change::Applied(mirror));
+        let cached = store.get("src", "ca").expect("cached");
+        let kept: Vec<_> = cached.metadata.annotations.keys().collect();
+        assert_eq!(kept, ["team"]);
+    }
 }

@@ -1,53 +1,94 @@
-//! What the namespace cache keeps of a namespace: its name, its labels, whether it is
-//! terminating; what deciding whether a Mirror selects it needs, and nothing more.
+//! What the namespace cache keeps of a namespace: its labels and whether it is terminating,
+//! what deciding whether a Mirror selects it needs, and nothing more; its name is the cache's
+//! key, held once.
 //!
 //! The cache holds one per namespace of the cluster, so its size is skiff's memory per
 //! namespace: the labels are packed into one string, and the label every namespace carries
 //! with its own name is kept as a flag.
 
 use crate::kube::api::Namespace;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The label the API server puts on every namespace, its value the namespace's name.
 pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// What selection needs to know about a namespace.
+/// What the namespace cache keeps of a namespace, under its name.
 ///
 /// Labels are packed into one string (`key\0value\0key\0value`, sorted by key; label keys and
-/// values cannot hold a NUL), and [`NAME_LABEL`], equal to `name` on every namespace, is kept
-/// as a flag: most namespaces then cost no allocation besides their name.
+/// values cannot hold a NUL), and [`NAME_LABEL`], equal to the name on every namespace, is kept
+/// as a flag: most namespaces then cost no allocation besides their key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NamespaceInfo {
-    pub name: String,
+pub struct NamespaceEntry {
     labels: Box<str>,
     has_name_label: bool,
-    pub terminating: bool,
+    terminating: bool,
 }
 
-impl NamespaceInfo {
-    /// The projection the namespace cache keeps of `ns`.
-    pub fn of(ns: &Namespace) -> NamespaceInfo {
-        NamespaceInfo::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
+impl NamespaceEntry {
+    /// The entry the namespace cache keeps of `ns`.
+    pub fn of(ns: &Namespace) -> NamespaceEntry {
+        NamespaceEntry::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
     }
 
-    pub fn new(name: &str, labels: &BTreeMap<String, String>, terminating: bool) -> NamespaceInfo {
+    pub fn new(name: &str, labels: &BTreeMap<String, String>, terminating: bool) -> NamespaceEntry {
         let has_name_label = labels.get(NAME_LABEL).map(String::as_str) == Some(name);
         let packed: Vec<&str> = labels
             .iter()
             .filter(|(k, _)| !(has_name_label && k.as_str() == NAME_LABEL))
             .flat_map(|(k, v)| [k.as_str(), v.as_str()])
             .collect();
-        NamespaceInfo {
-            name: name.to_owned(),
+        NamespaceEntry {
             labels: packed.join("\0").into_boxed_str(),
             has_name_label,
             terminating,
         }
     }
+}
+
+/// A namespace as selection reads it: its name and its [`NamespaceEntry`], borrowed from the
+/// cache or from a watched object, or owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceInfo<'a> {
+    pub name: Cow<'a, str>,
+    entry: Cow<'a, NamespaceEntry>,
+}
+
+impl<'a> NamespaceInfo<'a> {
+    /// `ns` as selection reads it.
+    pub fn of(ns: &'a Namespace) -> NamespaceInfo<'a> {
+        NamespaceInfo {
+            name: Cow::Borrowed(ns.metadata.name()),
+            entry: Cow::Owned(NamespaceEntry::of(ns)),
+        }
+    }
+
+    /// The namespace the cache keeps as `entry` under `name`.
+    pub fn view(name: &'a str, entry: &'a NamespaceEntry) -> NamespaceInfo<'a> {
+        NamespaceInfo {
+            name: Cow::Borrowed(name),
+            entry: Cow::Borrowed(entry),
+        }
+    }
+
+    pub fn new(
+        name: &str,
+        labels: &BTreeMap<String, String>,
+        terminating: bool,
+    ) -> NamespaceInfo<'static> {
+        NamespaceInfo {
+            entry: Cow::Owned(NamespaceEntry::new(name, labels, terminating)),
+            name: Cow::Owned(name.to_owned()),
+        }
+    }
+
+    pub fn terminating(&self) -> bool {
+        self.entry.terminating
+    }
 
     /// The value of the label `key`, if the namespace has it.
     pub fn label(&self, key: &str) -> Option<&str> {
-        if self.has_name_label && key == NAME_LABEL {
+        if self.entry.has_name_label && key == NAME_LABEL {
             return Some(&self.name);
         }
         self.packed_labels()
@@ -57,15 +98,14 @@ impl NamespaceInfo {
 
     /// Every label, in no particular order.
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
-        let name_label = self
-            .has_name_label
-            .then_some((NAME_LABEL, self.name.as_str()));
+        let name_label = (self.entry.has_name_label).then_some((NAME_LABEL, &*self.name));
         name_label.into_iter().chain(self.packed_labels())
     }
 
     fn packed_labels(&self) -> impl Iterator<Item = (&str, &str)> {
-        let mut parts = self.labels.split('\0');
-        let parts = (!self.labels.is_empty()).then_some(std::iter::from_fn(move || {
+        let labels = &self.entry.labels;
+        let mut parts = labels.split('\0');
+        let parts = (!labels.is_empty()).then_some(std::iter::from_fn(move || {
             Some((parts.next()?, parts.next()?))
         }));
         parts.into_iter().flatten()
@@ -95,6 +135,25 @@ mod tests {
                 .labels()
                 .count(),
             0
+        );
+    }
+
+    #[test]
+    fn the_name_label_is_read_from_the_key_the_cache_keeps_it_under() {
+        let given = labels(&[(NAME_LABEL, "team-a"), ("team", "a")]);
+        let entry = NamespaceEntry::new("team-a", &given, false);
+        assert!(entry.has_name_label);
+        assert_eq!(
+            &*entry.labels, "team\0a",
+            "the name is not kept in the entry"
+        );
+        let info = NamespaceInfo::view("team-a", &entry);
+        assert_eq!(info.label(NAME_LABEL), Some("team-a"));
+        // A name label that differs from the name is kept as any other label.
+        let odd = NamespaceEntry::new("team-a", &labels(&[(NAME_LABEL, "team-b")]), false);
+        assert_eq!(
+            NamespaceInfo::view("team-a", &odd).label(NAME_LABEL),
+            Some("team-b")
         );
     }
 }

@@ -48,7 +48,7 @@ pub fn selects(
 /// Whether any Mirror may copy into `ns` at all: it is not Terminating and not opted out. The
 /// same for every Mirror, so a Namespace event asks it once, not once per Mirror.
 pub fn eligible(ns: &NamespaceInfo) -> bool {
-    !ns.terminating && ns.label(EXCLUDE_LABEL) != Some("true")
+    !ns.terminating() && ns.label(EXCLUDE_LABEL) != Some("true")
 }
 
 /// The Mirror's own part of [`selects`], for a namespace already known [`eligible`].
@@ -83,7 +83,7 @@ mod tests {
     use crate::mirror::namespace::NAME_LABEL;
     use std::collections::BTreeMap;
 
-    fn ns(name: &str, pairs: &[(&str, &str)]) -> NamespaceInfo {
+    fn ns(name: &str, pairs: &[(&str, &str)]) -> NamespaceInfo<'static> {
         NamespaceInfo::new(name, &labels(pairs), false)
     }
 

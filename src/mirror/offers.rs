@@ -4,7 +4,7 @@
 
 use super::copy::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::kit_table::kit;
-use super::namespace::NamespaceInfo;
+use super::namespace::{NamespaceEntry, NamespaceInfo};
 use super::namespace_selector::matches;
 use super::types::{LabelSelector, Mirror, SourceKind};
 use crate::kube::api::Namespace;
@@ -59,7 +59,7 @@ pub fn offer_moved(
     offer: &LabelSelector,
     mirrors: &Store<Mirror, Mirror>,
     event: &Change<Namespace>,
-    previous: Option<&NamespaceInfo>,
+    previous: Option<&NamespaceEntry>,
 ) -> Vec<ObjectKey> {
     let (Change::Listed(ns) | Change::Applied(ns)) = event else {
         return Vec::new();
@@ -68,7 +68,8 @@ pub fn offer_moved(
         return Vec::new();
     }
     let offers = |info: &NamespaceInfo| matches(offer, |k| info.label(k));
-    if previous.is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
+    let was = previous.map(|e| NamespaceInfo::view(ns.metadata.name(), e));
+    if was.as_ref().is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
         return Vec::new();
     }
     let name = ns.metadata.name();
@@ -102,7 +103,7 @@ mod tests {
             },
             ..Namespace::default()
         };
-        let before = NamespaceInfo::of(&ns(&[]));
+        let before = NamespaceEntry::of(&ns(&[]));
         let labelled = Change::Applied(ns(&[("offers", "yes")]));
         let mut woken = offer_moved(&offer, &mirrors, &labelled, Some(&before));
         woken.sort();
@@ -111,7 +112,7 @@ mod tests {
             ObjectKey::new("team-a", "two"),
         ];
         assert_eq!(woken, keys);
-        let after = NamespaceInfo::of(&ns(&[("offers", "yes")]));
+        let after = NamespaceEntry::of(&ns(&[("offers", "yes")]));
         let relabel = Change::Applied(ns(&[("offers", "yes"), ("x", "y")]));
         assert!(offer_moved(&offer, &mirrors, &relabel, Some(&after)).is_empty());
         let first_list = Change::Listed(ns(&[("offers", "yes")]));

@@ -68,6 +68,18 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl Payload {
+    /// The maps an update replaces whole, by field: a ConfigMap's `data` and `binaryData`, a
+    /// Secret's `data`; none of a kit kind (its fields are set as values).
+    pub fn maps(&self) -> Vec<(&'static str, &BTreeMap<String, String>)> {
+        match self {
+            Payload::ConfigMap {
+                data, binary_data, ..
+            } => vec![("data", data), ("binaryData", binary_data)],
+            Payload::Secret { data, .. } => vec![("data", data)],
+            Payload::Kit { .. } => Vec::new(),
+        }
+    }
+
     pub fn of_configmap(cm: &ConfigMap) -> Payload {
         Payload::ConfigMap {
             data: cm.data.clone(),
@@ -210,6 +222,27 @@ impl Payload {
 
 /// The type the API server gives a Secret created without one.
 pub const OPAQUE: &str = "Opaque";
+
+/// Which of an object's [`Payload::maps`] it holds at all, a bit each (an absent map and an
+/// empty one are the same to the API server). A strategic patch's `$patch: replace` of a map
+/// the object lacks is dropped by the server, so an update sets such a map plainly instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeldMaps(u8);
+
+impl HeldMaps {
+    pub fn of(payload: &Payload) -> HeldMaps {
+        let maps = payload.maps();
+        let held = maps.iter().enumerate();
+        HeldMaps(held.fold(0, |bits, (i, (_, map))| {
+            bits | u8::from(!map.is_empty()) << i
+        }))
+    }
+
+    /// Whether the object holds the `index`th of its [`Payload::maps`].
+    pub fn holds(self, index: usize) -> bool {
+        self.0 & 1 << index != 0
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 
 use super::copy::{CopyInfo, Owner};
 use super::managed::Record;
-use super::payload::Digest;
+use super::payload::{Digest, HeldMaps};
 use super::types::SourceKind;
 use crate::kube::api::FieldManager;
 use std::collections::BTreeSet;
@@ -26,6 +26,7 @@ pub struct Update {
     pub resource_version: String,
     pub record: Option<Record>,
     pub changed_by: Option<FieldManager>,
+    pub held: HeldMaps,
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -74,6 +75,7 @@ pub fn plan<'a>(
                         resource_version: copy.resource_version,
                         record: copy.record,
                         changed_by: copy.changed_by,
+                        held: copy.held,
                     });
                 }
             }
@@ -119,6 +121,7 @@ mod tests {
             content_hash: Digest::of(hash.as_bytes()),
             record: None,
             changed_by: None,
+            held: HeldMaps::default(),
         }
     }
 
@@ -163,6 +166,7 @@ mod tests {
             resource_version: "rv-a".into(),
             record: None,
             changed_by: None,
+            held: HeldMaps::default(),
         };
         assert_eq!(p.update, vec![update]);
     }

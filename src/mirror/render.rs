@@ -5,8 +5,9 @@
 //! copy's metadata, and a PUT would drop the labels, annotations, finalizers and owner
 //! references others put on the copy. The patch sets skiff's own labels and annotations,
 //! removes those the copy's record lists that the Mirror no longer sets (see
-//! [`super::managed`]), replaces `data` (and `binaryData`) whole, and is conditional on the
-//! resourceVersion the cache saw. A kit kind's fields (`spec`, a RoleBinding's `subjects` and
+//! [`super::managed`]), and is conditional on the resourceVersion the cache saw; `data` (and
+//! `binaryData`) are replaced whole by members every update shares (see
+//! [`super::copy_body::update_body`]). A kit kind's fields (`spec`, a RoleBinding's `subjects` and
 //! `roleRef`) are replaced whole the same way; a RoleBinding whose `roleRef` must change is
 //! replaced instead (the server refuses the patch, see `apply/replace.rs`).
 
@@ -40,23 +41,6 @@ impl CopyObject {
                 let fields = kit(*kind).map_or(&[][..], |k| k.fields);
                 CopyInfo::of_kit_object(*kind, object, fields)
             }
-        }
-    }
-
-    /// The resourceVersion the server answered with.
-    pub fn resource_version(&self) -> &str {
-        match self {
-            CopyObject::ConfigMap(cm) => cm.metadata.resource_version(),
-            CopyObject::Secret(secret) => secret.metadata.resource_version(),
-            CopyObject::Kit(_, object) => object.metadata.resource_version(),
-        }
-    }
-
-    fn maps(&self) -> [(&'static str, &BTreeMap<String, String>); 2] {
-        match self {
-            CopyObject::ConfigMap(cm) => [("data", &cm.data), ("binaryData", &cm.binary_data)],
-            CopyObject::Secret(secret) => [("data", &secret.data), ("binaryData", NO_KEYS)],
-            CopyObject::Kit(..) => [("data", NO_KEYS), ("binaryData", NO_KEYS)],
         }
     }
 }
@@ -123,7 +107,8 @@ pub fn new_copy_meta(
 }
 
 /// The strategic merge patch that makes a copy at `resource_version`, whose record is
-/// `record`, what `desired` wants for `owner`.
+/// `record`, what `desired` wants for `owner`, but for its maps ([`Payload::maps`]), which
+/// [`super::copy_body::update_body`] adds.
 pub fn update_patch(
     owner: &Owner,
     desired: &DesiredCopy,
@@ -154,14 +139,8 @@ pub fn update_patch(
     };
     patch["immutable"] = immutable;
     match desired.payload() {
-        Payload::ConfigMap {
-            data, binary_data, ..
-        } => {
-            patch["data"] = replace_whole(data);
-            patch["binaryData"] = replace_whole(binary_data);
-        }
-        Payload::Secret { data, .. } => {
-            patch["data"] = replace_whole(data);
+        Payload::ConfigMap { .. } => {}
+        Payload::Secret { .. } => {
             // The type cannot change: a different one makes the server refuse the patch, and
             // skiff replaces the copy instead (see `apply/replace.rs`).
             let type_ = desired.payload().secret_type().unwrap_or_default();
@@ -195,38 +174,6 @@ fn replace_value(value: &Value) -> Value {
     }
 }
 
-/// A merge patch that makes `answer`'s `data` and `binaryData` exactly what `desired` wants,
-/// if they are not. The server applies `$patch: replace` to a map the copy has, but drops the
-/// whole map when the copy has none (an object without `binaryData`, say); the answer to the
-/// strategic patch shows it, and this second patch, naming each key to set or remove, is right
-/// either way.
-pub fn maps_patch(answer: &CopyObject, desired: &DesiredCopy) -> Option<Value> {
-    let wanted = match desired.payload() {
-        Payload::ConfigMap {
-            data, binary_data, ..
-        } => [data, binary_data],
-        Payload::Secret { data, .. } => [data, NO_KEYS],
-        Payload::Kit { .. } => return None,
-    };
-    let mut patch = Map::new();
-    for ((field, held), wanted) in answer.maps().into_iter().zip(wanted) {
-        if held != wanted {
-            patch.insert(
-                field.to_owned(),
-                Value::Object(set_and_remove(wanted, held.keys().map(String::as_str))),
-            );
-        }
-    }
-    let resource_version = answer.info().resource_version;
-    (!patch.is_empty()).then(|| {
-        patch.insert(
-            "metadata".into(),
-            json!({"resourceVersion": resource_version}),
-        );
-        Value::Object(patch)
-    })
-}
-
 /// `wanted`, plus a removal (`null`) for each previously recorded key no longer wanted.
 fn set_and_remove<'a>(
     wanted: &BTreeMap<String, String>,
@@ -240,14 +187,6 @@ fn set_and_remove<'a>(
         map.insert(key.clone(), value.clone().into());
     }
     map
-}
-
-/// A map the patch replaces whole (`$patch: replace`), so keys the copy holds that the source
-/// does not (a hand edit) go.
-fn replace_whole(map: &BTreeMap<String, String>) -> Value {
-    let mut fields = set_and_remove(map, std::iter::empty());
-    fields.insert("$patch".into(), "replace".into());
-    Value::Object(fields)
 }
 
 #[cfg(test)]

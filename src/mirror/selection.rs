@@ -17,7 +17,7 @@
 
 mod by_label;
 
-use super::namespace::NamespaceInfo;
+use super::namespace::{NamespaceEntry, NamespaceInfo};
 use super::namespace_selector::{chooses, eligible, selects};
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
@@ -123,13 +123,13 @@ impl Index {
 #[derive(Clone)]
 pub struct Selections {
     index: Arc<Mutex<Index>>,
-    namespaces: Store<Namespace, NamespaceInfo>,
+    namespaces: Store<Namespace, NamespaceEntry>,
     mirrors: Store<Mirror, Mirror>,
 }
 
 impl Selections {
     pub fn new(
-        namespaces: &Store<Namespace, NamespaceInfo>,
+        namespaces: &Store<Namespace, NamespaceEntry>,
         mirrors: &Store<Mirror, Mirror>,
     ) -> Selections {
         Selections {
@@ -153,20 +153,21 @@ impl Selections {
 
     /// Updates the index for a Namespace event (after the namespace cache has it; `previous`
     /// is what the cache held before) and returns the Mirrors whose selection changed.
-    pub fn namespace_changed(
+    pub fn namespace_changed<'a>(
         &self,
-        event: &Change<Namespace>,
-        previous: Option<&NamespaceInfo>,
+        event: &'a Change<Namespace>,
+        previous: Option<&'a NamespaceEntry>,
     ) -> Vec<ObjectKey> {
         let mut index = self.lock();
         let mut changed = HashSet::new();
+        let was = |ns: &'a Namespace| previous.map(|e| NamespaceInfo::view(ns.metadata.name(), e));
         match event {
             Change::Listed(ns) | Change::Applied(ns) => {
                 let now = NamespaceInfo::of(ns);
-                index.namespace_moved(previous, Some(&now), &mut changed);
+                index.namespace_moved(was(ns).as_ref(), Some(&now), &mut changed);
             }
             Change::Deleted(ns) => {
-                let last = previous.cloned().unwrap_or_else(|| NamespaceInfo::of(ns));
+                let last = was(ns).unwrap_or_else(|| NamespaceInfo::of(ns));
                 index.namespace_moved(Some(&last), None, &mut changed);
             }
             Change::Relisting => {}
@@ -253,7 +254,8 @@ impl Selections {
             selections,
             by_label,
         } = index;
-        self.namespaces.scan(|_, ns| {
+        self.namespaces.scan(|name, entry| {
+            let ns = &NamespaceInfo::view(&name.name, entry);
             if !eligible(ns) {
                 return;
             }
@@ -264,7 +266,7 @@ impl Selections {
                 if let Some(selection) = selections.get_mut(key)
                     && selection.chooses(ns)
                 {
-                    selection.namespaces.insert(ns.name.clone());
+                    selection.namespaces.insert(name.name.clone());
                 }
             }
         });
@@ -292,9 +294,9 @@ impl Selections {
         let mut selection = Selection::for_mirror(mirror);
         if selection.selector.is_some() {
             let mut found = BTreeSet::new();
-            self.namespaces.scan(|_, info| {
-                if selection.selects(info) {
-                    found.insert(info.name.clone());
+            self.namespaces.scan(|key, entry| {
+                if selection.selects(&NamespaceInfo::view(&key.name, entry)) {
+                    found.insert(key.name.clone());
                 }
             });
             selection.namespaces = found;

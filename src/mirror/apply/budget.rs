@@ -1,13 +1,14 @@
 //! The bytes the copy writes in flight may hold at once, shared by every reconcile.
 //!
-//! An update holds its patch body and the object the server answers with, each about the size
-//! of the copy's content. Bounding writes by count alone ([`super::MAX_IN_FLIGHT`] per
-//! reconcile) would let a 900 KB source hold 16 × 2 × 900 KB at once, per worker. So each write
-//! also takes its weight ([`weight`]) from one [`ByteBudget`] before it starts: the updates of
-//! a big source go out a few at a time, small ones keep the full count. A create holds none of
-//! the content: its body shares it (`copy_body.rs`) and its reply is the metadata alone, so
-//! creates are bounded by their count. The watch event each write brings back is read and
-//! decoded one at a time by the copy watch, whatever the writes in flight.
+//! A write that held its body and the object the server answers with would hold about twice
+//! the copy's content: bounded by count alone ([`super::MAX_IN_FLIGHT`] per reconcile), 16 ×
+//! 2 × 900 KB at once for a 900 KB source, per worker. So each write takes its weight
+//! ([`weight`]) from one [`ByteBudget`] before it starts. Today no copy write holds the
+//! content: creates and updates share it (`copy_body.rs`) and are answered with the metadata
+//! alone, so each weighs its head and reply only, and the count binds first; the budget is
+//! what a write that holds bytes of its own would take them from. The watch event each write
+//! brings back is read and decoded one at a time by the copy watch, whatever the writes in
+//! flight.
 //!
 //! Waiters are served in turn: one waits for its bytes while the others queue behind it, so
 //! a big write is never starved by small ones, and no waiter holds part of the budget.
@@ -16,7 +17,7 @@ use smol::lock::Mutex as TurnLock;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The whole budget: 8 MiB, an eighth of the 64 MiB a replica's memory limit is sized to,
-/// room for the full count of small writes and for four updates of a 900 KB source.
+/// room for the full count of writes and for the bytes of four 900 KB bodies besides.
 pub const WRITE_BYTES_IN_FLIGHT: usize = 8 * 1024 * 1024;
 
 /// What a write holds besides content: its head, the reply's metadata, the framing.
@@ -149,7 +150,7 @@ mod tests {
     }
 
     #[test]
-    fn four_updates_of_a_900_kb_source_fit_and_sixteen_small_ones() {
+    fn four_writes_holding_twice_900_kb_fit_and_sixteen_small_ones() {
         assert_eq!(WRITE_BYTES_IN_FLIGHT / weight(2 * 900 * 1024), 4);
         assert!(WRITE_BYTES_IN_FLIGHT / weight(2 * 1024) >= super::super::MAX_IN_FLIGHT);
     }

@@ -6,14 +6,15 @@
 //! watch catches up.
 
 use crate::kube::Error;
-use crate::kube::PatchKind;
 use crate::mirror::copy::{CopyInfo, Owner};
-use crate::mirror::copy_body::{content_members, new_copy_body};
+use crate::mirror::copy_body::{
+    MapMembers, content_members, map_members, new_copy_body, update_body,
+};
 use crate::mirror::copy_requests::CopyRequests;
 use crate::mirror::desired::DesiredCopy;
 use crate::mirror::existing::Existing;
 use crate::mirror::own_writes::{CopyKey, CopyWrites};
-use crate::mirror::render::CopyObject;
+use crate::mirror::payload::HeldMaps;
 use crate::mirror::types::SourceKind;
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
@@ -26,6 +27,8 @@ pub struct Target {
     pub desired: DesiredCopy,
     /// The content as every create sends it, serialized once, at the first create.
     content: OnceLock<Arc<[u8]>>,
+    /// The maps as every update sends them, serialized once, at the first update.
+    maps: OnceLock<Vec<MapMembers>>,
 }
 
 impl Target {
@@ -35,6 +38,7 @@ impl Target {
             name,
             desired,
             content: OnceLock::new(),
+            maps: OnceLock::new(),
         }
     }
 
@@ -43,9 +47,17 @@ impl Target {
         if let Some(content) = self.content.get() {
             return Ok(content);
         }
-        let content = content_members(self.desired.payload())
-            .map_err(|e| Error::Refused(format!("cannot encode the copy: {e}")))?;
+        let content = content_members(self.desired.payload()).map_err(not_encoded)?;
         Ok(self.content.get_or_init(|| content.into()))
+    }
+
+    /// The maps every copy's update shares ([`map_members`]).
+    fn maps(&self) -> Result<&[MapMembers], Error> {
+        if let Some(maps) = self.maps.get() {
+            return Ok(maps);
+        }
+        let maps = map_members(self.desired.payload()).map_err(not_encoded)?;
+        Ok(self.maps.get_or_init(|| maps))
     }
 
     pub fn kind(&self) -> SourceKind {
@@ -118,31 +130,30 @@ impl CopyWriter {
     /// Creates the copy in `ns`.
     pub async fn create(&self, target: &Target, ns: &str) -> Result<(), Error> {
         let (owner, name, desired) = (&target.owner, &target.name, &target.desired);
-        let body = new_copy_body(owner, ns, name, desired, target.content()?)
-            .map_err(|e| Error::Refused(format!("cannot encode the copy: {e}")))?;
+        let body =
+            new_copy_body(owner, ns, name, desired, target.content()?).map_err(not_encoded)?;
         let info = self.requests.create(ns, body, desired.payload()).await?;
         self.written.record(target.key(ns), None, Some(info));
         Ok(())
     }
 
-    /// Patches the copy in `ns`, seen at version `replaced`, with `patch` of `kind`; the
-    /// server's answer.
+    /// Patches the copy in `ns`, seen at version `replaced` holding the maps `held`, with
+    /// `patch` and the maps every update shares ([`update_body`]).
     pub async fn patch(
         &self,
         target: &Target,
         ns: &str,
         patch: &Value,
-        kind: PatchKind,
+        held: HeldMaps,
         replaced: &str,
-    ) -> Result<CopyObject, Error> {
-        let (copy_kind, name) = (target.kind(), target.name.as_str());
-        let answer = self
-            .requests
-            .patch(copy_kind, ns, name, patch, kind)
-            .await?;
+    ) -> Result<(), Error> {
+        let body = update_body(patch, target.maps()?, held).map_err(not_encoded)?;
+        let payload = target.desired.payload();
+        let name = target.name.as_str();
+        let info = self.requests.patch(ns, name, body, payload).await?;
         self.written
-            .record(target.key(ns), Some(replaced), Some(answer.info()));
-        Ok(answer)
+            .record(target.key(ns), Some(replaced), Some(info));
+        Ok(())
     }
 
     /// Deletes the copy `key`, if it is still at version `rv`.
@@ -173,4 +184,8 @@ impl CopyWriter {
     pub fn record_found(&self, target: &Target, ns: &str, found: CopyInfo) {
         self.written.record(target.key(ns), None, Some(found));
     }
+}
+
+fn not_encoded(e: serde_json::Error) -> Error {
+    Error::Refused(format!("cannot encode the copy: {e}"))
 }

@@ -13,6 +13,7 @@ fn update(ns: &str, by: Option<&str>) -> Update {
         resource_version: "1".into(),
         record: None,
         changed_by: by.and_then(FieldManager::intern),
+        held: crate::mirror::payload::HeldMaps::default(),
     }
 }
 

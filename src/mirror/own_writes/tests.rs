@@ -1,6 +1,6 @@
 use super::*;
 use crate::kube::api::ObjectMeta;
-use crate::mirror::payload::Digest;
+use crate::mirror::payload::{Digest, HeldMaps};
 
 fn owner(name: &str) -> Owner {
     Owner {
@@ -19,6 +19,7 @@ fn info(rv: &str, hash: &str) -> CopyInfo {
         content_hash: Digest::of(hash.as_bytes()),
         record: None,
         changed_by: None,
+        held: HeldMaps::default(),
     }
 }
 

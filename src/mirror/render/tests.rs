@@ -1,6 +1,7 @@
 use super::*;
 use crate::kube::api::ObjectMeta;
 use crate::mirror::copy::{CopyInfo, owner_of};
+use crate::mirror::copy_body::{map_members, update_body};
 use crate::mirror::fixtures::map;
 use crate::mirror::source::SourceContent;
 use crate::mirror::types::{Mirror, SourceKind, TargetSpec};
@@ -64,6 +65,8 @@ fn apply(target: &mut Value, patch: &Value) {
             Value::Object(_) if target.get(key).is_some_and(Value::is_object) => {
                 apply(target.get_mut(key).expect("present"), value)
             }
+            // The API server drops a map replaced whole that the object lacks.
+            Value::Object(map) if map.get("$patch") == Some(&json!("replace")) => {}
             Value::Object(_) => {
                 let mut fresh = json!({});
                 apply(&mut fresh, value);
@@ -74,11 +77,18 @@ fn apply(target: &mut Value, patch: &Value) {
     }
 }
 
+/// What an update sends: the patch and the maps every update shares, as one JSON value.
+fn update_sent(d: &DesiredCopy, info: &CopyInfo, rv: &str) -> Value {
+    let patch = update_patch(&owner(), d, info.record.as_ref(), rv);
+    let maps = map_members(d.payload()).expect("maps");
+    let body = update_body(&patch, &maps, info.held).expect("body");
+    serde_json::from_slice(&body.to_vec()).expect("the body is JSON")
+}
+
 fn patched(copy: &ConfigMap, d: &DesiredCopy) -> ConfigMap {
-    let info = CopyInfo::of_configmap(copy);
-    let patch = update_patch(&owner(), d, info.record.as_ref(), "7");
+    let sent = update_sent(d, &CopyInfo::of_configmap(copy), "7");
     let mut object = serde_json::to_value(copy).expect("serializable");
-    apply(&mut object, &patch);
+    apply(&mut object, &sent);
     serde_json::from_value(object).expect("a ConfigMap")
 }
 
@@ -167,33 +177,46 @@ fn a_secret_patch_names_the_type_it_must_keep() {
     let mut m = mirror(&[], &[]);
     m.spec.source.kind = SourceKind::Secret;
     let d = DesiredCopy::of(&m, &SourceContent::of_secret(&secret)).expect("desired");
-    let patch = update_patch(&owner(), &d, None, "1");
+    let held = CopyInfo::of_secret(&secret);
+    let patch = update_sent(&d, &held, "1");
     assert_eq!(patch["type"], "kubernetes.io/tls");
     assert_eq!(patch["data"]["$patch"], "replace");
+    assert_eq!(patch["data"]["tls.key"], "Sw==");
     assert!(
         matches!(new_copy(&owner(), "ns", "tls", &d), CopyObject::Secret(s) if s.type_ == secret.type_)
     );
 }
 
 #[test]
-fn maps_the_strategic_patch_dropped_are_set_by_a_second_patch() {
+fn a_map_the_copy_lacks_is_set_plainly_and_one_it_holds_replaced_whole() {
     let mut with_binary = source(&[("k", "v")]);
     with_binary.binary_data.insert("bin".into(), "AAE=".into());
     let d = desired(&mirror(&[], &[]), &with_binary);
-    let mut answer = created(&desired(
+    let copy = created(&desired(
         &mirror(&[], &[]),
         &source(&[("k", "v"), ("old", "x")]),
     ));
-    answer.metadata.resource_version = Some("8".into());
-    let fix = maps_patch(&CopyObject::ConfigMap(answer.clone()), &d).expect("maps differ");
-    assert_eq!(fix["binaryData"], json!({"bin": "AAE="}));
-    assert_eq!(fix["data"], json!({"k": "v", "old": null}));
-    assert_eq!(fix["metadata"]["resourceVersion"], "8");
-    let mut fixed = serde_json::to_value(&answer).expect("serializable");
-    apply(&mut fixed, &fix);
-    let fixed: ConfigMap = serde_json::from_value(fixed).expect("a ConfigMap");
-    assert_eq!(CopyInfo::of_configmap(&fixed).content_hash, d.hash);
-    assert_eq!(maps_patch(&CopyObject::ConfigMap(fixed), &d), None);
+    let sent = update_sent(&d, &CopyInfo::of_configmap(&copy), "8");
+    assert_eq!(sent["binaryData"], json!({"bin": "AAE="}));
+    assert_eq!(sent["data"], json!({"$patch": "replace", "k": "v"}));
+    let plain = update_sent(
+        &desired(&mirror(&[], &[]), &source(&[("k", "v")])),
+        &CopyInfo::of_configmap(&copy),
+        "8",
+    );
+    assert!(
+        plain.get("binaryData").is_none(),
+        "a map neither has is left out: {plain}"
+    );
+    let after = patched(&copy, &d);
+    assert_eq!(after.binary_data, map(&[("bin", "AAE=")]));
+    assert_eq!(after.data, map(&[("k", "v")]));
+    assert_eq!(CopyInfo::of_configmap(&after).content_hash, d.hash);
+    // Losing both maps: each replaced by nothing.
+    let empty = desired(&mirror(&[], &[]), &source(&[]));
+    let bare = patched(&after, &empty);
+    assert!(bare.data.is_empty() && bare.binary_data.is_empty());
+    assert_eq!(CopyInfo::of_configmap(&bare).content_hash, empty.hash);
 }
 
 mod kit {

@@ -34,13 +34,13 @@ fn mirror(name: &str, team: &str) -> Mirror {
 
 struct World {
     mirrors: Store<Mirror, Mirror>,
-    namespaces: Store<Namespace, NamespaceInfo>,
+    namespaces: Store<Namespace, NamespaceEntry>,
     selections: Selections,
 }
 
 impl World {
     fn new(mirrors: Vec<Mirror>, namespaces: Vec<Namespace>) -> World {
-        let (store, mirror_store) = (Store::new(NamespaceInfo::of), Store::whole());
+        let (store, mirror_store) = (Store::new(NamespaceEntry::of), Store::whole());
         let world = World {
             selections: Selections::new(&store, &mirror_store),
             mirrors: mirror_store,
@@ -295,4 +295,33 @@ fn selectors_matching_on_absence_or_everything_follow_every_kind_of_namespace_ev
     );
     assert!(w.selected("everything").is_empty());
     assert!(w.selected("none").is_empty());
+}
+
+#[test]
+fn a_namespace_whose_name_is_only_its_key_is_selected_by_its_name_label() {
+    use crate::mirror::namespace::NAME_LABEL;
+    let by_name = |name: &str| {
+        let mut m = mirror(name, "");
+        m.spec.namespace_selector = Some(LabelSelector {
+            match_labels: BTreeMap::from([(NAME_LABEL.to_string(), "n1".to_string())]),
+            ..LabelSelector::default()
+        });
+        m
+    };
+    let w = World::new(
+        vec![by_name("a")],
+        vec![
+            namespace("n1", &[(NAME_LABEL, "n1")]),
+            namespace("n2", &[(NAME_LABEL, "n2")]),
+        ],
+    );
+    assert_eq!(w.selected("a"), ["n1"], "computed in a relist's pass");
+    w.mirror_event(Change::Applied(by_name("b")));
+    assert_eq!(w.selected("b"), ["n1"], "computed for one Mirror");
+    let relabelled = namespace("n1", &[(NAME_LABEL, "n1"), ("team", "x")]);
+    assert!(w.namespace_event(Change::Applied(relabelled)).is_empty());
+    assert_eq!(
+        w.namespace_event(Change::Deleted(namespace("n1", &[]))),
+        [key("a"), key("b")]
+    );
 }

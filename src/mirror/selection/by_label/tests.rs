@@ -4,7 +4,7 @@ use super::*;
 use crate::mirror::namespace_selector::expr;
 use std::collections::BTreeMap;
 
-fn ns(labels: &[(&str, &str)]) -> NamespaceInfo {
+fn ns(labels: &[(&str, &str)]) -> NamespaceInfo<'static> {
     let labels: BTreeMap<String, String> = labels
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
