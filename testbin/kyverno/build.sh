@@ -3,7 +3,7 @@
 # (kyverno-background-controller) into ../../bin when missing, from the module pinned in go.mod;
 # a generate policy needs both (the admission controller queues UpdateRequests, the background
 # controller creates and synchronizes the generated objects). Kyverno shares the peer's k8s.io
-# v0.36.3, but brings some 3,000 packages of its own (cloud SDKs, cosign, notation, OPA, CUE):
+# v0.36.3, but the two commands need some 3,000 packages in all (cloud SDKs, cosign, notation, OPA, CUE):
 # the first build took 11 minutes on 2 shared cores (README.md); the second binary reuses its cache.
 # Only missing binaries are built: delete bin/kyverno* after changing go.mod.
 set -euo pipefail
