@@ -43,6 +43,10 @@ pub struct AcceptanceSpec {
     /// The kind of the copy accepted; the admission policy checks that its author may create
     /// that kind here. An offer of another kind is not served (`NotAvailable`).
     pub kind: SourceKind,
+    /// The copy's name here, when not the offer's usual one. A Secret's must be one of
+    /// `--secret-target-names`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
 }
 
 /// The Mirror whose copies are accepted: its namespace and name.
@@ -117,6 +121,8 @@ pub struct Accepted {
     shown_current: bool,
     /// The kind accepted.
     pub kind: SourceKind,
+    /// `spec.targetName`, if set (no allocation when not).
+    pub target_name: Option<Box<str>>,
 }
 
 impl Accepted {
@@ -133,6 +139,7 @@ impl Accepted {
             shown_current: served
                 .is_some_and(|c| c.observed_generation.unwrap_or_default() == generation),
             kind: acceptance.spec.kind,
+            target_name: acceptance.spec.target_name.as_deref().map(Box::from),
         }
     }
 
@@ -239,5 +246,6 @@ pub fn accepted_mirrors(
 }
 
 mod by_mirror;
+pub mod local_names;
 #[cfg(test)]
 mod tests;

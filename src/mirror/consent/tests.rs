@@ -7,6 +7,7 @@ use crate::mirror::fixtures::map;
 use crate::mirror::namespace_selector::expr;
 use crate::mirror::offers::SelfService;
 use crate::mirror::types::LabelSelector;
+use crate::mirror::acceptance::local_names::LocalNames;
 use crate::runtime::Change;
 
 /// Caches with self-service on (offers from namespaces labelled `offers=yes`, at most `cap`
@@ -64,6 +65,7 @@ fn accept_kind(consent: &Consent, ns: &str, from: &Owner, kind: SourceKind) {
                 mirror: from.name.clone(),
             },
             kind,
+            target_name: None,
         },
         ..MirrorAcceptance::default()
     };
@@ -73,6 +75,14 @@ fn accept_kind(consent: &Consent, ns: &str, from: &Owner, kind: SourceKind) {
         .as_ref()
         .expect("self-service on");
     store.apply(&Change::Applied(a));
+}
+
+/// The namespaces the offer `team-a/share` of `kind` serves of `selected`.
+fn served(consent: &Consent, kind: SourceKind, selected: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut mirror = offered(kind, "share");
+    mirror.metadata.name = Some("share".into());
+    let local = consent.local_names(&offer(), &mirror);
+    consent.served(&offer(), &local, selected)
 }
 
 fn offer() -> Owner {
@@ -99,8 +109,7 @@ fn a_copy_is_served_only_where_selected_and_accepted() {
     let consent = world(10, &[]);
     let selected = set(&["team-b", "team-c"]);
     assert!(
-        consent
-            .served(&offer(), SourceKind::ConfigMap, &selected)
+        served(&consent, SourceKind::ConfigMap, &selected)
             .is_empty(),
         "nobody accepted"
     );
@@ -112,7 +121,7 @@ fn a_copy_is_served_only_where_selected_and_accepted() {
     };
     accept(&consent, "team-c", &other);
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["team-b"])
     );
 }
@@ -126,7 +135,7 @@ fn the_cap_bounds_the_copies_of_one_offer_whatever_the_acceptances() {
     }
     let selected: BTreeSet<String> = names.iter().cloned().collect();
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["t00", "t01", "t02"])
     );
 }
@@ -144,7 +153,9 @@ fn offered(kind: SourceKind, source: &str) -> Mirror {
 fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     let consent = world(10, &[("team-b", &[])]);
     let none = |_: SourceKind, _: &str, _: &str| None;
-    let (owner, b) = (offer(), ("team-b", SourceKind::ConfigMap));
+    let (owner, key) = (offer(), ObjectKey::new("team-b", "accept"));
+    let local = LocalNames::default();
+    let b = (&key, SourceKind::ConfigMap, &local);
     let verdict = |mirror: Option<&Mirror>, b| {
         consent.verdict((&owner, mirror, false), b, &none, &BTreeSet::new())
     };
@@ -154,12 +165,12 @@ fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     assert_eq!(verdict(Some(&mirror), b), Verdict::NotAvailable);
     // An acceptance of another kind than the offer's: the same answer again.
     assert_eq!(
-        verdict(Some(&mirror), ("team-b", SourceKind::Secret)),
+        verdict(Some(&mirror), (&key, SourceKind::Secret, &local)),
         Verdict::NotAvailable
     );
     let kind = SourceKind::ConfigMap;
     assert_eq!(
-        message(Verdict::NotAvailable, &offer(), (kind, "app")),
+        message(Verdict::NotAvailable, &offer(), (kind, "app"), None),
         "no ConfigMap is offered to this namespace as Mirror team-a/share"
     );
 }
@@ -176,7 +187,8 @@ fn an_offer_of_a_kind_tenants_may_not_share_is_refused_and_its_acceptances_told_
         "{refusal:?}"
     );
     let none = |_: SourceKind, _: &str, _: &str| None;
-    let b = ("team-b", SourceKind::Secret);
+    let (key, local) = (ObjectKey::new("team-b", "accept"), LocalNames::default());
+    let b = (&key, SourceKind::Secret, &local);
     assert_eq!(
         consent.verdict((&offer(), Some(&mirror), true), b, &none, &BTreeSet::new()),
         Verdict::KindNotAllowed
@@ -216,11 +228,11 @@ fn only_acceptances_of_the_offered_kind_count() {
     accept_kind(&consent, "team-c", &offer(), SourceKind::Secret);
     let selected = set(&["team-b", "team-c"]);
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["team-b"])
     );
     assert_eq!(
-        consent.served(&offer(), SourceKind::Secret, &selected),
+        served(&consent, SourceKind::Secret, &selected),
         set(&["team-c"])
     );
 }
@@ -243,7 +255,7 @@ fn a_copy_already_served_keeps_its_place_under_the_cap() {
     }
     let selected = set(&["aa", "bb", "zz-late"]);
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["aa", "zz-late"])
     );
 }
