@@ -51,6 +51,7 @@ impl Conflicts {
     ) -> BTreeSet<String> {
         let now = Instant::now();
         let kind = mirror.spec.source.kind;
+        self.known.forget_renamed(owner, names);
         let mut suspects: BTreeSet<String> = self
             .known
             .take_expired(owner, selected, now)
@@ -69,7 +70,8 @@ impl Conflicts {
                 && found.info.owner.is_none()
                 && found.claim(owner) == Claim::NotMine
             {
-                self.known.remember_blocked(owner, &ns, now);
+                self.known
+                    .remember_blocked(owner, (&ns, names.of(&ns)), now);
             }
         }
         self.known.blocked(owner, now)
@@ -80,10 +82,16 @@ impl Conflicts {
         self.known.blocked(owner, Instant::now())
     }
 
-    /// Remembers the namespaces a create found blocked, each since when it found it.
-    pub fn remember_blocked(&self, owner: &Owner, blocked: &[(String, Instant)]) {
+    /// Remembers the namespaces a create of the copies named `names` found blocked, each
+    /// since when it found it.
+    pub fn remember_blocked(
+        &self,
+        owner: &Owner,
+        blocked: &[(String, Instant)],
+        names: &CopyNames,
+    ) {
         for (ns, at) in blocked {
-            self.known.remember_blocked(owner, ns, *at);
+            self.known.remember_blocked(owner, (ns, names.of(ns)), *at);
         }
     }
 

@@ -214,7 +214,10 @@ mod tests {
         let p = run_named(&names, &["a", "b"], &copies, &[]);
         assert_eq!(p.create, vec!["a".to_string()]);
         assert_eq!(p.delete.len(), 1);
-        assert_eq!((p.delete[0].1.as_str(), p.delete[0].2.as_str()), ("a", "ca"));
+        assert_eq!(
+            (p.delete[0].1.as_str(), p.delete[0].2.as_str()),
+            ("a", "ca")
+        );
         assert_eq!(p.in_sync, 1);
         let moved = [copy("a", "local-ca", Some("m"), "h1"), copies[1].clone()];
         let p = run_named(&names, &["a", "b"], &moved, &["a"]);

@@ -9,6 +9,7 @@
 //! `Conflicts` keeps what is known of objects skiff must not touch, and [`Contests`] holds
 //! back the restorations of copies another writer keeps changing back.
 
+use super::acceptance::local_names::LocalNames;
 use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
@@ -122,10 +123,10 @@ impl Reconciler {
                 return self.refuse(&mirror, &observed, refusal).await;
             }
         };
-        let names = match self.offer(&mirror) {
-            Some(consent) => consent.local_names(&owner, &mirror).names,
-            None => CopyNames::new(mirror.spec.target_name()),
-        };
+        let names = (self.local_names(&mirror)).map_or_else(
+            || CopyNames::new(mirror.spec.target_name()),
+            |(_, local)| local.names,
+        );
         let target = Arc::new(Target::new(owner, names, desired));
         self.sync(&mirror, &target).await
     }
@@ -174,13 +175,13 @@ impl Reconciler {
             let key = CopyKey::new(kind, ns, name);
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
-        let local = (mirror.as_ref()).map_or_else(Default::default, |m| consent.local_names(owner, m));
+        let local =
+            (mirror.as_ref()).map_or_else(Default::default, |m| consent.local_names(owner, m));
         let refused = mirror.as_ref().is_some_and(|m| self.refusal(m).is_some());
         let blocked = self.conflicts.blocked(owner);
         let offer = (owner, mirror.as_ref(), refused);
-        let verdict = |key: &ObjectKey, kind| {
-            consent.verdict(offer, (key, kind, &local), &copy, &blocked)
-        };
+        let verdict =
+            |key: &ObjectKey, kind| consent.verdict(offer, (key, kind, &local), &copy, &blocked);
         consent.report(owner, verdict, &local).await
     }
 
@@ -246,7 +247,7 @@ impl Reconciler {
             conflicts: &plan.conflicts,
         };
         let outcome = self.applier.apply(target, &plan, &report).await;
-        self.conflicts.remember_blocked(owner, &outcome.blocked);
+        (self.conflicts).remember_blocked(owner, &outcome.blocked, &target.names);
         if outcome.stopped {
             log::info!(
                 "Mirror {}/{}: stopping with writes left for the next run",
@@ -339,14 +340,16 @@ impl Reconciler {
     /// those that accept it.
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
         let selected = self.caches.selections.of(mirror);
-        match self.offer(mirror) {
-            Some(consent) => {
-                let owner = Owner::of(mirror);
-                let local = consent.local_names(&owner, mirror);
-                consent.served(&owner, &local, &selected)
-            }
+        match self.local_names(mirror) {
+            Some((consent, local)) => consent.served(&Owner::of(mirror), &local, &selected),
             None => selected,
         }
+    }
+
+    /// For a tenant's offer, what its acceptances ask of its copies' names (see local_names).
+    fn local_names(&self, mirror: &Mirror) -> Option<(&Consent, LocalNames)> {
+        let consent = self.offer(mirror)?;
+        Some((consent, consent.local_names(&Owner::of(mirror), mirror)))
     }
 
     /// The Events of a finished fan-out: conflicts not announced yet, adoptions, replacements.

@@ -65,7 +65,9 @@ pub fn local_names(
             Some((_, taken)) if *taken == name => {}
             Some((by, taken)) => {
                 let (by, name) = (by.clone(), taken.to_string());
-                local.refused.insert(key.clone(), NameRefused::Taken { by, name });
+                local
+                    .refused
+                    .insert(key.clone(), NameRefused::Taken { by, name });
             }
             None => {
                 local.names.rename(&key.namespace, name);
@@ -104,7 +106,10 @@ mod tests {
     #[test]
     fn each_namespace_gets_the_name_its_acceptance_asks() {
         let local = of(
-            &[("team-b", "a", Some("their-settings")), ("team-c", "a", None)],
+            &[
+                ("team-b", "a", Some("their-settings")),
+                ("team-c", "a", None),
+            ],
             SourceKind::ConfigMap,
         );
         assert_eq!(local.names.of("team-b"), "their-settings");
@@ -133,7 +138,10 @@ mod tests {
 
     #[test]
     fn a_secret_goes_only_under_an_allowed_name() {
-        let asks = [("team-b", "a", Some("creds")), ("team-c", "a", Some("app-tls"))];
+        let asks = [
+            ("team-b", "a", Some("creds")),
+            ("team-c", "a", Some("app-tls")),
+        ];
         let local = of(&asks, SourceKind::Secret);
         let refused = local.refused.get(&ObjectKey::new("team-b", "a"));
         assert_eq!(refused, Some(&NameRefused::SecretName));
@@ -145,7 +153,10 @@ mod tests {
     fn acceptances_of_another_kind_ask_nothing() {
         let local = of(&[("team-b", "a", Some("x"))], SourceKind::ConfigMap);
         let other = local_names(
-            vec![(ObjectKey::new("team-b", "a"), accepted(SourceKind::Secret, Some("x")))],
+            vec![(
+                ObjectKey::new("team-b", "a"),
+                accepted(SourceKind::Secret, Some("x")),
+            )],
             (SourceKind::ConfigMap, "settings"),
             |_| true,
         );

@@ -7,10 +7,10 @@
 
 use crate::kube::Error;
 use crate::mirror::copy::{CopyInfo, Owner};
-use crate::mirror::copy_names::CopyNames;
 use crate::mirror::copy_body::{
     MapMembers, content_members, map_members, new_copy_body, update_body,
 };
+use crate::mirror::copy_names::CopyNames;
 use crate::mirror::copy_requests::CopyRequests;
 use crate::mirror::desired::DesiredCopy;
 use crate::mirror::existing::Existing;

@@ -1,13 +1,13 @@
 use super::*;
 use crate::kube::api::{Namespace, ObjectMeta};
 use crate::mirror::SecretTargets;
+use crate::mirror::acceptance::local_names::LocalNames;
 use crate::mirror::acceptance::{AcceptanceSpec, MirrorRef};
 use crate::mirror::caches::SourceScope;
 use crate::mirror::fixtures::map;
 use crate::mirror::namespace_selector::expr;
 use crate::mirror::offers::SelfService;
 use crate::mirror::types::LabelSelector;
-use crate::mirror::acceptance::local_names::LocalNames;
 use crate::runtime::Change;
 
 /// Caches with self-service on (offers from namespaces labelled `offers=yes`, at most `cap`
@@ -109,8 +109,7 @@ fn a_copy_is_served_only_where_selected_and_accepted() {
     let consent = world(10, &[]);
     let selected = set(&["team-b", "team-c"]);
     assert!(
-        served(&consent, SourceKind::ConfigMap, &selected)
-            .is_empty(),
+        served(&consent, SourceKind::ConfigMap, &selected).is_empty(),
         "nobody accepted"
     );
     accept(&consent, "team-b", &offer());
