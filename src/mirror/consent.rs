@@ -237,7 +237,7 @@ impl Consent {
             if accepted.shows(v) {
                 continue;
             }
-            let asked = accepted.target_name.as_deref();
+            let asked = accepted.target_name();
             let copy = asked.unwrap_or_else(|| local.names.of(&key.namespace));
             let refused = local.refused.get(&key);
             let message = message(v, owner, (accepted.kind, copy), refused);

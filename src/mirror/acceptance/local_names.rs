@@ -56,7 +56,7 @@ pub fn local_names(
     };
     let mut first: BTreeMap<String, (String, &str)> = BTreeMap::new();
     for (key, accepted) in acceptances.iter().filter(|(_, a)| a.kind == kind) {
-        let name = accepted.target_name.as_deref().unwrap_or(usual);
+        let name = accepted.target_name().unwrap_or(usual);
         if kind == SourceKind::Secret && name != usual && !allowed_secret(name) {
             local.refused.insert(key.clone(), NameRefused::SecretName);
             continue;
@@ -91,7 +91,7 @@ mod tests {
             shown: None,
             shown_current: false,
             kind,
-            target_name: target_name.map(Box::from),
+            target_name: target_name.map(|n| Box::new(n.into())),
         }
     }
 
