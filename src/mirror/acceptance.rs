@@ -109,8 +109,8 @@ impl Verdict {
 /// key): the Mirror it names, the kind it accepts, and whether its status already shows a
 /// reason for its current generation, so a status equal to it is not written again, and its
 /// `targetName`. Kept small, with no allocation of its own unless it sets a `targetName` (the
-/// Mirror's name is shared, see [`ByMirror`]): the
-/// cache holds one per acceptance of the cluster (`benches/acceptances.rs` measures it).
+/// Mirror's name is shared, see [`ByMirror`]): the cache holds one per acceptance of the
+/// cluster (`benches/acceptances.rs` measures it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
     /// The Mirror it names, as `namespace/name`, shared with the index.
