@@ -21,6 +21,7 @@ use super::acceptance::local_names::{LocalNames, NameRefused, local_names};
 use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
+use super::copy_names::CopyNames;
 use super::kinds::Kinds;
 use super::namespace::NamespaceInfo;
 use super::namespace_selector::matches;
@@ -146,6 +147,12 @@ impl Consent {
         local_names(of, asked, |name| {
             self.secret_targets.names().any(|n| n == name)
         })
+    }
+
+    /// The namespaces of `selected` the offer `mirror` copies into ([`Consent::served`]).
+    pub fn serves(&self, mirror: &Mirror, selected: &BTreeSet<String>) -> BTreeSet<String> {
+        let owner = Owner::of(mirror);
+        self.served(&owner, &self.local_names(&owner, mirror), selected)
     }
 
     /// The namespaces a tenant Mirror copies into: those it selects that accept it (`local`,
@@ -279,6 +286,14 @@ impl Consent {
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The names of `mirror`'s copies: for a tenant's offer (`consent`), as its acceptances ask.
+pub fn copy_names(consent: Option<&Consent>, mirror: &Mirror) -> CopyNames {
+    match consent {
+        Some(consent) => consent.local_names(&Owner::of(mirror), mirror).names,
+        None => CopyNames::new(mirror.spec.target_name()),
     }
 }
 

@@ -9,15 +9,13 @@
 //! `Conflicts` keeps what is known of objects skiff must not touch, and [`Contests`] holds
 //! back the restorations of copies another writer keeps changing back.
 
-use super::acceptance::local_names::LocalNames;
 use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
-use super::consent::Consent;
+use super::consent::{Consent, copy_names};
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
-use super::copy_names::CopyNames;
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
 use super::kinds::Kinds;
@@ -123,10 +121,7 @@ impl Reconciler {
                 return self.refuse(&mirror, &observed, refusal).await;
             }
         };
-        let names = (self.local_names(&mirror)).map_or_else(
-            || CopyNames::new(mirror.spec.target_name()),
-            |(_, local)| local.names,
-        );
+        let names = copy_names(self.offer(&mirror), &mirror);
         let target = Arc::new(Target::new(owner, names, desired));
         self.sync(&mirror, &target).await
     }
@@ -340,16 +335,10 @@ impl Reconciler {
     /// those that accept it.
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
         let selected = self.caches.selections.of(mirror);
-        match self.local_names(mirror) {
-            Some((consent, local)) => consent.served(&Owner::of(mirror), &local, &selected),
+        match self.offer(mirror) {
+            Some(consent) => consent.serves(mirror, &selected),
             None => selected,
         }
-    }
-
-    /// For a tenant's offer, what its acceptances ask of its copies' names (see local_names).
-    fn local_names(&self, mirror: &Mirror) -> Option<(&Consent, LocalNames)> {
-        let consent = self.offer(mirror)?;
-        Some((consent, consent.local_names(&Owner::of(mirror), mirror)))
     }
 
     /// The Events of a finished fan-out: conflicts not announced yet, adoptions, replacements.

@@ -1,7 +1,7 @@
 use super::*;
 use crate::kube::api::{Namespace, ObjectMeta};
 use crate::mirror::SecretTargets;
-use crate::mirror::acceptance::local_names::LocalNames;
+use crate::mirror::acceptance::local_names::{LocalNames, NameRefused};
 use crate::mirror::acceptance::{AcceptanceSpec, MirrorRef};
 use crate::mirror::caches::SourceScope;
 use crate::mirror::fixtures::map;
@@ -257,4 +257,32 @@ fn a_copy_already_served_keeps_its_place_under_the_cap() {
         served(&consent, SourceKind::ConfigMap, &selected),
         set(&["aa", "zz-late"])
     );
+}
+
+#[test]
+fn an_acceptance_refused_its_local_name_is_told_why_naming_only_its_own_objects() {
+    let (kind, secret) = (SourceKind::ConfigMap, SourceKind::Secret);
+    let taken = NameRefused::Taken {
+        by: "first".into(),
+        name: "settings".into(),
+    };
+    let told = message(Verdict::Conflict, &offer(), (kind, "mine"), Some(&taken));
+    assert!(told.contains("acceptance first here"), "{told}");
+    assert!(told.contains("ConfigMap settings"), "{told}");
+    let refused = Some(&NameRefused::SecretName);
+    let told = message(
+        Verdict::KindNotAllowed,
+        &offer(),
+        (secret, "db-creds"),
+        refused,
+    );
+    assert!(told.contains("spec.targetName db-creds"), "{told}");
+    assert!(told.contains("--secret-target-names"), "{told}");
+    let told = message(Verdict::Served, &offer(), (kind, "mine"), None);
+    assert_eq!(
+        told,
+        "ConfigMap mine here is a copy offered by team-a/share"
+    );
+    let told = message(Verdict::Conflict, &offer(), (kind, "mine"), None);
+    assert!(told.contains("an object named mine"), "{told}");
 }
