@@ -209,6 +209,15 @@ fn skiff_writes(cp: &ControlPlane, since: SystemTime) -> Vec<String> {
         .collect()
 }
 
+/// skiff's requests since `since` whose URI contains `part`, as "VERB URI".
+fn skiff_asked(cp: &ControlPlane, since: SystemTime, part: &str) -> Vec<String> {
+    cp.audit()
+        .iter()
+        .filter(|e| e.user == OPERATOR_USER && e.received >= since && e.uri.contains(part))
+        .map(|e| format!("{} {}", e.verb, e.uri))
+        .collect()
+}
+
 struct World {
     a: String,
     b: String,
@@ -453,12 +462,7 @@ fn guardrails(cp: &ControlPlane, w: &World) {
     event_on(cp, &w.c, "secret-from-a", "KindNotAllowed");
     assert!(cp.object("secret", &w.c, "app-tls").is_none());
     assert!(cp.object("secret", &w.c, "creds").is_none());
-    let read: Vec<String> = cp
-        .audit()
-        .iter()
-        .filter(|e| e.user == OPERATOR_USER && e.received >= since && e.uri.contains("creds"))
-        .map(|e| format!("{} {}", e.verb, e.uri))
-        .collect();
+    let read = skiff_asked(cp, since, "creds");
     assert!(
         read.is_empty(),
         "skiff asked for a Secret not allowed:\n{}",
@@ -578,12 +582,7 @@ fn local_names(cp: &ControlPlane, w: &World, b: &Tenant, c: &Tenant) {
         reason_is(cp, &w.c, "tls-local", "KindNotAllowed")
     });
     assert!(cp.object("secret", &w.c, "db-creds").is_none());
-    let asked: Vec<String> = cp
-        .audit()
-        .iter()
-        .filter(|e| e.user == OPERATOR_USER && e.received >= since && e.uri.contains("db-creds"))
-        .map(|e| format!("{} {}", e.verb, e.uri))
-        .collect();
+    let asked = skiff_asked(cp, since, "db-creds");
     assert!(asked.is_empty(), "skiff asked:\n{}", asked.join("\n"));
 
     c.refused(&named("Not_A_Name"), "DNS-1123 subdomain");
