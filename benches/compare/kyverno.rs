@@ -79,6 +79,11 @@ pub fn run(cp: &ControlPlane, count: usize) -> Kitted {
     let peaks: Vec<u64> = first.iter().map(|r| peak(r.pid())).collect();
     let (changed, writes) = restart(cp, &launch, &watches, first);
     remove_webhooks(cp);
+    let mut notes = notes(&audited, &each, &peaks);
+    notes.push(format!(
+        "Kyverno's writes after its restart, the Leases aside (audit log): {}.",
+        listed(&by_resource(&writes))
+    ));
     Kitted {
         label: LABEL,
         namespaces: count,
@@ -95,7 +100,7 @@ pub fn run(cp: &ControlPlane, count: usize) -> Kitted {
         restart_writes_by: by_resource(&writes),
         load,
         audit_only: true,
-        notes: notes(&audited, &each, &peaks),
+        notes,
         ..Kitted::default()
     }
 }

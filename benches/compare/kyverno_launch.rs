@@ -233,7 +233,21 @@ pub fn wait_ready(cp: &ControlPlane, watches: &[LeaseWatch; 2], replicas: &mut [
 /// admissions reach Kyverno.
 pub fn apply_policy(cp: &ControlPlane, replicas: &[Replica]) {
     let policy = dir().join("kit-policy.yaml").display().to_string();
-    cp.kubectl_ok(&["apply", "-f", &policy]);
+    // The policy webhook is registered before its TLS server serves: retry until it does.
+    let started = Instant::now();
+    loop {
+        let applied = cp.kubectl(&["apply", "-f", &policy]);
+        if applied.status.success() {
+            break;
+        }
+        assert!(
+            started.elapsed() < STEP,
+            "Kyverno refused the kit policy: {}; logs:\n{}",
+            String::from_utf8_lossy(&applied.stderr),
+            logs(replicas)
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
     let timeout = format!("--timeout={}s", STEP.as_secs());
     cp.kubectl_ok(&["wait", "--for=condition=Ready", POLICY, &timeout]);
     let started = Instant::now();
