@@ -52,7 +52,13 @@ fn run(tag: &str, big_namespaces: usize) -> Served {
         let source = format!("src-{i}");
         cluster.configmap("tenant-a", &source, json!({"k": "v"}));
         let selector = json!({"matchLabels": {"to": "a"}});
-        cluster.mirror("tenant-a", &format!("m-{i}"), "ConfigMap", &source, selector);
+        cluster.mirror(
+            "tenant-a",
+            &format!("m-{i}"),
+            "ConfigMap",
+            &source,
+            selector,
+        );
     }
     cluster.configmap("tenant-b", "src", json!({"k": "v"}));
     let skiff = cluster.start(&[
@@ -65,7 +71,11 @@ fn run(tag: &str, big_namespaces: usize) -> Served {
     let started = eventually(LIMIT, || {
         creates(&cluster.requests_since(0), "a").len() >= under_way
     });
-    assert!(started, "tenant-a's fan-out did not start; log:\n{}", skiff.logs());
+    assert!(
+        started,
+        "tenant-a's fan-out did not start; log:\n{}",
+        skiff.logs()
+    );
     let created = Instant::now();
     let selector = json!({"matchLabels": {"to": "b"}});
     cluster.mirror("tenant-b", "m", "ConfigMap", "src", selector);
@@ -102,7 +112,10 @@ fn main() {
         "tenant-b's Mirror of {SMALL_NAMESPACES} copies, served (created → last copy created), \
          at --kube-api-qps 20 --kube-api-burst 1:"
     );
-    println!("  alone:                               {:.2} s", alone.took.as_secs_f64());
+    println!(
+        "  alone:                               {:.2} s",
+        alone.took.as_secs_f64()
+    );
     println!(
         "  beside tenant-a's {BIG_MIRRORS} Mirrors × {big_namespaces} copies: {:.2} s \
          ({} of tenant-a's {big} copies written meanwhile)",

@@ -348,7 +348,10 @@ mod tests {
             }
             queue.add(ObjectKey::new("small", "1"));
             let _ = served_rx.recv().await;
-            assert!(started_rx.try_recv().is_err(), "big/3 ran past its flow's cap");
+            assert!(
+                started_rx.try_recv().is_err(),
+                "big/3 ran past its flow's cap"
+            );
             stop_tx.close();
             release_tx.close();
             run.await;

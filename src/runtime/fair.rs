@@ -146,7 +146,9 @@ mod tests {
         let order = drain(&mut queue);
         assert_eq!(
             order,
-            ["big/1", "small/1", "big/2", "small/2", "big/3", "big/4", "big/5", "big/6"]
+            [
+                "big/1", "small/1", "big/2", "small/2", "big/3", "big/4", "big/5", "big/6"
+            ]
         );
         assert_eq!(queue.len(), 0);
     }
@@ -161,7 +163,11 @@ mod tests {
         assert_eq!(held, [Some("big/1"), Some("big/2")]);
         assert_eq!(queue.pop(), None, "big is at its cap");
         queue.push("small/1");
-        assert_eq!(queue.pop(), Some("small/1"), "the newcomer passes the capped flow");
+        assert_eq!(
+            queue.pop(),
+            Some("small/1"),
+            "the newcomer passes the capped flow"
+        );
         assert!(!queue.finish(&"small/1"));
         assert!(queue.finish(&"big/1"), "big was at its cap");
         assert_eq!(queue.pop(), Some("big/3"));

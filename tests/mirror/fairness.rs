@@ -33,7 +33,13 @@ fn a_small_tenant_is_served_while_another_fans_out_across_every_worker() {
         let source = format!("a-src-{i}");
         cluster.configmap("tenant-a", &source, json!({"k": "v"}));
         let selector = json!({"matchLabels": {"to": "a"}});
-        cluster.mirror("tenant-a", &format!("m-{i}"), "ConfigMap", &source, selector);
+        cluster.mirror(
+            "tenant-a",
+            &format!("m-{i}"),
+            "ConfigMap",
+            &source,
+            selector,
+        );
     }
     cluster.configmap("tenant-b", "b-src", json!({"k": "v"}));
     // The bucket paces the fan-out: 360 creates take about 7 s.

@@ -110,11 +110,17 @@ mod tests {
         let big: Vec<_> = (0..2)
             .map(|_| now_or_never(permits.take("big")).expect("below the cap"))
             .collect();
-        assert!(now_or_never(permits.take("big")).is_none(), "big is at its cap");
+        assert!(
+            now_or_never(permits.take("big")).is_none(),
+            "big is at its cap"
+        );
         let small = now_or_never(permits.take("small")).expect("small is not held back by big");
         assert_eq!((permits.held_by("big"), permits.held_by("small")), (2, 1));
         drop(small);
-        assert!(now_or_never(permits.take("big")).is_none(), "small's place is not big's");
+        assert!(
+            now_or_never(permits.take("big")).is_none(),
+            "small's place is not big's"
+        );
         drop(big);
         assert_eq!(permits.held_by("big"), 0);
     }
@@ -140,7 +146,10 @@ mod tests {
     fn a_waiter_dropped_before_its_turn_holds_nothing() {
         let permits = FlowPermits::new(1);
         let held = now_or_never(permits.take("a")).expect("free");
-        assert!(now_or_never(permits.take("a")).is_none(), "dropped while waiting");
+        assert!(
+            now_or_never(permits.take("a")).is_none(),
+            "dropped while waiting"
+        );
         assert_eq!(permits.held_by("a"), 1);
         drop(held);
         assert_eq!(permits.held_by("a"), 0);
