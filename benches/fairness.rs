@@ -11,25 +11,15 @@
 #[cfg_attr(test, allow(unused_imports))]
 mod support;
 
-use serde_json::json;
 use std::time::{Duration, Instant};
 use support::cluster::Cluster;
-use support::fake::RequestRecord;
 use support::skiff::eventually;
+use support::tenants::{SOURCE_NAMESPACES, creates, small_mirror, two_tenants};
 
 /// More Mirrors than workers, so that in arrival order they would take them all.
 const BIG_MIRRORS: usize = 6;
 const SMALL_NAMESPACES: usize = 5;
 const LIMIT: Duration = Duration::from_secs(300);
-
-/// The copy creates in the namespaces `{prefix}-…`, answered.
-fn creates<'a>(records: &'a [RequestRecord], prefix: &str) -> Vec<&'a RequestRecord> {
-    let path = format!("/api/v1/namespaces/{prefix}-");
-    records
-        .iter()
-        .filter(|r| r.method == "POST" && r.path.starts_with(&path) && r.answered.is_some())
-        .collect()
-}
 
 /// What one run measured.
 struct Served {
@@ -43,29 +33,9 @@ struct Served {
 /// for a tenth of them, then creates tenant-b's Mirror and times it.
 fn run(tag: &str, big_namespaces: usize) -> Served {
     let mut cluster = Cluster::new(tag);
-    for ns in ["tenant-a", "tenant-b"] {
-        cluster.namespace(ns, json!({}));
-    }
-    cluster.namespaces("a", big_namespaces, json!({"to": "a"}));
-    cluster.namespaces("b", SMALL_NAMESPACES, json!({"to": "b"}));
-    for i in 0..BIG_MIRRORS.min(big_namespaces) {
-        let source = format!("src-{i}");
-        cluster.configmap("tenant-a", &source, json!({"k": "v"}));
-        let selector = json!({"matchLabels": {"to": "a"}});
-        cluster.mirror(
-            "tenant-a",
-            &format!("m-{i}"),
-            "ConfigMap",
-            &source,
-            selector,
-        );
-    }
-    cluster.configmap("tenant-b", "src", json!({"k": "v"}));
-    let skiff = cluster.start(&[
-        "--source-namespaces=tenant-a,tenant-b",
-        "--kube-api-qps=20",
-        "--kube-api-burst=1",
-    ]);
+    let mirrors = BIG_MIRRORS.min(big_namespaces);
+    two_tenants(&cluster, mirrors, big_namespaces, SMALL_NAMESPACES);
+    let skiff = cluster.start(&[SOURCE_NAMESPACES, "--kube-api-qps=20", "--kube-api-burst=1"]);
     cluster.wait_watching(&skiff, 2);
     let under_way = big_namespaces * BIG_MIRRORS / 10;
     let started = eventually(LIMIT, || {
@@ -77,10 +47,14 @@ fn run(tag: &str, big_namespaces: usize) -> Served {
         skiff.logs()
     );
     let created = Instant::now();
-    let selector = json!({"matchLabels": {"to": "b"}});
-    cluster.mirror("tenant-b", "m", "ConfigMap", "src", selector);
+    small_mirror(&cluster);
     let served = eventually(LIMIT, || {
-        creates(&cluster.requests_since(0), "b").len() >= SMALL_NAMESPACES
+        let records = cluster.requests_since(0);
+        let answered = creates(&records, "b")
+            .iter()
+            .filter(|r| r.answered.is_some())
+            .count();
+        answered >= SMALL_NAMESPACES
     });
     assert!(served, "tenant-b was not served; log:\n{}", skiff.logs());
     let records = cluster.requests_since(0);

@@ -2,8 +2,7 @@
 //! reconcile of a Mirror another namespace creates while they run, nor its requests.
 
 use crate::support::cluster::Cluster;
-use crate::support::fake::RequestRecord;
-use serde_json::json;
+use crate::support::tenants::{SOURCE_NAMESPACES, creates, small_mirror, two_tenants};
 use std::time::Instant;
 
 /// More Mirrors than workers, so that in arrival order they would take them all.
@@ -11,49 +10,17 @@ const BIG_MIRRORS: usize = 6;
 const BIG_NAMESPACES: usize = 60;
 const SMALL_NAMESPACES: usize = 5;
 
-/// The creates of copies in the namespaces named `{prefix}-…`, in the order received.
-fn creates<'a>(records: &'a [RequestRecord], prefix: &str) -> Vec<&'a RequestRecord> {
-    let path = format!("/api/v1/namespaces/{prefix}-");
-    let mut creates: Vec<_> = records
-        .iter()
-        .filter(|r| r.method == "POST" && r.path.starts_with(&path))
-        .collect();
-    creates.sort_by_key(|r| r.received);
-    creates
-}
-
 #[test]
 fn a_small_tenant_is_served_while_another_fans_out_across_every_worker() {
     let mut cluster = Cluster::new("fair");
-    cluster.namespace("tenant-a", json!({}));
-    cluster.namespace("tenant-b", json!({}));
-    cluster.namespaces("a", BIG_NAMESPACES, json!({"to": "a"}));
-    cluster.namespaces("b", SMALL_NAMESPACES, json!({"to": "b"}));
-    for i in 0..BIG_MIRRORS {
-        let source = format!("a-src-{i}");
-        cluster.configmap("tenant-a", &source, json!({"k": "v"}));
-        let selector = json!({"matchLabels": {"to": "a"}});
-        cluster.mirror(
-            "tenant-a",
-            &format!("m-{i}"),
-            "ConfigMap",
-            &source,
-            selector,
-        );
-    }
-    cluster.configmap("tenant-b", "b-src", json!({"k": "v"}));
+    two_tenants(&cluster, BIG_MIRRORS, BIG_NAMESPACES, SMALL_NAMESPACES);
     // The bucket paces the fan-out: 360 creates take about 7 s.
-    let skiff = cluster.start(&[
-        "--source-namespaces=tenant-a,tenant-b",
-        "--kube-api-qps=50",
-        "--kube-api-burst=1",
-    ]);
+    let skiff = cluster.start(&[SOURCE_NAMESPACES, "--kube-api-qps=50", "--kube-api-burst=1"]);
     cluster.wait_for(&skiff, "tenant-a's fan-out under way", || {
         creates(&cluster.requests_since(0), "a").len() >= 20
     });
-    let selector = json!({"matchLabels": {"to": "b"}});
     let created = Instant::now();
-    cluster.mirror("tenant-b", "m", "ConfigMap", "b-src", selector);
+    small_mirror(&cluster);
     let big = BIG_MIRRORS * BIG_NAMESPACES;
     cluster.wait_for(&skiff, "every copy", || {
         let records = cluster.requests_since(0);

@@ -98,11 +98,7 @@ impl Drop for FlowPermit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smol::future::FutureExt as _;
-
-    fn now_or_never<T>(future: impl std::future::Future<Output = T>) -> Option<T> {
-        smol::block_on(async { Some(future.await) }.or(async { None }))
-    }
+    use crate::testing::now_or_never;
 
     #[test]
     fn a_flow_at_its_cap_waits_and_another_flow_does_not() {
