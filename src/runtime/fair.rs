@@ -105,6 +105,10 @@ impl<T: Flow> FairQueue<T> {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Drops every key waiting.
     pub fn clear(&mut self) {
         self.waiting.clear();
