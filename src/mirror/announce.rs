@@ -2,13 +2,43 @@
 //! logged), conflicts found and copies contested (Warning).
 //!
 //! One Event per reconcile and reason, naming the namespaces concerned, rather than one per
-//! namespace: a fan-out to thousands of namespaces must not post thousands of Events.
+//! namespace: a fan-out to thousands of namespaces must not post thousands of Events. A tenant's
+//! offer gets the same Events with the namespaces counted, not named, and no writer named: those
+//! are other tenants' namespaces and managers, and each tenant hears of its own on its acceptance.
 
 use super::contest::Contest;
 use super::status::name_some;
 use super::types::Mirror;
 use crate::kube::events::{Recorder, reference_to};
 use std::collections::BTreeMap;
+
+/// How a Mirror's Events speak of where: an admin's Mirror names namespaces and writers; a
+/// tenant's offer only counts the namespaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Naming {
+    Names,
+    Counts,
+}
+
+impl Naming {
+    /// Counts for a tenant's offer, names otherwise.
+    pub fn counting_if(tenant_offer: bool) -> Naming {
+        if tenant_offer {
+            Naming::Counts
+        } else {
+            Naming::Names
+        }
+    }
+
+    /// `namespaces` as this naming speaks of them: `a, b and 3 more`, or `2 accepting namespaces`.
+    fn places(self, namespaces: &[String]) -> String {
+        match (self, namespaces.len()) {
+            (Naming::Names, _) => name_some(namespaces),
+            (Naming::Counts, 1) => "1 accepting namespace".to_owned(),
+            (Naming::Counts, n) => format!("{n} accepting namespaces"),
+        }
+    }
+}
 
 /// Posts a reconcile's Events through the controller's recorder.
 pub struct Announcer {
@@ -22,14 +52,14 @@ impl Announcer {
 
     /// One Warning Event naming the namespaces where an object skiff does not manage holds the
     /// copy's name (those not announced before; none: no Event).
-    pub async fn conflicts(&self, mirror: &Mirror, namespaces: &[String]) {
+    pub async fn conflicts(&self, mirror: &Mirror, namespaces: &[String], naming: Naming) {
         if namespaces.is_empty() {
             return;
         }
         let message = format!(
             "{} exists in {} and is not managed by this Mirror; it is left untouched",
             the_copy(mirror),
-            namespaces.join(", ")
+            naming.places(namespaces)
         );
         self.recorder
             .warning(reference_to(mirror), "Conflict", &message)
@@ -38,13 +68,16 @@ impl Announcer {
 
     /// One Warning Event (and a log line) naming where copies are contested and by whom; the
     /// caller rate-limits it.
-    pub async fn contested(&self, mirror: &Mirror, contest: &Contest) {
+    pub async fn contested(&self, mirror: &Mirror, contest: &Contest, naming: Naming) {
+        let writers = match naming {
+            Naming::Names => format!(", reported as {},", contest.writers.join(", ")),
+            Naming::Counts => String::new(),
+        };
         let message = format!(
-            "{} is changed back after each restoration by another writer, reported as {}, in {}; \
+            "{} is changed back after each restoration by another writer{writers} in {}; \
              skiff now restores it with backoff",
             the_copy(mirror),
-            contest.writers.join(", "),
-            name_some(&contest.namespaces)
+            naming.places(&contest.namespaces)
         );
         log::warn!(
             "Mirror {}/{}: {message}",
@@ -57,20 +90,20 @@ impl Announcer {
     }
 
     /// One Normal Event naming the namespaces where this reconcile adopted an object.
-    pub async fn adopted(&self, mirror: &Mirror, namespaces: &[String]) {
+    pub async fn adopted(&self, mirror: &Mirror, namespaces: &[String], naming: Naming) {
         if namespaces.is_empty() {
             return;
         }
         let message = format!(
             "{} in {} was handed to this Mirror (skiff.dev/adopt) and is now its copy",
             the_copy(mirror),
-            name_some(namespaces)
+            naming.places(namespaces)
         );
         self.tell(mirror, "Adopted", &message).await;
     }
 
     /// One Normal Event per reason this reconcile replaced copies for, naming where.
-    pub async fn replaced(&self, mirror: &Mirror, replaced: &[(String, String)]) {
+    pub async fn replaced(&self, mirror: &Mirror, replaced: &[(String, String)], naming: Naming) {
         let mut by_reason: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for (namespace, reason) in replaced {
             by_reason.entry(reason).or_default().push(namespace.clone());
@@ -79,7 +112,7 @@ impl Announcer {
             let message = format!(
                 "{} was deleted and created again in {}: {reason}",
                 the_copy(mirror),
-                name_some(&namespaces)
+                naming.places(&namespaces)
             );
             self.tell(mirror, "Replaced", &message).await;
         }
@@ -105,4 +138,24 @@ fn the_copy(mirror: &Mirror) -> String {
         mirror.spec.source.kind.as_str(),
         mirror.spec.target_name()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Naming;
+
+    #[test]
+    fn a_tenant_offer_counts_namespaces_and_an_admin_mirror_names_them() {
+        let namespaces = ["team-b".to_owned(), "team-c".to_owned()];
+        let counted = Naming::counting_if(true).places(&namespaces);
+        assert_eq!(counted, "2 accepting namespaces");
+        assert_eq!(
+            Naming::Counts.places(&namespaces[..1]),
+            "1 accepting namespace"
+        );
+        assert_eq!(
+            Naming::counting_if(false).places(&namespaces),
+            "team-b, team-c"
+        );
+    }
 }

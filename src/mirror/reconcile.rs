@@ -9,7 +9,7 @@
 //! `Conflicts` keeps what is known of objects skiff must not touch, and [`Contests`] holds
 //! back the restorations of copies another writer keeps changing back.
 
-use super::announce::Announcer;
+use super::announce::{Announcer, Naming};
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
@@ -254,15 +254,13 @@ impl Reconciler {
         let mut conflicts = plan.conflicts.clone();
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
-        // A tenant's offer gets no Event naming where: those namespaces are other tenants'.
-        let private = self.offer(mirror).is_some();
-        if !private {
-            self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight)
-                .await;
-        }
+        // A tenant's offer counts where, never names it: those namespaces are other tenants'.
+        let naming = Naming::counting_if(self.offer(mirror).is_some());
+        self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight, naming)
+            .await;
         let contest = gate.contest();
-        if gate.warn && !private {
-            self.announce.contested(mirror, &contest).await;
+        if gate.warn {
+            self.announce.contested(mirror, &contest, naming).await;
         }
         // Progress reports during the fan-out may have written the status since.
         let mirror = &self.mirrors.latest(owner, mirror.clone());
@@ -274,7 +272,7 @@ impl Reconciler {
             adopted: outcome.adopted.len() as u32,
             replaced: outcome.replaced.len() as u32,
             contest: Some(contest),
-            private,
+            private: naming == Naming::Counts,
         };
         self.write_outcome(mirror, &observed, outcome.errors)
             .await?;
@@ -349,13 +347,15 @@ impl Reconciler {
         conflicts: &[String],
         outcome: &Outcome,
         first_sight: bool,
+        naming: Naming,
     ) {
         let new = self
             .conflicts
             .unannounced(mirror, owner, conflicts, first_sight);
-        self.announce.conflicts(mirror, &new).await;
-        self.announce.adopted(mirror, &outcome.adopted).await;
-        self.announce.replaced(mirror, &outcome.replaced).await;
+        let announce = &self.announce;
+        announce.conflicts(mirror, &new, naming).await;
+        announce.adopted(mirror, &outcome.adopted, naming).await;
+        announce.replaced(mirror, &outcome.replaced, naming).await;
     }
 
     /// Writes the status a finished fan-out ends in; its first write error, if any, is the

@@ -145,7 +145,17 @@ fn acceptance_events(
     namespace: &str,
     name: &str,
 ) -> Vec<(String, String, String)> {
-    let selector = format!("involvedObject.kind=MirrorAcceptance,involvedObject.name={name}");
+    events_of(cp, "MirrorAcceptance", namespace, name)
+}
+
+/// The Events skiff posted on the object `kind` `namespace/name`, as (type, reason, message).
+fn events_of(
+    cp: &ControlPlane,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> Vec<(String, String, String)> {
+    let selector = format!("involvedObject.kind={kind},involvedObject.name={name}");
     let args = [
         "get",
         "events",
@@ -391,6 +401,20 @@ fn offer_and_accept(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant, c: &Te
     let mirror = cp.object("mirror", &w.a, "share").expect("the offer");
     let status = mirror["status"].to_string();
     assert!(!status.contains(&w.c), "a's offer names c: {status}");
+    let mut conflict = None;
+    wait_until("a Conflict Event on a's offer", || {
+        let events = events_of(cp, "Mirror", &w.a, "share");
+        conflict = events
+            .into_iter()
+            .find(|(_, reason, _)| reason == "Conflict");
+        conflict.is_some()
+    });
+    let (kind, _, message) = conflict.unwrap_or_default();
+    assert_eq!(kind, "Warning");
+    assert!(
+        message.contains("1 accepting namespace") && !message.contains(&w.c),
+        "a's offer's Conflict Event names where, or does not count it: {message}"
+    );
     let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
     assert_eq!(mine["data"]["mine"], "yes");
     assert!(mine["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
