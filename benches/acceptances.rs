@@ -173,7 +173,7 @@ impl World {
             let copy = |kind, ns: &str, name: &str| self.caches.copy(kind, ns, name);
             let none = Default::default();
             for (key, accepted) in self.acceptances().of(&owner) {
-                let at = (key.namespace.as_str(), accepted.kind);
+                let at = (&*key.namespace, accepted.kind);
                 let offer = (&owner, Some(&mirror), false);
                 black_box(self.consent.verdict(offer, at, &copy, &none));
             }

@@ -374,7 +374,7 @@ mod tests {
         let calls: Calls<String> = Arc::default();
         let c = Arc::clone(&calls);
         let reconcile = move |key: ObjectKey, stop: Sender<()>| {
-            let seen = record(&c, key.name);
+            let seen = record(&c, key.name.into());
             // The panic is in the future, where the worker catches it.
             async move {
                 if seen == 1 {
