@@ -190,7 +190,7 @@ impl Consent {
             return Verdict::Pending;
         }
         match copy(source.kind, ns, mirror.spec.target_name()) {
-            Some(c) if c.owner.as_ref() == Some(owner) => Verdict::Served,
+            Some(c) if c.owner.as_deref() == Some(owner) => Verdict::Served,
             Some(_) => Verdict::Conflict,
             None if blocked.contains(ns) => Verdict::Conflict,
             None => Verdict::Pending,

@@ -9,7 +9,9 @@ use super::managed::{Managed, Record};
 use super::payload::{Digest, HeldMaps, Payload};
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
+use super::owners::shared;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "skiff";
@@ -44,7 +46,8 @@ pub struct CopyInfo {
     pub kind: SourceKind,
     pub namespace: String,
     pub name: String,
-    pub owner: Option<Owner>,
+    /// Shared by every copy of the same Mirror ([`super::owners`]).
+    pub owner: Option<Arc<Owner>>,
     pub resource_version: String,
     /// Hash of the content the copy holds now, with the labels and annotations skiff manages.
     pub content_hash: Digest,
@@ -79,7 +82,7 @@ impl CopyInfo {
             kind: payload.kind(),
             namespace: meta.namespace().to_owned(),
             name: meta.name().to_owned(),
-            owner: owner_of(meta),
+            owner: owner_of(meta).map(shared),
             resource_version: meta.resource_version().to_owned(),
             content_hash: payload.hash_with(managed.as_ref().and_then(Managed::if_any)),
             record,
@@ -162,7 +165,7 @@ mod tests {
         assert_eq!(copy.metadata.name(), "app-ca");
         assert_eq!(copy.metadata.namespace(), "team-a");
         let info = CopyInfo::of_configmap(&copy);
-        assert_eq!(info.owner, Some(Owner::of(&mirror())));
+        assert_eq!(info.owner.as_deref(), Some(&Owner::of(&mirror())));
         assert_eq!(info.content_hash, Payload::of_configmap(&copy).hash());
         assert_eq!(info.record, None);
     }
