@@ -6,10 +6,11 @@
 //! skiff manages on the copy too (see [`super::managed`]), whose record the entry keeps.
 
 use super::managed::{Managed, Record};
+pub use super::owners::Owner;
+use super::owners::shared;
 use super::payload::{Digest, HeldMaps, Payload};
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
-use super::owners::shared;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -22,22 +23,6 @@ pub const SOURCE_HASH_ANNOTATION: &str = "skiff.dev/source-hash";
 /// The label selector that finds every copy skiff manages (the copy watch uses it).
 pub fn managed_selector() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
-}
-
-/// Who a copy belongs to, read from its labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Owner {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl Owner {
-    pub fn of(mirror: &Mirror) -> Owner {
-        Owner {
-            namespace: mirror.metadata.namespace().to_owned(),
-            name: mirror.metadata.name().to_owned(),
-        }
-    }
 }
 
 /// What the cache keeps of a copy: enough to decide, nothing of the data.

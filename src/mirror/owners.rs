@@ -1,4 +1,4 @@
-//! One shared [`Owner`] per Mirror for every copy cached of it.
+//! Who a copy belongs to, and one shared [`Owner`] per Mirror for every copy cached of it.
 //!
 //! Each cached copy names the Mirror that owns it. Held as two strings per copy, that was
 //! about a hundred bytes per copy (at 10,000 copies, a megabyte) repeating a handful of
@@ -6,9 +6,25 @@
 //! once it has doubled since the last sweep, so it stays the size of the Mirrors that have
 //! copies.
 
-use super::copy::Owner;
+use super::types::Mirror;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// Who a copy belongs to, read from its labels (see [`super::copy::owner_of`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owner {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Owner {
+    pub fn of(mirror: &Mirror) -> Owner {
+        Owner {
+            namespace: mirror.metadata.namespace().to_owned(),
+            name: mirror.metadata.name().to_owned(),
+        }
+    }
+}
 
 struct Table {
     owners: BTreeSet<Arc<Owner>>,
@@ -39,12 +55,11 @@ pub fn shared(owner: Owner) -> Arc<Owner> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mirror::fixtures::mirror_of;
+    use crate::mirror::types::SourceKind;
 
     fn owner(name: &str) -> Owner {
-        Owner {
-            namespace: "src".into(),
-            name: name.into(),
-        }
+        Owner::of(&mirror_of(name, SourceKind::ConfigMap))
     }
 
     #[test]
@@ -59,7 +74,11 @@ mod tests {
         for i in 0..200 {
             drop(shared(owner(&format!("swept-{i}"))));
         }
-        let held = TABLE.lock().unwrap_or_else(PoisonError::into_inner).owners.len();
+        let held = TABLE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .owners
+            .len();
         assert!(held < 100, "{held} owners kept after their copies went");
     }
 }
