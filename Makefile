@@ -132,13 +132,15 @@ bench-bigsource: testbin static ## a 900 KB ConfigMap into 300 and 1,000 namespa
 bench-large: testbin peer ## skiff and the controller-runtime peer at 100,000 namespaces on a real control plane (about 40 min on 2 CPUs; SCALE_QPS, SCALE_BASELINE=<older skiff>)
 	$(CARGO) bench --bench scale -- --real --namespaces 100000
 
-compare-kit: testbin peer ## make compare's kit part alone: the namespace kit into 1,000 new namespaces, skiff beside the peer; rewrites its section of BENCHMARKS.md (about 10 min on 2 cores; COMPARE_KIT_NAMESPACES)
+compare-kit: testbin peer ## make compare's kit part alone: the namespace kit into 1,000 new namespaces, skiff beside the peer; rewrites its section of BENCHMARKS.md (about 10 min on 2 cores; COMPARE_KIT_NAMESPACES; COMPARE_KYVERNO=1 adds Kyverno, building it first: about 11 min cold)
+	@if [ "$(COMPARE_KYVERNO)" = 1 ]; then testbin/kyverno/build.sh; fi
 	COMPARE_PARTS=kit $(CARGO) bench --bench compare
 
 peer: ## build the controller-runtime peer of make compare into bin/skiff-peer (only when missing)
 	testbin/peer/build.sh
 
-compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (about 14 min on 2 cores, and 10 more for the kit part; COMPARE_SQUEEZE=3m for the longer squeeze, about 24)
+compare: testbin peer ## skiff beside controller-runtime on a real control plane; rewrites BENCHMARKS.md (about 14 min on 2 cores, and 10 more for the kit part; COMPARE_SQUEEZE=3m for the longer squeeze, about 24; COMPARE_KYVERNO=1 as for compare-kit)
+	@if [ "$(COMPARE_KYVERNO)" = 1 ]; then testbin/kyverno/build.sh; fi
 	$(CARGO) bench --bench compare
 
 fuzz: ## coverage-guided fuzzing of every parser (fuzz/README.md): FUZZ_SECONDS each (600), FUZZ_TARGETS; installs nightly and cargo-fuzz when missing

@@ -45,6 +45,7 @@ fn acceptance(i: usize) -> MirrorAcceptance {
                 mirror: "share".into(),
             },
             kind: SourceKind::ConfigMap,
+            target_name: None,
         },
         ..MirrorAcceptance::default()
     }
@@ -166,14 +167,12 @@ impl World {
             };
             let owner = Owner::of(&mirror);
             let selected = self.caches.selections.of(&mirror);
-            black_box(
-                self.consent
-                    .served(&owner, SourceKind::ConfigMap, &selected),
-            );
+            let local = self.consent.local_names(&owner, &mirror);
+            black_box(self.consent.served(&owner, &local, &selected));
             let copy = |kind, ns: &str, name: &str| self.caches.copy(kind, ns, name);
             let none = Default::default();
             for (key, accepted) in self.acceptances().of(&owner) {
-                let at = (&*key.namespace, accepted.kind);
+                let at = (&key, accepted.kind, &local);
                 let offer = (&owner, Some(&mirror), false);
                 black_box(self.consent.verdict(offer, at, &copy, &none));
             }

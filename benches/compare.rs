@@ -7,7 +7,8 @@
 //! the Lease under controller load with APF squeezed (`compare/squeeze.rs`); hostile traffic on
 //! the probe and metrics ports (`compare/flood.rs`); another writer fighting the copies
 //! (`compare/fight.rs`); the namespace kit into new namespaces (`compare/kit.rs`, its own
-//! section, `make compare-kit` alone). Scales come from
+//! section, `make compare-kit` alone; Kyverno beside them with `COMPARE_KYVERNO=1`,
+//! `compare/kyverno.rs`). Scales come from
 //! the environment (`compare/settings.rs`); `cargo test --all-targets` skips this program.
 
 #[path = "../tests/support/mod.rs"]
@@ -34,6 +35,10 @@ mod kit;
 mod kit_count;
 #[path = "compare/kit_report.rs"]
 mod kit_report;
+#[path = "compare/kyverno.rs"]
+mod kyverno;
+#[path = "compare/kyverno_launch.rs"]
+mod kyverno_launch;
 #[path = "compare/lease_watch.rs"]
 mod lease_watch;
 #[path = "compare/lifecycle.rs"]
@@ -78,7 +83,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = binaries_present().and_then(|()| children::kill_on_signal()) {
+    if let Err(e) = binaries_present(&settings).and_then(|()| children::kill_on_signal()) {
         eprintln!("compare: {e}");
         return ExitCode::FAILURE;
     }
@@ -86,8 +91,12 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn binaries_present() -> Result<(), String> {
-    let missing: Vec<String> = ["etcd", "kube-apiserver", "kubectl", "skiff-peer"]
+fn binaries_present(settings: &Settings) -> Result<(), String> {
+    let mut names = vec!["etcd", "kube-apiserver", "kubectl", "skiff-peer"];
+    if settings.runs_kyverno() {
+        names.extend(kyverno_launch::BINARIES);
+    }
+    let missing: Vec<String> = names
         .iter()
         .map(|name| bin_dir().join(name))
         .filter(|path| !path.is_file())
@@ -97,7 +106,8 @@ fn binaries_present() -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "missing {}; run `make compare`, which builds the control plane and the peer first",
+        "missing {}; run `make compare`, which builds the control plane and the peer first \
+         (and Kyverno with COMPARE_KYVERNO=1: `testbin/kyverno/build.sh`)",
         missing.join(", ")
     ))
 }
@@ -161,7 +171,9 @@ fn run(settings: &Settings) {
         })
         .collect();
     let kits: Vec<kit::Kitted> = if settings.runs("kit") {
-        kit::part(&cp, settings, started, &identities)
+        let mut kits = kit::part(&cp, settings, started, &identities);
+        kits.extend(kyverno::part(&cp, settings, started));
+        kits
     } else {
         Vec::new()
     };

@@ -20,3 +20,9 @@ pub fn ms(n: u64) -> Duration {
 pub fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
+
+/// `future`'s output if it is ready at once, else `None` (the future is dropped).
+pub fn now_or_never<T>(future: impl std::future::Future<Output = T>) -> Option<T> {
+    use smol::future::FutureExt as _;
+    smol::block_on(async { Some(future.await) }.or(async { None }))
+}

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::kit_count::{by_resource, counted, is_kit, load_average, requests, watch_objects};
+use crate::kit_count::{
+    by_resource, counted, is_kit, load_average, managed_by, requests, watch_objects,
+};
 use crate::lease_watch::LeaseWatch;
 use crate::lifecycle::{replace_leader, sample, wait_leading};
 use crate::operator::{Footprint, Kind, Launch, Operator, QPS, Replica};
@@ -34,7 +36,7 @@ const SKIFF_FLAGS: [&str; 4] = [
     "--metrics-secure=false",
 ];
 /// How long the restarted replica is watched for writes after it leads.
-const RESTART_WATCH: Duration = Duration::from_secs(20);
+pub const RESTART_WATCH: Duration = Duration::from_secs(20);
 const STEP: Duration = Duration::from_secs(60);
 
 /// One kit object: its resource (kubectl), Mirror `source.kind`, API version, name, content.
@@ -109,6 +111,10 @@ pub struct Kitted {
     pub restart_writes_by: BTreeMap<String, usize>,
     /// The machine's 1-minute load average when the last object was seen.
     pub load: f64,
+    /// Requests counted from the audit log only (Kyverno has no `rest_client_requests_total`).
+    pub audit_only: bool,
+    /// Lines the report adds below the table about this column.
+    pub notes: Vec<String>,
 }
 
 impl Kitted {
@@ -180,7 +186,8 @@ pub fn run(cp: &ControlPlane, operator: &Operator, identity: &Identity, count: u
     let names: Vec<String> = (0..count)
         .map(|i| format!("kit-{}-{i:04}", operator.slug))
         .collect();
-    let seen = watch_objects(cp, &launch, count);
+    let prefix = format!("kit-{}-", operator.slug);
+    let seen = watch_objects(cp, managed_by(operator), &prefix, count);
     std::thread::sleep(Duration::from_secs(2));
     let before = (scrape(port), SystemTime::now());
     let created = Instant::now();
@@ -221,6 +228,7 @@ pub fn run(cp: &ControlPlane, operator: &Operator, identity: &Identity, count: u
         restart_kit_writes: writes.iter().filter(|e| is_kit(e)).count(),
         restart_writes_by: by_resource(&writes),
         load,
+        ..Kitted::default()
     }
 }
 
@@ -275,8 +283,8 @@ fn wait_idle(cp: &ControlPlane, launch: &Launch, replica: &Replica) {
 }
 
 /// Every kit object of the operator's namespaces and its resourceVersion.
-fn versions(cp: &ControlPlane, launch: &Launch) -> BTreeMap<String, String> {
-    let prefix = format!("kit-{}-", launch.operator.slug);
+pub fn versions(cp: &ControlPlane, slug: &str) -> BTreeMap<String, String> {
+    let prefix = format!("kit-{slug}-");
     let template =
         "jsonpath={range .items[*]}{.metadata.namespace} {.metadata.resourceVersion}{\"\\n\"}{end}";
     let mut all = BTreeMap::new();
@@ -299,10 +307,10 @@ fn restart(
     watch: &LeaseWatch,
     first: Replica,
 ) -> (usize, Vec<AuditEvent>) {
-    let before = versions(cp, launch);
+    let before = versions(cp, launch.operator.slug);
     let (_second, since) = replace_leader(launch, watch, first);
     std::thread::sleep(RESTART_WATCH);
-    let after = versions(cp, launch);
+    let after = versions(cp, launch.operator.slug);
     let changed = after
         .iter()
         .filter(|(key, rv)| before.get(*key) != Some(rv))

@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::kit::OBJECTS;
-use crate::operator::{Kind, Launch, Operator};
+use crate::operator::{Kind, Operator};
 use crate::support::audit::AuditEvent;
 use crate::support::control_plane::ControlPlane;
 use crate::support::scrape::sum_samples;
@@ -23,12 +23,16 @@ pub struct Seen {
     children: Vec<std::process::Child>,
 }
 
-pub fn watch_objects(cp: &ControlPlane, launch: &Launch, count: usize) -> Seen {
-    let managed_by = match launch.operator.kind {
+/// The label selector of an operator's copies.
+pub fn managed_by(operator: &Operator) -> &'static str {
+    match operator.kind {
         Kind::Skiff => "app.kubernetes.io/managed-by=skiff",
         Kind::Peer(_) => "app.kubernetes.io/managed-by=skiff-peer",
-    };
-    let prefix = format!("kit-{}-", launch.operator.slug);
+    }
+}
+
+/// A watch per kind of the objects matching `managed_by` in the namespaces named `prefix…`.
+pub fn watch_objects(cp: &ControlPlane, managed_by: &str, prefix: &str, count: usize) -> Seen {
     let (tx, done) = mpsc::channel();
     let mut children = Vec::new();
     for object in &OBJECTS {
@@ -46,7 +50,7 @@ pub fn watch_objects(cp: &ControlPlane, launch: &Launch, count: usize) -> Seen {
         let mut child = cp.admin().spawn(&args);
         let stdout = child.stdout.take().expect("stdout is piped");
         children.push(child);
-        let (tx, prefix) = (tx.clone(), prefix.clone());
+        let (tx, prefix) = (tx.clone(), prefix.to_owned());
         std::thread::spawn(move || {
             let mut namespaces = BTreeSet::new();
             for line in std::io::BufReader::new(stdout)
@@ -92,10 +96,19 @@ pub fn requests(
     from: SystemTime,
     to: SystemTime,
 ) -> Vec<AuditEvent> {
-    let user = world::user(operator);
+    requests_of(cp, &[world::user(operator).to_owned()], from, to)
+}
+
+/// As [`requests`], of any of `users`.
+pub fn requests_of(
+    cp: &ControlPlane,
+    users: &[String],
+    from: SystemTime,
+    to: SystemTime,
+) -> Vec<AuditEvent> {
     cp.audit()
         .into_iter()
-        .filter(|e| e.user == user && e.received >= from && e.received <= to)
+        .filter(|e| users.contains(&e.user) && e.received >= from && e.received <= to)
         .filter(|e| {
             let watch = e.verb == "watch";
             (watch && e.stage == "ResponseStarted") || (!watch && e.stage == "ResponseComplete")
@@ -181,4 +194,13 @@ fn resource(uri: &str) -> String {
         [resource, ..] => (*resource).to_owned(),
         [] => path.to_owned(),
     }
+}
+
+/// `what: n, …` (whole counts: an `f64` shows no fraction).
+pub fn listed<N: std::fmt::Display>(counts: &BTreeMap<String, N>) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(what, n)| format!("{what}: {n}"))
+        .collect();
+    parts.join(", ")
 }

@@ -1,10 +1,10 @@
 //! The kit part's section of BENCHMARKS.md: the table beside the peer, skiff's requests by
 //! method and code, and the goals: time ≤ 1.1 × (requests ÷ QPS), and a restart that writes nothing.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::kit::{Kitted, qps};
+use crate::kit_count::listed;
 use crate::report::{Unit, row, secs, table_of, verdict};
 use crate::settings::Settings;
 
@@ -24,6 +24,11 @@ pub fn render(all: &[Kitted], settings: &Settings) -> String {
         crate::command()
     };
     let n = first.namespaces;
+    let kyverno = if all.iter().any(|k| k.label == crate::kyverno::LABEL) {
+        crate::kyverno::described()
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "One run of `{}` on {}, {}: the namespace kit of `examples/namespace-kit.yaml` (a \
@@ -34,12 +39,13 @@ pub fn render(all: &[Kitted], settings: &Settings) -> String {
          operator's own client metrics (`rest_client_requests_total`, scraped before the first \
          namespace and when the last object is seen; the Lease's from skiff's `leader-election` client, \
          the peer's from the audit log) and, as a check, from the API server's audit log. In \
-         brackets: the ratio to skiff.",
+         brackets: the ratio to skiff.{}",
         command,
         crate::machine(),
         crate::shell("date -u '+%Y-%m-%d %H:%M UTC'"),
         crate::operator::QPS,
         crate::operator::BURST,
+        kyverno,
     );
     let get = |f: &dyn Fn(&Kitted) -> f64| -> Vec<Option<f64>> {
         all.iter().map(|k| Some(f(k))).collect()
@@ -55,7 +61,9 @@ pub fn render(all: &[Kitted], settings: &Settings) -> String {
             "requests in that window (its client metrics)",
             Unit::Count,
             true,
-            get(&|k| k.requests),
+            all.iter()
+                .map(|k| (!k.audit_only).then_some(k.requests))
+                .collect(),
         ),
         row(
             "of them to the Lease",
@@ -158,15 +166,9 @@ fn methods(out: &mut String, all: &[Kitted]) {
             listed(&k.audited_by)
         );
     }
-}
-
-/// `what: n, …` (whole counts: an `f64` shows no fraction).
-fn listed<N: std::fmt::Display>(counts: &BTreeMap<String, N>) -> String {
-    let parts: Vec<String> = counts
-        .iter()
-        .map(|(what, n)| format!("{what}: {n}"))
-        .collect();
-    parts.join(", ")
+    for note in all.iter().flat_map(|k| &k.notes) {
+        let _ = writeln!(out, "- {note}");
+    }
 }
 
 fn goals(out: &mut String, all: &[Kitted]) {

@@ -177,17 +177,9 @@ impl<'a> Launch<'a> {
 
     pub fn start(&self, name: &str) -> Replica {
         let log = self.log_dir.join(format!("{}-{name}.log", self.tag));
-        let stderr = std::fs::File::create(&log).expect("create a replica log");
-        let child = Command::new(self.operator.binary())
-            .args(self.args())
-            .env("POD_NAME", name)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", self.operator.binary().display()));
-        crate::children::register(child.id());
-        Replica { child, log }
+        let mut command = Command::new(self.operator.binary());
+        command.args(self.args()).env("POD_NAME", name);
+        Replica::spawn(command, log)
     }
 }
 
@@ -198,6 +190,21 @@ pub struct Replica {
 }
 
 impl Replica {
+    /// Starts `command` with its output to `log`, known to the signal handler; killed on drop.
+    pub fn spawn(mut command: Command, log: PathBuf) -> Replica {
+        let stderr = std::fs::File::create(&log).expect("create a replica log");
+        let stdout = stderr.try_clone().expect("clone a replica log");
+        let program = command.get_program().to_string_lossy().into_owned();
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {program}: {e}"));
+        crate::children::register(child.id());
+        Replica { child, log }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -1,7 +1,8 @@
 //! The comparison's scales, from the environment so a smoke run and the full run are one
 //! program: `COMPARE_NAMESPACES=20 COMPARE_FANOUT=40 COMPARE_SQUEEZE=20s COMPARE_HANDOVERS=1`.
 //! `COMPARE_OPERATORS=skiff,scaffold COMPARE_WRITE=0` runs only those columns (by slug:
-//! skiff, scaffold, shared-limiter, dedicated-lease, scaffold-fs). `COMPARE_PARTS=fight
+//! skiff, scaffold, shared-limiter, dedicated-lease, scaffold-fs, kyverno).
+//! `COMPARE_KYVERNO=1` adds Kyverno to the kit part (`testbin/kyverno`). `COMPARE_PARTS=fight
 //! COMPARE_WRITE=0` runs only those parts (`table`: footprint, handovers, faults, squeeze;
 //! `flood`; `fight`, whose window is `COMPARE_FIGHT=120s`).
 
@@ -31,6 +32,9 @@ pub struct Settings {
     pub fight: Duration,
     /// New namespaces the kit part stamps the kit into (default 1,000).
     pub kit_namespaces: usize,
+    /// Whether the kit part has a Kyverno column (`COMPARE_KYVERNO=1`; its binaries take about
+    /// 11 minutes to build).
+    pub kyverno: bool,
 }
 
 /// The parts of a run, for `COMPARE_PARTS`.
@@ -49,6 +53,7 @@ impl Settings {
             parts: Vec::new(),
             fight: Duration::from_secs(120),
             kit_namespaces: 1_000,
+            kyverno: false,
         };
         let settings = Settings {
             namespaces: count("COMPARE_NAMESPACES", full.namespaces)?,
@@ -61,6 +66,7 @@ impl Settings {
             parts: list("COMPARE_PARTS"),
             fight: duration("COMPARE_FIGHT", full.fight)?,
             kit_namespaces: count("COMPARE_KIT_NAMESPACES", full.kit_namespaces)?,
+            kyverno: count("COMPARE_KYVERNO", 0)? == 1,
         };
         if let Some(part) = settings.parts.iter().find(|p| !PARTS.contains(&p.as_str())) {
             return Err(format!(
@@ -89,6 +95,13 @@ impl Settings {
     /// Whether the run includes `operator` (`COMPARE_OPERATORS`).
     pub fn chosen(&self, operator: &crate::operator::Operator) -> bool {
         self.only.is_empty() || self.only.iter().any(|s| s == operator.slug)
+    }
+
+    /// Whether the kit part has its Kyverno column: `COMPARE_KYVERNO=1`, and `kyverno` among
+    /// `COMPARE_OPERATORS` if that is set.
+    pub fn runs_kyverno(&self) -> bool {
+        let chosen = self.only.is_empty() || self.only.iter().any(|s| s == "kyverno");
+        self.kyverno && chosen && self.runs("kit")
     }
 
     /// Whether the run is the kit part alone (`make compare-kit`): it rewrites only its section.

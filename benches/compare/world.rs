@@ -35,33 +35,29 @@ pub fn install(cp: &ControlPlane) -> (Identity, Identity) {
         kubeconfig: cp.operator_kubeconfig(),
         token: cp.operator_token().to_owned(),
     };
-    let token = peer_token(cp);
-    let kubeconfig = cp.dir().join("peer.kubeconfig");
-    std::fs::write(&kubeconfig, kubeconfig_text(cp, &token)).expect("write the peer's kubeconfig");
-    (skiff, Identity { kubeconfig, token })
+    let peer = service_account(cp, "skiff-peer", "skiff-peer", "peer.kubeconfig");
+    (skiff, peer)
 }
 
-/// A new token of the peer's ServiceAccount (TokenRequest).
-fn peer_token(cp: &ControlPlane) -> String {
-    let token = cp.kubectl_ok(&[
-        "create",
-        "token",
-        "skiff-peer",
-        "-n",
-        "skiff-peer",
-        "--duration=24h",
-    ]);
-    token.trim().to_owned()
+/// A kubeconfig in the run's directory named `file`, with a new token (TokenRequest) of the
+/// ServiceAccount `namespace/name`.
+pub fn service_account(cp: &ControlPlane, namespace: &str, name: &str, file: &str) -> Identity {
+    let token = cp.kubectl_ok(&["create", "token", name, "-n", namespace, "--duration=24h"]);
+    let token = token.trim().to_owned();
+    let kubeconfig = cp.dir().join(file);
+    let text = kubeconfig_text(cp, namespace, name, &token);
+    std::fs::write(&kubeconfig, text).expect("write a ServiceAccount's kubeconfig");
+    Identity { kubeconfig, token }
 }
 
-fn kubeconfig_text(cp: &ControlPlane, token: &str) -> String {
+fn kubeconfig_text(cp: &ControlPlane, namespace: &str, user: &str, token: &str) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(cp.ca_pem());
     format!(
         "apiVersion: v1\nkind: Config\n\
          clusters:\n- name: compare\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\n\
-         users:\n- name: skiff-peer\n  user:\n    token: {token}\n\
-         contexts:\n- name: skiff-peer\n  context:\n    cluster: compare\n    user: skiff-peer\n    namespace: skiff-peer\n\
-         current-context: skiff-peer\n",
+         users:\n- name: {user}\n  user:\n    token: {token}\n\
+         contexts:\n- name: {user}\n  context:\n    cluster: compare\n    user: {user}\n    namespace: {namespace}\n\
+         current-context: {user}\n",
         cp.url()
     )
 }
@@ -184,10 +180,7 @@ pub fn second_identity(cp: &ControlPlane, operator: &Operator) -> Identity {
             .to_owned();
         return Identity { kubeconfig, token };
     }
-    let token = peer_token(cp);
-    let kubeconfig = cp.dir().join("peer-b.kubeconfig");
-    std::fs::write(&kubeconfig, kubeconfig_text(cp, &token)).expect("write a kubeconfig");
-    Identity { kubeconfig, token }
+    service_account(cp, "skiff-peer", "skiff-peer", "peer-b.kubeconfig")
 }
 
 /// Removes every Mirror without waiting for skiff (finalizers dropped; the copies stay), so a

@@ -43,6 +43,10 @@ pub struct AcceptanceSpec {
     /// The kind of the copy accepted; the admission policy checks that its author may create
     /// that kind here. An offer of another kind is not served (`NotAvailable`).
     pub kind: SourceKind,
+    /// The copy's name here, when not the offer's usual one. A Secret's must be one of
+    /// `--secret-target-names`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
 }
 
 /// The Mirror whose copies are accepted: its namespace and name.
@@ -103,9 +107,10 @@ impl Verdict {
 
 /// What the acceptance cache keeps of one acceptance (its namespace and name are the store's
 /// key): the Mirror it names, the kind it accepts, and whether its status already shows a
-/// reason for its current generation, so a status equal to it is not written again. Kept
-/// small, with no allocation of its own (the Mirror's name is shared, see [`ByMirror`]): the
-/// cache holds one per acceptance of the cluster (`benches/acceptances.rs` measures it).
+/// reason for its current generation, so a status equal to it is not written again, and its
+/// `targetName`. Kept small, with no allocation of its own unless it sets a `targetName` (the
+/// Mirror's name is shared, see [`ByMirror`]): the cache holds one per acceptance of the
+/// cluster (`benches/acceptances.rs` measures it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
     /// The Mirror it names, as `namespace/name`, shared with the index.
@@ -117,6 +122,9 @@ pub struct Accepted {
     shown_current: bool,
     /// The kind accepted.
     pub kind: SourceKind,
+    /// `spec.targetName`, if set: behind a thin pointer, so an acceptance without one costs
+    /// one word and no allocation.
+    target_name: Option<Box<Box<str>>>,
 }
 
 impl Accepted {
@@ -133,7 +141,13 @@ impl Accepted {
             shown_current: served
                 .is_some_and(|c| c.observed_generation.unwrap_or_default() == generation),
             kind: acceptance.spec.kind,
+            target_name: (acceptance.spec.target_name.as_deref()).map(|n| Box::new(n.into())),
         }
+    }
+
+    /// The copy's name asked by `spec.targetName`, if set.
+    pub fn target_name(&self) -> Option<&str> {
+        self.target_name.as_deref().map(|n| &**n)
     }
 
     /// The `Served` condition's reason, if it was written for the current generation.
@@ -239,5 +253,6 @@ pub fn accepted_mirrors(
 }
 
 mod by_mirror;
+pub mod local_names;
 #[cfg(test)]
 mod tests;

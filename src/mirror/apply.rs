@@ -2,13 +2,15 @@
 //!
 //! The reconciler plans; the [`Applier`] writes. Its state is small: the requests on copies with
 //! the record of its own writes ([`CopyWriter`]), and the stop signal. Writes go out
-//! concurrently (bounded by count, and by bytes: [`budget`]) so a fan-out is paced by the
-//! client's token bucket, not by round trips. A create that meets an object goes to
+//! concurrently (bounded by count per tenant namespace: [`flows`], and by bytes: [`budget`]) so
+//! a fan-out is paced by the client's token bucket, not by round trips, and one tenant's
+//! fan-outs keep few writes ahead of another tenant's requests in that bucket. A create that meets an object goes to
 //! [`adopt`]; an update, to [`update`], and one the server refuses, to [`replace`].
 
 mod adopt;
 mod budget;
 mod copy_write;
+mod flows;
 mod progress;
 mod replace;
 mod update;
@@ -27,16 +29,16 @@ use crate::signal::Signal;
 use adopt::meet_existing;
 use budget::{ByteBudget, Taken, WRITE_BYTES_IN_FLIGHT, weight};
 use copy_write::{CopyWriter, Done, Wrote};
+use flows::{FlowPermit, FlowPermits};
 use progress::Progress;
 use smol::future::FutureExt as _;
-use smol::lock::Semaphore;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 use update::update_copy;
 
-/// Writes in flight at once for one reconcile: enough to keep a 20 QPS bucket busy over a
-/// slow link, few enough not to flood a throttled server.
+/// Writes in flight at once for one namespace's Mirrors: enough to keep a 20 QPS bucket busy
+/// over a slow link, few enough not to flood a throttled server.
 pub const MAX_IN_FLIGHT: usize = 16;
 
 /// What carrying out a plan achieved.
@@ -84,6 +86,8 @@ fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
 /// Writes the copies of one replica.
 pub struct Applier {
     writer: CopyWriter,
+    /// The writes in flight of each namespace's Mirrors.
+    flows: Arc<FlowPermits>,
     /// The bytes every reconcile's writes in flight share.
     budget: Arc<ByteBudget>,
     /// Set when the controller stops: writes not yet made are left to the next run.
@@ -94,6 +98,7 @@ impl Applier {
     pub fn new(requests: CopyRequests, stopping: Signal) -> Applier {
         Applier {
             writer: CopyWriter::new(requests),
+            flows: FlowPermits::new(MAX_IN_FLIGHT),
             budget: ByteBudget::new(WRITE_BYTES_IN_FLIGHT),
             stopping,
         }
@@ -112,16 +117,15 @@ impl Applier {
         plan: &Plan,
         report: &ProgressReport<'_>,
     ) -> Outcome {
-        let limit = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
         let mut tasks = Vec::with_capacity(plan.writes());
         let mut progress = Progress::new(plan.in_sync);
         let mut stopped = false;
         for job in jobs(plan) {
-            // The permit is taken before the task exists, so a fan-out of thousands holds at
-            // most MAX_IN_FLIGHT writes, and their bytes within the budget, at once.
+            // The permit is taken before the task exists, so the fan-outs of a namespace hold
+            // at most MAX_IN_FLIGHT writes, and their bytes within the budget, at once.
             // Every write holds its head and a reply of metadata alone: creates and updates
             // share the content (`copy_body.rs`).
-            let Some(permit) = self.permit(&limit, weight(0)).await else {
+            let Some(permit) = self.permit(&target.owner.namespace, weight(0)).await else {
                 stopped = true;
                 break;
             };
@@ -149,19 +153,15 @@ impl Applier {
         outcome
     }
 
-    /// A write permit, with `bytes` of the budget, or `None` once the controller stops: a
-    /// write not yet started is simply dropped (each is idempotent; the next run redoes what
-    /// is left).
-    async fn permit(
-        &self,
-        limit: &Arc<Semaphore>,
-        bytes: usize,
-    ) -> Option<(smol::lock::SemaphoreGuardArc, Taken)> {
+    /// A write permit of `flow`, with `bytes` of the budget, or `None` once the controller
+    /// stops: a write not yet started is simply dropped (each is idempotent; the next run
+    /// redoes what is left).
+    async fn permit(&self, flow: &str, bytes: usize) -> Option<(FlowPermit, Taken)> {
         if self.stopping.is_fired() {
             return None;
         }
         let permit = async {
-            let one = limit.acquire_arc().await;
+            let one = self.flows.take(flow).await;
             Some((one, self.budget.take(bytes).await))
         };
         let stopped = async {

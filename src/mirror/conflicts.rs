@@ -8,6 +8,7 @@
 //! announced with one Warning Event while it lasts, and not again after a restart.
 
 use super::copy::Owner;
+use super::copy_names::CopyNames;
 use super::copy_requests::CopyRequests;
 use super::existing::Claim;
 use super::known_conflicts::{KnownConflicts, UNMANAGED_RECHECK};
@@ -43,14 +44,14 @@ impl Conflicts {
     /// `cached(ns)` tells whether the copy cache holds an object with the name in `ns`.
     pub async fn find_unmanaged(
         &self,
-        mirror: &Mirror,
-        owner: &Owner,
+        (mirror, owner, names): (&Mirror, &Owner, &CopyNames),
         selected: &BTreeSet<String>,
         first_sight: bool,
         cached: impl Fn(&str) -> bool,
     ) -> BTreeSet<String> {
         let now = Instant::now();
-        let (kind, name) = (mirror.spec.source.kind, mirror.spec.target_name());
+        let kind = mirror.spec.source.kind;
+        self.known.forget_renamed(owner, names);
         let mut suspects: BTreeSet<String> = self
             .known
             .take_expired(owner, selected, now)
@@ -65,11 +66,12 @@ impl Conflicts {
         }
         for ns in suspects {
             // An object handed to this Mirror is not a block: the create meets it and adopts it.
-            if let Ok(found) = self.requests.existing(kind, &ns, name).await
+            if let Ok(found) = self.requests.existing(kind, &ns, names.of(&ns)).await
                 && found.info.owner.is_none()
                 && found.claim(owner) == Claim::NotMine
             {
-                self.known.remember_blocked(owner, &ns, now);
+                self.known
+                    .remember_blocked(owner, (&ns, names.of(&ns)), now);
             }
         }
         self.known.blocked(owner, now)
@@ -80,10 +82,16 @@ impl Conflicts {
         self.known.blocked(owner, Instant::now())
     }
 
-    /// Remembers the namespaces a create found blocked, each since when it found it.
-    pub fn remember_blocked(&self, owner: &Owner, blocked: &[(String, Instant)]) {
+    /// Remembers the namespaces a create of the copies named `names` found blocked, each
+    /// since when it found it.
+    pub fn remember_blocked(
+        &self,
+        owner: &Owner,
+        blocked: &[(String, Instant)],
+        names: &CopyNames,
+    ) {
         for (ns, at) in blocked {
-            self.known.remember_blocked(owner, ns, *at);
+            self.known.remember_blocked(owner, (ns, names.of(ns)), *at);
         }
     }
 

@@ -17,9 +17,11 @@
 //!   cannot probe another namespace's objects; no message names anything the acceptance's
 //!   own spec does not.
 
+use super::acceptance::local_names::{LocalNames, NameRefused, local_names};
 use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
+use super::copy_names::CopyNames;
 use super::kinds::Kinds;
 use super::namespace::NamespaceInfo;
 use super::namespace_selector::matches;
@@ -33,21 +35,33 @@ use crate::runtime::ObjectKey;
 use serde_json::json;
 use std::collections::BTreeSet;
 
-/// What the acceptance of `from` is told with `verdict`; `copy` is the copy's kind and name.
-fn message(verdict: Verdict, from: &Owner, (kind, copy): (SourceKind, &str)) -> String {
+/// What the acceptance of `from` is told with `verdict`; `copy` is the copy's kind and name
+/// there, `refused` why its name was refused, if it was.
+fn message(
+    verdict: Verdict,
+    from: &Owner,
+    (kind, copy): (SourceKind, &str),
+    refused: Option<&NameRefused>,
+) -> String {
     let (ns, name, kind) = (&from.namespace, &from.name, kind.as_str());
-    match verdict {
-        Verdict::Served => format!("{kind} {copy} here is a copy offered by {ns}/{name}"),
-        Verdict::NotAvailable => {
+    match (verdict, refused) {
+        (Verdict::Served, _) => format!("{kind} {copy} here is a copy offered by {ns}/{name}"),
+        (Verdict::NotAvailable, _) => {
             format!("no {kind} is offered to this namespace as Mirror {ns}/{name}")
         }
-        Verdict::Conflict => format!(
-            "an object named {copy} that is not skiff's is in this namespace; it is left alone (delete or rename it to receive the copy)"
+        (Verdict::Conflict, Some(NameRefused::Taken { by, name })) => format!(
+            "the acceptance {by} here already receives this offer as {kind} {name}; one namespace holds one copy of an offer, so this one is not served (accept under the same targetName, or delete one of them)"
         ),
-        Verdict::KindNotAllowed => format!(
+        (Verdict::Conflict, _) => format!(
+            "an object named {copy} that is not skiff's is in this namespace; it is left alone (delete or rename it, or set spec.targetName, to receive the copy)"
+        ),
+        (Verdict::KindNotAllowed, Some(NameRefused::SecretName)) => format!(
+            "a Secret may be copied only under a name in --secret-target-names; spec.targetName {copy} is not one, so nothing is read or written for this acceptance"
+        ),
+        (Verdict::KindNotAllowed, _) => format!(
             "Mirror {ns}/{name} shares a kind, or a Secret name, tenants may not share; nothing is copied"
         ),
-        Verdict::Pending => format!(
+        (Verdict::Pending, _) => format!(
             "offered and accepted; the copy {copy} is not written yet (the offer may be at its cap of copies)"
         ),
     }
@@ -124,20 +138,34 @@ impl Consent {
             })
     }
 
-    /// The namespaces a tenant Mirror copies into: those it selects that accept it, at most
-    /// `max_copies`. Namespaces already holding its copy keep their place, the rest are
-    /// filled by name, so a newcomer never displaces a copy that is served.
+    /// What the acceptances of the offer `mirror` ask: the names of its copies, and which
+    /// acceptances may be served under them ([`local_names`]).
+    pub fn local_names(&self, owner: &Owner, mirror: &Mirror) -> LocalNames {
+        let acceptances = self.caches.acceptances.as_ref();
+        let of = acceptances.map(|a| a.of(owner)).unwrap_or_default();
+        let asked = (mirror.spec.source.kind, mirror.spec.target_name());
+        local_names(of, asked, |name| {
+            self.secret_targets.names().any(|n| n == name)
+        })
+    }
+
+    /// The namespaces of `selected` the offer `mirror` copies into ([`Consent::served`]).
+    pub fn serves(&self, mirror: &Mirror, selected: &BTreeSet<String>) -> BTreeSet<String> {
+        let owner = Owner::of(mirror);
+        self.served(&owner, &self.local_names(&owner, mirror), selected)
+    }
+
+    /// The namespaces a tenant Mirror copies into: those it selects that accept it (`local`,
+    /// [`Consent::local_names`]), at most `max_copies`. Namespaces already holding its copy
+    /// keep their place, the rest are filled by name, so a newcomer never displaces a copy
+    /// that is served.
     pub fn served(
         &self,
         owner: &Owner,
-        kind: SourceKind,
+        local: &LocalNames,
         selected: &BTreeSet<String>,
     ) -> BTreeSet<String> {
-        let acceptances = self.caches.acceptances.as_ref();
-        let accepting = acceptances
-            .map(|a| a.accepting(owner, kind))
-            .unwrap_or_default();
-        let wanted: BTreeSet<&String> = accepting.intersection(selected).collect();
+        let wanted: BTreeSet<&String> = local.accepting.intersection(selected).collect();
         let max = self.settings.max_copies;
         let held = self
             .caches
@@ -155,15 +183,15 @@ impl Consent {
         served
     }
 
-    /// What the acceptance of `kind` in `ns` of the Mirror `owner` is told. `mirror` is the
+    /// What the acceptance `key` of `kind` of the Mirror `owner` is told. `mirror` is the
     /// offer as the reconcile saw it (`None`: gone or not an offer) and `refused` whether it
-    /// may copy nothing ([`Consent::refusal`]); `copy` reads a copy as this replica's own
-    /// writes left it; `blocked` are the namespaces known to hold an object of the copy's
-    /// name that skiff does not manage.
+    /// may copy nothing ([`Consent::refusal`]); `local` what its acceptances ask; `copy`
+    /// reads a copy as this replica's own writes left it; `blocked` are the namespaces known
+    /// to hold an object of the copy's name that skiff does not manage.
     pub fn verdict(
         &self,
         (owner, mirror, refused): (&Owner, Option<&Mirror>, bool),
-        (ns, kind): (&str, SourceKind),
+        (key, kind, local): (&ObjectKey, SourceKind, &LocalNames),
         copy: &impl Fn(SourceKind, &str, &str) -> Option<CopyInfo>,
         blocked: &BTreeSet<String>,
     ) -> Verdict {
@@ -171,7 +199,7 @@ impl Consent {
             return Verdict::NotAvailable;
         };
         let selected = self.caches.selections.of(mirror);
-        let source = &mirror.spec.source;
+        let (source, ns) = (&mirror.spec.source, &*key.namespace);
         if !selected.contains(ns) || source.kind != kind {
             return Verdict::NotAvailable;
         }
@@ -186,10 +214,13 @@ impl Consent {
         {
             return Verdict::NotAvailable;
         }
-        if !self.served(owner, kind, &selected).contains(ns) {
+        if let Some(refused) = local.refused.get(key) {
+            return refused.verdict();
+        }
+        if !self.served(owner, local, &selected).contains(ns) {
             return Verdict::Pending;
         }
-        match copy(source.kind, ns, mirror.spec.target_name()) {
+        match copy(source.kind, ns, local.names.of(ns)) {
             Some(c) if c.owner.as_deref() == Some(owner) => Verdict::Served,
             Some(_) => Verdict::Conflict,
             None if blocked.contains(ns) => Verdict::Conflict,
@@ -198,22 +229,25 @@ impl Consent {
     }
 
     /// Writes the `Served` condition of every acceptance of `owner` whose verdict changed, and
-    /// posts an Event on it when its reason did.
+    /// posts an Event on it when its reason did. `local` names the copies.
     pub async fn report(
         &self,
         owner: &Owner,
-        verdict: impl Fn(&str, SourceKind) -> Verdict,
-        copy_name: &str,
+        verdict: impl Fn(&ObjectKey, SourceKind) -> Verdict,
+        local: &LocalNames,
     ) -> Result<(), Error> {
         let Some(acceptances) = self.caches.acceptances.as_ref() else {
             return Ok(());
         };
         for (key, accepted) in acceptances.of(owner) {
-            let v = verdict(&key.namespace, accepted.kind);
+            let v = verdict(&key, accepted.kind);
             if accepted.shows(v) {
                 continue;
             }
-            let message = message(v, owner, (accepted.kind, copy_name));
+            let asked = accepted.target_name();
+            let copy = asked.unwrap_or_else(|| local.names.of(&key.namespace));
+            let refused = local.refused.get(&key);
+            let message = message(v, owner, (accepted.kind, copy), refused);
             let changed = accepted.changes_reason(v);
             let written = self.write(&key, (accepted.generation, v), &message).await?;
             if let Some(acceptance) = written.filter(|_| changed) {
@@ -252,6 +286,14 @@ impl Consent {
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The names of `mirror`'s copies: for a tenant's offer (`consent`), as its acceptances ask.
+pub fn copy_names(consent: Option<&Consent>, mirror: &Mirror) -> CopyNames {
+    match consent {
+        Some(consent) => consent.local_names(&Owner::of(mirror), mirror).names,
+        None => CopyNames::new(mirror.spec.target_name()),
     }
 }
 

@@ -8,6 +8,7 @@
 //! same Events again.
 
 use super::copy::Owner;
+use super::copy_names::CopyNames;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -18,8 +19,8 @@ pub const UNMANAGED_RECHECK: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Default)]
 struct Record {
-    /// Namespaces found blocked by an object skiff does not manage, and when.
-    blocked: BTreeMap<String, Instant>,
+    /// Namespaces found blocked by an object skiff does not manage, when, and its name.
+    blocked: BTreeMap<String, (Instant, Box<str>)>,
     /// Conflicting namespaces already announced with an Event.
     announced: BTreeSet<String>,
 }
@@ -40,12 +41,22 @@ impl KnownConflicts {
         true
     }
 
-    pub fn remember_blocked(&self, owner: &Owner, namespace: &str, now: Instant) {
+    pub fn remember_blocked(&self, owner: &Owner, (namespace, name): (&str, &str), now: Instant) {
         self.lock()
             .entry(owner.clone())
             .or_default()
             .blocked
-            .insert(namespace.to_owned(), now);
+            .insert(namespace.to_owned(), (now, name.into()));
+    }
+
+    /// Forgets the blocks of names the copies no longer take (an acceptance's `targetName`
+    /// changed): the new name is not known to be blocked.
+    pub fn forget_renamed(&self, owner: &Owner, names: &CopyNames) {
+        if let Some(record) = self.lock().get_mut(owner) {
+            record
+                .blocked
+                .retain(|ns, (_, name)| **name == *names.of(ns));
+        }
     }
 
     /// The namespaces still trusted as blocked at `now`.
@@ -53,7 +64,7 @@ impl KnownConflicts {
         self.lock().get(owner).map_or_else(BTreeSet::new, |r| {
             r.blocked
                 .iter()
-                .filter(|(_, at)| now.duration_since(**at) < UNMANAGED_RECHECK)
+                .filter(|(_, (at, _))| now.duration_since(*at) < UNMANAGED_RECHECK)
                 .map(|(ns, _)| ns.clone())
                 .collect()
         })
@@ -74,7 +85,7 @@ impl KnownConflicts {
         let expired: Vec<String> = record
             .blocked
             .iter()
-            .filter(|(_, at)| now.duration_since(**at) >= UNMANAGED_RECHECK)
+            .filter(|(_, (at, _))| now.duration_since(*at) >= UNMANAGED_RECHECK)
             .map(|(ns, _)| ns.clone())
             .collect();
         for ns in &expired {
@@ -137,7 +148,7 @@ mod tests {
     fn a_namespace_stays_blocked_until_its_recheck_is_due() {
         let m = KnownConflicts::default();
         let t0 = Instant::now();
-        m.remember_blocked(&owner(), "a", t0);
+        m.remember_blocked(&owner(), ("a", "ca"), t0);
         let later = t0 + UNMANAGED_RECHECK - Duration::from_secs(1);
         assert_eq!(m.blocked(&owner(), later), set(&["a"]));
         assert!(m.take_expired(&owner(), &set(&["a"]), later).is_empty());
@@ -154,11 +165,25 @@ mod tests {
     fn expired_namespaces_no_longer_selected_are_dropped_unread() {
         let m = KnownConflicts::default();
         let t0 = Instant::now();
-        m.remember_blocked(&owner(), "a", t0);
-        m.remember_blocked(&owner(), "b", t0);
+        m.remember_blocked(&owner(), ("a", "ca"), t0);
+        m.remember_blocked(&owner(), ("b", "ca"), t0);
         let due = t0 + UNMANAGED_RECHECK;
         assert_eq!(m.take_expired(&owner(), &set(&["b"]), due), vec!["b"]);
         assert!(m.blocked(&owner(), due).is_empty());
+    }
+
+    #[test]
+    fn a_block_goes_when_its_namespace_takes_another_name() {
+        let m = KnownConflicts::default();
+        let now = Instant::now();
+        m.remember_blocked(&owner(), ("a", "ca"), now);
+        m.remember_blocked(&owner(), ("b", "ca"), now);
+        let mut names = CopyNames::new("ca");
+        m.forget_renamed(&owner(), &names);
+        assert_eq!(m.blocked(&owner(), now), set(&["a", "b"]));
+        names.rename("a", "local-ca");
+        m.forget_renamed(&owner(), &names);
+        assert_eq!(m.blocked(&owner(), now), set(&["b"]));
     }
 
     #[test]
@@ -166,7 +191,7 @@ mod tests {
         let m = KnownConflicts::default();
         assert!(m.first_sight(&owner()));
         assert!(!m.first_sight(&owner()));
-        m.remember_blocked(&owner(), "a", Instant::now());
+        m.remember_blocked(&owner(), ("a", "ca"), Instant::now());
         m.announce(&owner(), &list(&["a"]), false);
         m.forget(&owner());
         assert!(m.first_sight(&owner()));

@@ -72,6 +72,7 @@ pub mod contest;
 pub mod controller;
 pub mod copy;
 pub mod copy_body;
+pub mod copy_names;
 pub mod copy_requests;
 pub mod desired;
 pub mod enqueue;

@@ -4,17 +4,18 @@
 //! Pure: it reads the caches' projections and returns a [`Plan`]; the reconciler carries it out.
 
 use super::copy::{CopyInfo, Owner};
+use super::copy_names::CopyNames;
 use super::managed::Record;
 use super::payload::{Digest, HeldMaps};
 use super::types::SourceKind;
 use crate::kube::api::FieldManager;
 use std::collections::BTreeSet;
 
-/// What a Mirror wants: its copies named `name`, of `kind`, holding content hashed `hash`.
+/// What a Mirror wants: its copies named `names`, of `kind`, holding content hashed `hash`.
 pub struct Desired<'a> {
     pub owner: &'a Owner,
     pub kind: SourceKind,
-    pub name: &'a str,
+    pub names: &'a CopyNames,
     pub hash: Digest,
 }
 
@@ -52,7 +53,8 @@ impl Plan {
 /// Plans the copies of one Mirror.
 ///
 /// - `selected`: the namespaces that should hold a copy;
-/// - `existing(ns)`: the skiff-managed object of `desired.kind` named `desired.name` in `ns`;
+/// - `existing(ns)`: the skiff-managed object of `desired.kind` named as `desired.names` says
+///   in `ns`;
 /// - `owned`: every copy labelled for this Mirror, whatever its name or kind;
 /// - `unmanaged`: namespaces where the server refused a create because an object that is not
 ///   skiff's already has the name (the cache only holds skiff's objects, so it can't see them).
@@ -86,7 +88,7 @@ pub fn plan<'a>(
     }
     for copy in owned {
         let wanted = copy.kind == desired.kind
-            && copy.name == desired.name
+            && copy.name == desired.names.of(&copy.namespace)
             && selected.contains(&copy.namespace);
         if !wanted {
             plan.delete.push((
@@ -130,17 +132,26 @@ mod tests {
     }
 
     fn run(selected: &[&str], copies: &[CopyInfo], unmanaged: &[&str]) -> Plan {
+        run_named(&CopyNames::new("ca"), selected, copies, unmanaged)
+    }
+
+    fn run_named(
+        names: &CopyNames,
+        selected: &[&str],
+        copies: &[CopyInfo],
+        unmanaged: &[&str],
+    ) -> Plan {
         let me = owner("m");
         let desired = Desired {
             owner: &me,
             kind: SourceKind::ConfigMap,
-            name: "ca",
+            names,
             hash: Digest::of(b"h1"),
         };
         let existing = |ns: &str| {
             copies
                 .iter()
-                .find(|c| c.namespace == ns && c.name == "ca")
+                .find(|c| c.namespace == ns && c.name == names.of(ns))
                 .cloned()
         };
         let owned: Vec<&CopyInfo> = copies
@@ -190,6 +201,36 @@ mod tests {
         let p = run(&["a"], &[copy("a", "old", Some("m"), "h1")], &[]);
         assert_eq!(p.create, vec!["a".to_string()]);
         assert_eq!(p.delete[0].2, "old");
+    }
+
+    #[test]
+    fn a_copy_renamed_in_one_namespace_moves_there_alone() {
+        let mut names = CopyNames::new("ca");
+        names.rename("a", "local-ca");
+        let copies = [
+            copy("a", "ca", Some("m"), "h1"),
+            copy("b", "ca", Some("m"), "h1"),
+        ];
+        let p = run_named(&names, &["a", "b"], &copies, &[]);
+        assert_eq!(p.create, vec!["a".to_string()]);
+        assert_eq!(p.delete.len(), 1);
+        assert_eq!(
+            (p.delete[0].1.as_str(), p.delete[0].2.as_str()),
+            ("a", "ca")
+        );
+        assert_eq!(p.in_sync, 1);
+        let moved = [copy("a", "local-ca", Some("m"), "h1"), copies[1].clone()];
+        let p = run_named(&names, &["a", "b"], &moved, &["a"]);
+        assert_eq!((p.writes(), p.in_sync), (0, 2));
+    }
+
+    #[test]
+    fn an_unmanaged_object_under_a_local_name_is_a_conflict() {
+        let mut names = CopyNames::new("ca");
+        names.rename("a", "theirs");
+        let p = run_named(&names, &["a"], &[], &["a"]);
+        assert_eq!(p.conflicts, vec!["a".to_string()]);
+        assert_eq!(p.writes(), 0);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::announce::Announcer;
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
-use super::consent::Consent;
+use super::consent::{Consent, copy_names};
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
@@ -21,7 +21,6 @@ use super::desired::DesiredCopy;
 use super::kinds::Kinds;
 use super::mirror_writer::{MirrorWriter, has_finalizer};
 use super::own_writes::CopyKey;
-use super::payload::Digest;
 use super::plan::{Desired, Plan, plan};
 use super::secret_targets::SecretTargets;
 use super::status::{Observed, Reason, Refusal};
@@ -122,8 +121,8 @@ impl Reconciler {
                 return self.refuse(&mirror, &observed, refusal).await;
             }
         };
-        let name = mirror.spec.target_name().to_owned();
-        let target = Arc::new(Target::new(owner, name, desired));
+        let names = copy_names(self.offer(&mirror), &mirror);
+        let target = Arc::new(Target::new(owner, names, desired));
         self.sync(&mirror, &target).await
     }
 
@@ -171,12 +170,14 @@ impl Reconciler {
             let key = CopyKey::new(kind, ns, name);
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
-        let copy_name = mirror.as_ref().map_or("", |m| m.spec.target_name());
+        let local =
+            (mirror.as_ref()).map_or_else(Default::default, |m| consent.local_names(owner, m));
         let refused = mirror.as_ref().is_some_and(|m| self.refusal(m).is_some());
         let blocked = self.conflicts.blocked(owner);
         let offer = (owner, mirror.as_ref(), refused);
-        let verdict = |ns: &str, kind| consent.verdict(offer, (ns, kind), &copy, &blocked);
-        consent.report(owner, verdict, copy_name).await
+        let verdict =
+            |key: &ObjectKey, kind| consent.verdict(offer, (key, kind, &local), &copy, &blocked);
+        consent.report(owner, verdict, &local).await
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
@@ -220,13 +221,13 @@ impl Reconciler {
         let (owner, hash) = (&target.owner, target.desired.hash);
         let first_sight = self.conflicts.first_sight(owner);
         let selected = self.selected(mirror);
-        let (kind, name) = (mirror.spec.source.kind, mirror.spec.target_name());
-        let cached = |ns: &str| self.caches.copy(kind, ns, name).is_some();
+        let (kind, names) = (mirror.spec.source.kind, &target.names);
+        let cached = |ns: &str| self.caches.copy(kind, ns, names.of(ns)).is_some();
         let unmanaged = self
             .conflicts
-            .find_unmanaged(mirror, owner, &selected, first_sight, cached)
+            .find_unmanaged((mirror, owner, names), &selected, first_sight, cached)
             .await;
-        let mut plan = self.plan(mirror, owner, hash, &selected, &unmanaged);
+        let mut plan = self.plan(mirror, target, &selected, &unmanaged);
         let policy = mirror.spec.conflict_policy();
         let gate = self
             .contests
@@ -241,7 +242,7 @@ impl Reconciler {
             conflicts: &plan.conflicts,
         };
         let outcome = self.applier.apply(target, &plan, &report).await;
-        self.conflicts.remember_blocked(owner, &outcome.blocked);
+        (self.conflicts).remember_blocked(owner, &outcome.blocked, &target.names);
         if outcome.stopped {
             log::info!(
                 "Mirror {}/{}: stopping with writes left for the next run",
@@ -291,31 +292,25 @@ impl Reconciler {
     fn plan(
         &self,
         mirror: &Mirror,
-        owner: &Owner,
-        hash: Digest,
+        target: &Target,
         selected: &BTreeSet<String>,
         unmanaged: &BTreeSet<String>,
     ) -> Plan {
-        let kind = mirror.spec.source.kind;
-        let name = mirror.spec.target_name();
+        let (kind, names) = (mirror.spec.source.kind, &target.names);
         let desired = Desired {
-            owner,
+            owner: &target.owner,
             kind,
-            name,
-            hash,
+            names,
+            hash: target.desired.hash,
         };
         let existing = |ns: &str| {
+            let name = names.of(ns);
             let key = CopyKey::new(kind, ns, name);
             let written = self.applier.written();
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
-        plan(
-            &desired,
-            selected,
-            existing,
-            self.owned(owner).iter(),
-            unmanaged,
-        )
+        let owned = self.owned(&target.owner);
+        plan(&desired, selected, existing, owned.iter(), unmanaged)
     }
 
     /// This Mirror's copies as they are after this replica's own writes.
@@ -341,7 +336,7 @@ impl Reconciler {
     fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
         let selected = self.caches.selections.of(mirror);
         match self.offer(mirror) {
-            Some(consent) => consent.served(&Owner::of(mirror), mirror.spec.source.kind, &selected),
+            Some(consent) => consent.serves(mirror, &selected),
             None => selected,
         }
     }

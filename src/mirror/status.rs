@@ -120,7 +120,7 @@ pub fn build(
             observed.synced, observed.selected
         ),
         Reason::Conflict if observed.private => format!(
-            "{} of the namespaces that accepted hold an object named {} that this Mirror does not manage; it is left untouched, and their acceptances say so",
+            "{} of the namespaces that accepted hold an object of the copy's name there ({}, or the name their acceptance gives it) that this Mirror does not manage; it is left untouched, and their acceptances say so",
             observed.conflicts.len(),
             mirror.spec.target_name()
         ),

@@ -37,13 +37,15 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// A controller named `name` (metrics, logs) with `workers` concurrent reconciles
-    /// (at least one) and its own queue.
+    /// A controller named `name` (metrics, logs) with `workers` concurrent reconciles per
+    /// flow (at least one; a Mirror's flow is its namespace) and its own queue. One worker
+    /// more serves the other flows while one flow holds all of its `workers`.
     pub fn new(name: &str, workers: usize) -> Controller {
+        let workers = workers.max(1);
         Controller {
             name: name.to_owned(),
-            queue: WorkQueue::new(name),
-            workers: workers.max(1),
+            queue: WorkQueue::fair(name, workers),
+            workers: workers + 1,
         }
     }
 
@@ -312,6 +314,48 @@ mod tests {
         };
         run_until_stopped("test-parallel", 3, &["a", "b", "c"], reconcile);
         assert_eq!(finished.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_flow_holding_all_its_workers_leaves_one_to_another_flow() {
+        let (started_tx, started_rx) = unbounded::<()>();
+        let (served_tx, served_rx) = unbounded::<()>();
+        let (release_tx, release_rx) = unbounded::<()>();
+        let reconcile = move |key: ObjectKey| {
+            let (started, served, release) =
+                (started_tx.clone(), served_tx.clone(), release_rx.clone());
+            async move {
+                if &*key.namespace == "big" {
+                    let _ = started.send(()).await;
+                    // Holds its worker until the test ends.
+                    let _ = release.recv().await;
+                } else {
+                    served.close();
+                }
+                Ok::<_, String>(Action::Done)
+            }
+        };
+        let controller = Controller::new("test-flows", 2);
+        let queue = controller.queue();
+        for name in ["1", "2", "3"] {
+            queue.add(ObjectKey::new("big", name));
+        }
+        let (stop_tx, stop_rx) = unbounded::<()>();
+        let run = smol::spawn(controller.run(reconcile, signal(stop_rx)));
+        block_on(within_5s(async {
+            for _ in 0..2 {
+                let _ = started_rx.recv().await;
+            }
+            queue.add(ObjectKey::new("small", "1"));
+            let _ = served_rx.recv().await;
+            assert!(
+                started_rx.try_recv().is_err(),
+                "big/3 ran past its flow's cap"
+            );
+            stop_tx.close();
+            release_tx.close();
+            run.await;
+        }));
     }
 
     #[test]

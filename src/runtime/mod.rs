@@ -8,6 +8,7 @@
 pub mod backoff;
 pub mod change;
 pub mod controller;
+pub mod fair;
 mod hearing;
 pub mod list_watch;
 pub mod queue;

@@ -5,6 +5,8 @@
 //!   dirty, and [`WorkQueue::done`] queues it again.
 //! - Failures are retried after a per-key exponential delay ([`item_backoff`]: 5 ms doubling
 //!   to 1000 s); [`WorkQueue::forget`] resets it after a success.
+//! - Keys are handed out in turn across flows (a Mirror's namespace: [`fair`]), in arrival
+//!   order within one, and a queue made [`WorkQueue::fair`] hands no flow more than its cap.
 //! - After [`WorkQueue::shutdown`], `get` returns `None`: in-flight keys finish, no new one
 //!   starts, and what was still queued is dropped (the next leader lists everything anyway).
 
@@ -14,9 +16,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use smol::Timer;
-use smol::channel::{Receiver, Sender};
 
 use super::backoff::item_backoff;
+use super::fair::{FairQueue, Flow};
 use crate::metrics::{self, Counter, Gauge};
 
 /// A shared handle to one queue; clones are the same queue.
@@ -33,9 +35,8 @@ impl<T> Clone for WorkQueue<T> {
 }
 
 struct Shared<T> {
-    /// Keys ready to hand out, each at most once (guarded by `Book::dirty`).
-    ready_tx: Sender<T>,
-    ready_rx: Receiver<T>,
+    /// Rung when a key may be handed out, or the queue shuts down.
+    wake: event_listener::Event,
     /// Held only for short bookkeeping, never across an `await`, hence a std mutex.
     book: Mutex<Book<T>>,
     depth: Gauge,
@@ -44,6 +45,8 @@ struct Shared<T> {
 }
 
 struct Book<T> {
+    /// Keys ready to hand out, each at most once (guarded by `dirty`).
+    ready: FairQueue<T>,
     /// Keys added and not yet handed out: queued, or waiting for their processing to end.
     dirty: HashSet<T>,
     processing: HashSet<T>,
@@ -53,16 +56,20 @@ struct Book<T> {
     shut_down: bool,
 }
 
-impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
+impl<T: Flow + Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// A queue whose metrics carry `name` (the controller's name).
     pub fn new(name: &str) -> WorkQueue<T> {
-        let (ready_tx, ready_rx) = smol::channel::unbounded();
+        WorkQueue::fair(name, usize::MAX)
+    }
+
+    /// A queue that hands no flow more than `cap` keys to process at once.
+    pub fn fair(name: &str, cap: usize) -> WorkQueue<T> {
         let labels = [("name", name)];
         WorkQueue {
             shared: Arc::new(Shared {
-                ready_tx,
-                ready_rx,
+                wake: event_listener::Event::new(),
                 book: Mutex::new(Book {
+                    ready: FairQueue::new(cap),
                     dirty: HashSet::new(),
                     processing: HashSet::new(),
                     failures: HashMap::new(),
@@ -97,7 +104,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         }
         self.shared.adds.inc();
         if !book.processing.contains(&key) {
-            self.push(key);
+            self.push(&mut book, key);
         }
     }
 
@@ -143,24 +150,36 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
 
     /// The next key to process, waiting for one; `None` once the queue is shut down.
     /// The caller must call [`done`](Self::done) when finished with it.
+    /// Cancel-safe: a `get` dropped while it waits takes no key.
     pub async fn get(&self) -> Option<T> {
-        let key = self.shared.ready_rx.recv().await.ok()?;
-        self.update_depth();
-        let mut book = self.book();
-        if book.shut_down {
-            return None;
+        loop {
+            let listener = self.shared.wake.listen();
+            {
+                let mut book = self.book();
+                if book.shut_down {
+                    return None;
+                }
+                if let Some(key) = book.ready.pop() {
+                    self.update_depth(&book);
+                    book.dirty.remove(&key);
+                    book.processing.insert(key.clone());
+                    return Some(key);
+                }
+            }
+            listener.await;
         }
-        book.dirty.remove(&key);
-        book.processing.insert(key.clone());
-        Some(key)
     }
 
     /// Ends the processing of `key`; if it was added meanwhile, it is queued again.
     pub fn done(&self, key: &T) {
         let mut book = self.book();
         book.processing.remove(key);
+        if book.ready.finish(key) {
+            // Its flow was at its cap: one of its keys may be waiting for this.
+            self.shared.wake.notify(usize::MAX);
+        }
         if !book.shut_down && book.dirty.contains(key) {
-            self.push(key.clone());
+            self.push(&mut book, key.clone());
         }
     }
 
@@ -170,9 +189,9 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         book.shut_down = true;
         book.dirty.clear();
         book.delayed.clear();
-        self.shared.ready_rx.close();
-        while self.shared.ready_rx.try_recv().is_ok() {}
-        self.update_depth();
+        book.ready.clear();
+        self.update_depth(&book);
+        self.shared.wake.notify(usize::MAX);
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -181,22 +200,21 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
 
     /// Keys ready to be handed out.
     pub fn len(&self) -> usize {
-        self.shared.ready_rx.len()
+        self.book().ready.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn push(&self, key: T) {
-        // The channel is unbounded and only closed by `shutdown`, which sets `shut_down`
-        // under the same lock the callers hold, so this send cannot fail.
-        let _ = self.shared.ready_tx.try_send(key);
-        self.update_depth();
+    fn push(&self, book: &mut Book<T>, key: T) {
+        book.ready.push(key);
+        self.update_depth(book);
+        self.shared.wake.notify(usize::MAX);
     }
 
-    fn update_depth(&self) {
-        self.shared.depth.set(self.shared.ready_rx.len() as f64);
+    fn update_depth(&self, book: &Book<T>) {
+        self.shared.depth.set(book.ready.len() as f64);
     }
 
     fn book(&self) -> MutexGuard<'_, Book<T>> {
@@ -208,7 +226,7 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
 /// gone. Holds only a weak handle, so pending delays do not keep a dropped queue alive.
 async fn add_when_due<T>(queue: Weak<Shared<T>>, key: T, due: Instant)
 where
-    T: Clone + Eq + Hash + Send + Sync + 'static,
+    T: Flow + Clone + Eq + Hash + Send + Sync + 'static,
 {
     Timer::at(due).await;
     let Some(shared) = queue.upgrade() else {
@@ -229,6 +247,7 @@ where
 mod tests {
     use super::*;
     use smol::block_on;
+    use smol::future::FutureExt as _;
 
     fn queue(name: &str) -> WorkQueue<&'static str> {
         WorkQueue::new(name)
@@ -332,5 +351,50 @@ mod tests {
         };
         q.shutdown();
         assert_eq!(block_on(waiter), None);
+    }
+
+    #[test]
+    fn keys_are_handed_out_in_turn_across_flows() {
+        let q = queue("test-fair");
+        for key in ["big/1", "big/2", "big/3", "big/4", "small/1", "small/2"] {
+            q.add(key);
+        }
+        let order: Vec<_> = (0..6).filter_map(|_| block_on(q.get())).collect();
+        assert_eq!(
+            order,
+            ["big/1", "small/1", "big/2", "small/2", "big/3", "big/4"]
+        );
+    }
+
+    #[test]
+    fn a_flow_at_its_cap_gets_a_key_again_when_one_is_done() {
+        let q = WorkQueue::fair("test-fair-cap", 1);
+        q.add("a/1");
+        q.add("a/2");
+        assert_eq!(block_on(q.get()), Some("a/1"));
+        let waiter = {
+            let q = q.clone();
+            smol::spawn(async move { q.get().await })
+        };
+        block_on(Timer::after(Duration::from_millis(20)));
+        assert!(!waiter.is_finished(), "a/2 must wait for a/1");
+        q.done(&"a/1");
+        assert_eq!(block_on(waiter), Some("a/2"));
+    }
+
+    #[test]
+    fn a_get_dropped_while_it_waits_takes_no_key() {
+        let q = queue("test-fair-cancel");
+        let dropped = block_on(async {
+            q.get()
+                .or(async {
+                    Timer::after(Duration::from_millis(5)).await;
+                    None
+                })
+                .await
+        });
+        assert_eq!(dropped, None);
+        q.add("a/1");
+        assert_eq!(block_on(q.get()), Some("a/1"));
     }
 }

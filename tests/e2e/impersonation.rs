@@ -46,9 +46,11 @@ skiff::impl_resource!(
     namespaced = false
 );
 
-/// Lets the operator's ServiceAccount impersonate any user, group, uid and extra.
+/// Lets the operator's ServiceAccount impersonate any user, group, uid and extra (once per
+/// control plane: the suite's tests run in parallel).
 fn grant_impersonation(cp: &ControlPlane) {
-    cp.apply(&format!(
+    cp.once("e2e-impersonator", |cp| {
+        cp.apply(&format!(
         r#"{{"apiVersion": "v1", "kind": "List", "items": [
           {{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {{"name": "e2e-impersonator"}},
@@ -59,7 +61,8 @@ fn grant_impersonation(cp: &ControlPlane) {
             "metadata": {{"name": "e2e-impersonator"}},
             "roleRef": {{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-impersonator"}},
             "subjects": [{{"kind": "User", "name": "{OPERATOR_USER}"}}]}}]}}"#
-    ));
+        ));
+    });
 }
 
 /// A kubeconfig for the control plane with `token` and the user lines `extra` (indented under

@@ -209,6 +209,15 @@ fn skiff_writes(cp: &ControlPlane, since: SystemTime) -> Vec<String> {
         .collect()
 }
 
+/// skiff's requests since `since` whose URI contains `part`, as "VERB URI".
+fn skiff_asked(cp: &ControlPlane, since: SystemTime, part: &str) -> Vec<String> {
+    cp.audit()
+        .iter()
+        .filter(|e| e.user == OPERATOR_USER && e.received >= since && e.uri.contains(part))
+        .map(|e| format!("{} {}", e.verb, e.uri))
+        .collect()
+}
+
 struct World {
     a: String,
     b: String,
@@ -259,6 +268,7 @@ fn tenants_share_only_where_both_consent() {
         offer_and_accept(cp, &w, &a, &b, &c, &x);
         share_a_secret(cp, &w, &a, &b);
         guardrails(cp, &w);
+        local_names(cp, &w, &b, &c);
     }));
     let restart = outcome.and_then(|()| {
         skiff.terminate(STEP_TIMEOUT);
@@ -452,12 +462,7 @@ fn guardrails(cp: &ControlPlane, w: &World) {
     event_on(cp, &w.c, "secret-from-a", "KindNotAllowed");
     assert!(cp.object("secret", &w.c, "app-tls").is_none());
     assert!(cp.object("secret", &w.c, "creds").is_none());
-    let read: Vec<String> = cp
-        .audit()
-        .iter()
-        .filter(|e| e.user == OPERATOR_USER && e.received >= since && e.uri.contains("creds"))
-        .map(|e| format!("{} {}", e.verb, e.uri))
-        .collect();
+    let read = skiff_asked(cp, since, "creds");
     assert!(
         read.is_empty(),
         "skiff asked for a Secret not allowed:\n{}",
@@ -509,10 +514,98 @@ fn guardrails(cp: &ControlPlane, w: &World) {
     });
 }
 
-fn restart_writes_nothing(cp: &ControlPlane, w: &World, since: SystemTime) {
-    wait_until("the new skiff still serves b", || {
-        reason_is(cp, &w.b, "from-a", "Served") && copy_data(cp, &w.b).is_some()
+/// C accepts under a local name (`spec.targetName`): its copy takes that name, its own object
+/// of the usual name stays; a new name moves the copy; a name held by an object that is not
+/// skiff's leaves it alone (Conflict); two acceptances of one offer in one namespace under
+/// different names: the second by name is not served; a Secret under a name the admin does
+/// not allow is neither read nor written; a name that is not an object name is refused.
+fn local_names(cp: &ControlPlane, w: &World, b: &Tenant, c: &Tenant) {
+    let named = |name: &str| acceptance(&w.c, "from-a", &w.a, "share") + &target_name(name);
+    let started = Instant::now();
+    c.apply(&named("a-settings"))
+        .expect("c accepts as a-settings");
+    wait_until("c's copy appears under its local name", || {
+        copy_data_of(cp, &w.c, "a-settings").is_some()
     });
+    say(&format!(
+        "self-service: the renamed copy appeared in team-c {} ms after the acceptance",
+        started.elapsed().as_millis()
+    ));
+    wait_until("c is told Served", || {
+        reason_is(cp, &w.c, "from-a", "Served")
+    });
+    let message = served(cp, &w.c, "from-a").expect("served")["message"].to_string();
+    assert!(message.contains("a-settings"), "{message}");
+    let mine = cp.object("configmap", &w.c, "settings").expect("c's own");
+    assert_eq!(mine["data"]["mine"], "yes");
+    assert!(mine["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
+
+    c.apply(&named("a-settings-2")).expect("c renames");
+    wait_until("the copy moves to the new name", || {
+        copy_data_of(cp, &w.c, "a-settings-2").is_some()
+            && cp.object("configmap", &w.c, "a-settings").is_none()
+    });
+
+    c.ok(&["create", "configmap", "taken", "--from-literal=mine=yes"]);
+    c.apply(&named("taken")).expect("c asks a name it holds");
+    wait_until("c is told Conflict for its local name", || {
+        reason_is(cp, &w.c, "from-a", "Conflict")
+    });
+    let message = served(cp, &w.c, "from-a").expect("served")["message"].to_string();
+    assert!(
+        message.contains("taken") && !message.contains(&w.b),
+        "{message}"
+    );
+    wait_until("the old copy goes", || {
+        cp.object("configmap", &w.c, "a-settings-2").is_none()
+    });
+    let taken = cp.object("configmap", &w.c, "taken").expect("c's own");
+    assert_eq!(taken["data"], serde_json::json!({"mine": "yes"}));
+    assert!(taken["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
+
+    let second = acceptance(&w.b, "zz-second", &w.a, "share") + &target_name("other");
+    b.apply(&second).expect("b accepts twice");
+    wait_until("the second acceptance in b is told Conflict", || {
+        reason_is(cp, &w.b, "zz-second", "Conflict")
+    });
+    let message = served(cp, &w.b, "zz-second").expect("served")["message"].to_string();
+    assert!(message.contains("from-a"), "{message}");
+    assert!(cp.object("configmap", &w.b, "other").is_none());
+    assert!(reason_is(cp, &w.b, "from-a", "Served"));
+    b.ok(&["delete", "mirroracceptance", "zz-second"]);
+
+    let since = SystemTime::now();
+    let secret = acceptance_of("Secret", &w.c, "tls-local", &w.a, "tls");
+    c.apply(&(secret + &target_name("db-creds")))
+        .expect("c accepts a Secret under a name not allowed");
+    wait_until("a Secret under a name not allowed is refused", || {
+        reason_is(cp, &w.c, "tls-local", "KindNotAllowed")
+    });
+    assert!(cp.object("secret", &w.c, "db-creds").is_none());
+    let asked = skiff_asked(cp, since, "db-creds");
+    assert!(asked.is_empty(), "skiff asked:\n{}", asked.join("\n"));
+
+    c.refused(&named("Not_A_Name"), "DNS-1123 subdomain");
+    c.apply(&named("a-settings"))
+        .expect("c accepts as a-settings again");
+    wait_until("c's copy is back under its local name", || {
+        copy_data_of(cp, &w.c, "a-settings").is_some() && reason_is(cp, &w.c, "from-a", "Served")
+    });
+}
+
+fn target_name(name: &str) -> String {
+    format!("  targetName: {name}\n")
+}
+
+fn restart_writes_nothing(cp: &ControlPlane, w: &World, since: SystemTime) {
+    wait_until(
+        "the new skiff still serves b, and c under its local name",
+        || {
+            reason_is(cp, &w.b, "from-a", "Served")
+                && copy_data(cp, &w.b).is_some()
+                && copy_data_of(cp, &w.c, "a-settings").is_some()
+        },
+    );
     std::thread::sleep(Duration::from_secs(3));
     let writes = skiff_writes(cp, since);
     assert!(writes.is_empty(), "a restart wrote:\n{}", writes.join("\n"));
@@ -541,8 +634,9 @@ fn revocations(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
     wait_until("b's copy is back", || copy_data(cp, &w.b).is_some());
     let started = Instant::now();
     a.ok(&["delete", "mirror", "share"]);
-    wait_until("b's copy goes with a's offer", || {
+    wait_until("b's copy, and c's renamed one, go with a's offer", || {
         cp.object("configmap", &w.b, "settings").is_none()
+            && cp.object("configmap", &w.c, "a-settings").is_none()
     });
     say(&format!(
         "self-service: b's copy went {} ms after a revoked",
@@ -691,6 +785,10 @@ fn kubectl_explains_the_acceptance() {
     let explained = cp.kubectl_ok(&["explain", "mirroracceptances.spec.from"]);
     for words in ["The offering Mirror", "namespace", "mirror"] {
         assert!(explained.contains(words), "{words:?} missing:\n{explained}");
+    }
+    let named = cp.kubectl_ok(&["explain", "mirroracceptances.spec.targetName"]);
+    for words in ["moves", "--secret-target-names", "KindNotAllowed"] {
+        assert!(named.contains(words), "{words:?} missing:\n{named}");
     }
     let reasons = cp.kubectl_ok(&["explain", "mirroracceptances.status.conditions.reason"]);
     assert!(reasons.contains("NotAvailable"), "{reasons}");

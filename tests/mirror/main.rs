@@ -7,6 +7,7 @@ mod support;
 
 mod conflicts;
 mod drift;
+mod fairness;
 mod fanout;
 mod lifecycle;
 mod relist;

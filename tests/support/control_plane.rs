@@ -111,8 +111,8 @@ pub struct ControlPlane {
     operator_b_token: String,
     /// Set once `manifests/` has been applied (see [`ControlPlane::install_manifests`]).
     manifests: OnceLock<()>,
-    /// The `deploy/` overlays applied (see [`ControlPlane::install_overlay`]).
-    overlays: Mutex<BTreeSet<&'static str>>,
+    /// What [`ControlPlane::once`] has done: `deploy/` overlays and suites' cluster-wide set-up.
+    done_once: Mutex<BTreeSet<&'static str>>,
 }
 
 impl ControlPlane {
@@ -184,7 +184,7 @@ impl ControlPlane {
             operator_token,
             operator_b_token,
             manifests: OnceLock::new(),
-            overlays: Mutex::default(),
+            done_once: Mutex::default(),
         };
         control_plane.write_kubeconfigs()?;
         Ok(control_plane)
@@ -218,13 +218,25 @@ impl ControlPlane {
     /// of the suite, return once it is applied). Once per control plane, not per process: a
     /// process runs suites one after another, each on a control plane of its own.
     pub fn install_overlay(&self, overlay: &'static str) -> &Self {
-        let mut applied = self.overlays.lock().unwrap_or_else(PoisonError::into_inner);
-        if !applied.contains(overlay) {
+        self.once(overlay, |cp| {
             let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("deploy")
                 .join(overlay);
-            self.kubectl_ok(&["apply", "-k", &dir.display().to_string()]);
-            applied.insert(overlay);
+            cp.kubectl_ok(&["apply", "-k", &dir.display().to_string()]);
+        })
+    }
+
+    /// Runs `set_up` once per control plane under the name `what`: tests of a suite run in
+    /// parallel, and two `kubectl apply`s creating one cluster-wide object race (AlreadyExists).
+    /// Later calls wait for the first to finish.
+    pub fn once(&self, what: &'static str, set_up: impl FnOnce(&Self)) -> &Self {
+        let mut done = self
+            .done_once
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !done.contains(what) {
+            set_up(self);
+            done.insert(what);
         }
         self
     }

@@ -25,5 +25,6 @@ pub mod scrape;
 pub mod skiff;
 pub mod socks;
 pub mod suites;
+pub mod tenants;
 pub mod vitals;
 pub mod watchdog;

@@ -10,6 +10,7 @@ fn acceptance(ns: &str, name: &str, from_ns: &str, mirror: &str) -> MirrorAccept
                 mirror: mirror.into(),
             },
             kind: SourceKind::ConfigMap,
+            target_name: None,
         },
         ..MirrorAcceptance::default()
     }

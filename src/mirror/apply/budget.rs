@@ -1,8 +1,8 @@
 //! The bytes the copy writes in flight may hold at once, shared by every reconcile.
 //!
 //! A write that held its body and the object the server answers with would hold about twice
-//! the copy's content: bounded by count alone ([`super::MAX_IN_FLIGHT`] per reconcile), 16 ×
-//! 2 × 900 KB at once for a 900 KB source, per worker. So each write takes its weight
+//! the copy's content: bounded by count alone ([`super::MAX_IN_FLIGHT`] per namespace), 16 ×
+//! 2 × 900 KB at once for a 900 KB source, per namespace fanning out. So each write takes its weight
 //! ([`weight`]) from one [`ByteBudget`] before it starts. Today no copy write holds the
 //! content: creates and updates share it (`copy_body.rs`) and are answered with the metadata
 //! alone, so each weighs its head and reply only, and the count binds first; the budget is
@@ -98,12 +98,8 @@ impl Drop for Taken {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smol::future::FutureExt as _;
+    use crate::testing::now_or_never;
     use std::time::Duration;
-
-    fn now_or_never<T>(future: impl std::future::Future<Output = T>) -> Option<T> {
-        smol::block_on(async { Some(future.await) }.or(async { None }))
-    }
 
     #[test]
     fn a_take_waits_until_enough_bytes_are_given_back() {

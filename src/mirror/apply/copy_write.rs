@@ -10,6 +10,7 @@ use crate::mirror::copy::{CopyInfo, Owner};
 use crate::mirror::copy_body::{
     MapMembers, content_members, map_members, new_copy_body, update_body,
 };
+use crate::mirror::copy_names::CopyNames;
 use crate::mirror::copy_requests::CopyRequests;
 use crate::mirror::desired::DesiredCopy;
 use crate::mirror::existing::Existing;
@@ -20,10 +21,10 @@ use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-/// The copies of one Mirror: whose, their name, and what they should hold.
+/// The copies of one Mirror: whose, their names, and what they should hold.
 pub struct Target {
     pub owner: Owner,
-    pub name: String,
+    pub names: CopyNames,
     pub desired: DesiredCopy,
     /// The content as every create sends it, serialized once, at the first create.
     content: OnceLock<Arc<[u8]>>,
@@ -32,10 +33,10 @@ pub struct Target {
 }
 
 impl Target {
-    pub fn new(owner: Owner, name: String, desired: DesiredCopy) -> Target {
+    pub fn new(owner: Owner, names: CopyNames, desired: DesiredCopy) -> Target {
         Target {
             owner,
-            name,
+            names,
             desired,
             content: OnceLock::new(),
             maps: OnceLock::new(),
@@ -64,8 +65,13 @@ impl Target {
         self.desired.payload().kind()
     }
 
+    /// The copy's name in `namespace`.
+    pub fn name(&self, namespace: &str) -> &str {
+        self.names.of(namespace)
+    }
+
     pub fn key(&self, namespace: &str) -> CopyKey {
-        CopyKey::new(self.kind(), namespace, &self.name)
+        CopyKey::new(self.kind(), namespace, self.name(namespace))
     }
 }
 
@@ -123,13 +129,13 @@ impl CopyWriter {
     /// Reads the object holding the copy's name in `ns` from the server.
     pub async fn existing(&self, target: &Target, ns: &str) -> Result<Existing, Error> {
         self.requests
-            .existing(target.kind(), ns, &target.name)
+            .existing(target.kind(), ns, target.name(ns))
             .await
     }
 
     /// Creates the copy in `ns`.
     pub async fn create(&self, target: &Target, ns: &str) -> Result<(), Error> {
-        let (owner, name, desired) = (&target.owner, &target.name, &target.desired);
+        let (owner, name, desired) = (&target.owner, target.name(ns), &target.desired);
         let body =
             new_copy_body(owner, ns, name, desired, target.content()?).map_err(not_encoded)?;
         let info = self.requests.create(ns, body, desired.payload()).await?;
@@ -149,7 +155,7 @@ impl CopyWriter {
     ) -> Result<(), Error> {
         let body = update_body(patch, target.maps()?, held).map_err(not_encoded)?;
         let payload = target.desired.payload();
-        let name = target.name.as_str();
+        let name = target.name(ns);
         let info = self.requests.patch(ns, name, body, payload).await?;
         self.written
             .record(target.key(ns), Some(replaced), Some(info));
@@ -173,7 +179,7 @@ impl CopyWriter {
         uid: &str,
         rv: &str,
     ) -> Result<(), Error> {
-        let (kind, name) = (target.kind(), target.name.as_str());
+        let (kind, name) = (target.kind(), target.name(ns));
         self.requests.delete_exact(kind, ns, name, uid, rv).await?;
         self.written.record(target.key(ns), Some(rv), None);
         Ok(())

@@ -1,6 +1,7 @@
 use super::*;
 use crate::kube::api::{Namespace, ObjectMeta};
 use crate::mirror::SecretTargets;
+use crate::mirror::acceptance::local_names::{LocalNames, NameRefused};
 use crate::mirror::acceptance::{AcceptanceSpec, MirrorRef};
 use crate::mirror::caches::SourceScope;
 use crate::mirror::fixtures::map;
@@ -64,6 +65,7 @@ fn accept_kind(consent: &Consent, ns: &str, from: &Owner, kind: SourceKind) {
                 mirror: from.name.clone(),
             },
             kind,
+            target_name: None,
         },
         ..MirrorAcceptance::default()
     };
@@ -73,6 +75,14 @@ fn accept_kind(consent: &Consent, ns: &str, from: &Owner, kind: SourceKind) {
         .as_ref()
         .expect("self-service on");
     store.apply(&Change::Applied(a));
+}
+
+/// The namespaces the offer `team-a/share` of `kind` serves of `selected`.
+fn served(consent: &Consent, kind: SourceKind, selected: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut mirror = offered(kind, "share");
+    mirror.metadata.name = Some("share".into());
+    let local = consent.local_names(&offer(), &mirror);
+    consent.served(&offer(), &local, selected)
 }
 
 fn offer() -> Owner {
@@ -99,9 +109,7 @@ fn a_copy_is_served_only_where_selected_and_accepted() {
     let consent = world(10, &[]);
     let selected = set(&["team-b", "team-c"]);
     assert!(
-        consent
-            .served(&offer(), SourceKind::ConfigMap, &selected)
-            .is_empty(),
+        served(&consent, SourceKind::ConfigMap, &selected).is_empty(),
         "nobody accepted"
     );
     accept(&consent, "team-b", &offer());
@@ -112,7 +120,7 @@ fn a_copy_is_served_only_where_selected_and_accepted() {
     };
     accept(&consent, "team-c", &other);
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["team-b"])
     );
 }
@@ -126,7 +134,7 @@ fn the_cap_bounds_the_copies_of_one_offer_whatever_the_acceptances() {
     }
     let selected: BTreeSet<String> = names.iter().cloned().collect();
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["t00", "t01", "t02"])
     );
 }
@@ -144,7 +152,9 @@ fn offered(kind: SourceKind, source: &str) -> Mirror {
 fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     let consent = world(10, &[("team-b", &[])]);
     let none = |_: SourceKind, _: &str, _: &str| None;
-    let (owner, b) = (offer(), ("team-b", SourceKind::ConfigMap));
+    let (owner, key) = (offer(), ObjectKey::new("team-b", "accept"));
+    let local = LocalNames::default();
+    let b = (&key, SourceKind::ConfigMap, &local);
     let verdict = |mirror: Option<&Mirror>, b| {
         consent.verdict((&owner, mirror, false), b, &none, &BTreeSet::new())
     };
@@ -154,12 +164,12 @@ fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     assert_eq!(verdict(Some(&mirror), b), Verdict::NotAvailable);
     // An acceptance of another kind than the offer's: the same answer again.
     assert_eq!(
-        verdict(Some(&mirror), ("team-b", SourceKind::Secret)),
+        verdict(Some(&mirror), (&key, SourceKind::Secret, &local)),
         Verdict::NotAvailable
     );
     let kind = SourceKind::ConfigMap;
     assert_eq!(
-        message(Verdict::NotAvailable, &offer(), (kind, "app")),
+        message(Verdict::NotAvailable, &offer(), (kind, "app"), None),
         "no ConfigMap is offered to this namespace as Mirror team-a/share"
     );
 }
@@ -176,7 +186,8 @@ fn an_offer_of_a_kind_tenants_may_not_share_is_refused_and_its_acceptances_told_
         "{refusal:?}"
     );
     let none = |_: SourceKind, _: &str, _: &str| None;
-    let b = ("team-b", SourceKind::Secret);
+    let (key, local) = (ObjectKey::new("team-b", "accept"), LocalNames::default());
+    let b = (&key, SourceKind::Secret, &local);
     assert_eq!(
         consent.verdict((&offer(), Some(&mirror), true), b, &none, &BTreeSet::new()),
         Verdict::KindNotAllowed
@@ -216,11 +227,11 @@ fn only_acceptances_of_the_offered_kind_count() {
     accept_kind(&consent, "team-c", &offer(), SourceKind::Secret);
     let selected = set(&["team-b", "team-c"]);
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["team-b"])
     );
     assert_eq!(
-        consent.served(&offer(), SourceKind::Secret, &selected),
+        served(&consent, SourceKind::Secret, &selected),
         set(&["team-c"])
     );
 }
@@ -243,7 +254,35 @@ fn a_copy_already_served_keeps_its_place_under_the_cap() {
     }
     let selected = set(&["aa", "bb", "zz-late"]);
     assert_eq!(
-        consent.served(&offer(), SourceKind::ConfigMap, &selected),
+        served(&consent, SourceKind::ConfigMap, &selected),
         set(&["aa", "zz-late"])
     );
+}
+
+#[test]
+fn an_acceptance_refused_its_local_name_is_told_why_naming_only_its_own_objects() {
+    let (kind, secret) = (SourceKind::ConfigMap, SourceKind::Secret);
+    let taken = NameRefused::Taken {
+        by: "first".into(),
+        name: "settings".into(),
+    };
+    let told = message(Verdict::Conflict, &offer(), (kind, "mine"), Some(&taken));
+    assert!(told.contains("acceptance first here"), "{told}");
+    assert!(told.contains("ConfigMap settings"), "{told}");
+    let refused = Some(&NameRefused::SecretName);
+    let told = message(
+        Verdict::KindNotAllowed,
+        &offer(),
+        (secret, "db-creds"),
+        refused,
+    );
+    assert!(told.contains("spec.targetName db-creds"), "{told}");
+    assert!(told.contains("--secret-target-names"), "{told}");
+    let told = message(Verdict::Served, &offer(), (kind, "mine"), None);
+    assert_eq!(
+        told,
+        "ConfigMap mine here is a copy offered by team-a/share"
+    );
+    let told = message(Verdict::Conflict, &offer(), (kind, "mine"), None);
+    assert!(told.contains("an object named mine"), "{told}");
 }

@@ -91,7 +91,7 @@ fn private_message(mirror: &Mirror, contest: &Contest) -> String {
         "changed back by another writer after each restoration; skiff restores them with backoff"
     };
     format!(
-        "{} {kind} {name} in namespaces that accepted are {handling}; their namespaces' owners see which on their copies",
+        "{} {kind} {name} (or the name an acceptance gives it) in namespaces that accepted are {handling}; their namespaces' owners see which on their copies",
         copies(contest.namespaces.len())
     )
 }
