@@ -42,7 +42,7 @@ fn main() -> ExitCode {
     log::info!("starting {} {settings}", skiff::version::describe());
     skiff::fd_limit::raise_and_log();
     skiff::version::register_build_info();
-    match smol::block_on(run(&settings)) {
+    match smol::block_on(Box::pin(run(&settings))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             log::error!("{e}");

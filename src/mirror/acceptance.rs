@@ -201,7 +201,7 @@ impl Acceptances {
         self.of(owner)
             .into_iter()
             .filter(|(_, a)| a.kind == kind)
-            .map(|(key, _)| key.namespace)
+            .map(|(key, _)| key.namespace.into())
             .collect()
     }
 

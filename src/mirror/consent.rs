@@ -199,7 +199,7 @@ impl Consent {
             return Verdict::NotAvailable;
         };
         let selected = self.caches.selections.of(mirror);
-        let (source, ns) = (&mirror.spec.source, key.namespace.as_str());
+        let (source, ns) = (&mirror.spec.source, &*key.namespace);
         if !selected.contains(ns) || source.kind != kind {
             return Verdict::NotAvailable;
         }
@@ -221,7 +221,7 @@ impl Consent {
             return Verdict::Pending;
         }
         match copy(source.kind, ns, local.names.of(ns)) {
-            Some(c) if c.owner.as_ref() == Some(owner) => Verdict::Served,
+            Some(c) if c.owner.as_deref() == Some(owner) => Verdict::Served,
             Some(_) => Verdict::Conflict,
             None if blocked.contains(ns) => Verdict::Conflict,
             None => Verdict::Pending,

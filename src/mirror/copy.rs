@@ -6,10 +6,13 @@
 //! skiff manages on the copy too (see [`super::managed`]), whose record the entry keeps.
 
 use super::managed::{Managed, Record};
+pub use super::owners::Owner;
+use super::owners::shared;
 use super::payload::{Digest, HeldMaps, Payload};
 use super::types::{Mirror, SourceKind};
 use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "skiff";
@@ -22,29 +25,14 @@ pub fn managed_selector() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
 }
 
-/// Who a copy belongs to, read from its labels.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Owner {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl Owner {
-    pub fn of(mirror: &Mirror) -> Owner {
-        Owner {
-            namespace: mirror.metadata.namespace().to_owned(),
-            name: mirror.metadata.name().to_owned(),
-        }
-    }
-}
-
 /// What the cache keeps of a copy: enough to decide, nothing of the data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyInfo {
     pub kind: SourceKind,
     pub namespace: String,
     pub name: String,
-    pub owner: Option<Owner>,
+    /// Shared by every copy of the same Mirror ([`super::owners`]).
+    pub owner: Option<Arc<Owner>>,
     pub resource_version: String,
     /// Hash of the content the copy holds now, with the labels and annotations skiff manages.
     pub content_hash: Digest,
@@ -79,7 +67,7 @@ impl CopyInfo {
             kind: payload.kind(),
             namespace: meta.namespace().to_owned(),
             name: meta.name().to_owned(),
-            owner: owner_of(meta),
+            owner: owner_of(meta).map(shared),
             resource_version: meta.resource_version().to_owned(),
             content_hash: payload.hash_with(managed.as_ref().and_then(Managed::if_any)),
             record,
@@ -162,7 +150,7 @@ mod tests {
         assert_eq!(copy.metadata.name(), "app-ca");
         assert_eq!(copy.metadata.namespace(), "team-a");
         let info = CopyInfo::of_configmap(&copy);
-        assert_eq!(info.owner, Some(Owner::of(&mirror())));
+        assert_eq!(info.owner.as_deref(), Some(&Owner::of(&mirror())));
         assert_eq!(info.content_hash, Payload::of_configmap(&copy).hash());
         assert_eq!(info.record, None);
     }

@@ -32,7 +32,7 @@ pub fn mirror_keys(
             keys.extend(
                 copies
                     .filter_map(|c| c.owner)
-                    .map(|o| ObjectKey::new(o.namespace, o.name)),
+                    .map(|o| ObjectKey::new(&o.namespace, &o.name)),
             );
         }
         keys.into_iter().collect()

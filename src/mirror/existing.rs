@@ -83,7 +83,7 @@ impl Existing {
 
     pub fn claim(&self, me: &Owner) -> Claim {
         match &self.info.owner {
-            Some(owner) if owner == me => Claim::Mine,
+            Some(owner) if **owner == *me => Claim::Mine,
             Some(_) => Claim::NotMine,
             None if self.adopt_for.as_ref() == Some(me) => Claim::Adoptable,
             None => Claim::NotMine,

@@ -70,7 +70,7 @@ fn mirror_index(m: &Mirror) -> Vec<String> {
 
 /// The index value of a copy in the copy caches: the Mirror that owns it, if any.
 fn copy_index(c: &CopyInfo) -> Vec<String> {
-    c.owner.iter().map(owner_index).collect()
+    c.owner.iter().map(|o| owner_index(o)).collect()
 }
 
 fn source_index(kind: SourceKind, namespace: &str, name: &str) -> String {

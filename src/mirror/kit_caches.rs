@@ -101,7 +101,7 @@ impl KitCaches {
         let copies = self.kinds.values().flat_map(|c| c.copies.list());
         copies
             .filter_map(|c| c.owner)
-            .map(|o| ObjectKey::new(o.namespace, o.name))
+            .map(|o| ObjectKey::new(&o.namespace, &o.name))
             .collect()
     }
 

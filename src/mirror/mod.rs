@@ -91,6 +91,7 @@ pub mod namespace;
 pub mod namespace_selector;
 pub mod offers;
 pub mod own_writes;
+mod owners;
 pub mod payload;
 pub mod plan;
 pub mod reconcile;

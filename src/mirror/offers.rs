@@ -74,7 +74,7 @@ pub fn offer_moved(
     }
     let name = ns.metadata.name();
     let mut keys = mirrors.keys();
-    keys.retain(|k| k.namespace == name);
+    keys.retain(|k| &*k.namespace == name);
     keys
 }
 

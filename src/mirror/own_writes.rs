@@ -188,7 +188,7 @@ impl CopyWrites {
         in_cache: impl Fn(SourceKind, &str, &str) -> bool,
     ) -> Vec<CopyInfo> {
         self.created(|k, c| {
-            c.owner.as_ref() == Some(owner) && !in_cache(k.kind, &k.namespace, &k.name)
+            c.owner.as_deref() == Some(owner) && !in_cache(k.kind, &k.namespace, &k.name)
         })
     }
 }

@@ -68,7 +68,7 @@ pub fn plan<'a>(
     let mut plan = Plan::default();
     for ns in selected {
         match existing(ns) {
-            Some(copy) if copy.owner.as_ref() == Some(desired.owner) => {
+            Some(copy) if copy.owner.as_deref() == Some(desired.owner) => {
                 if copy.content_hash == desired.hash {
                     plan.in_sync += 1;
                 } else {
@@ -118,7 +118,7 @@ mod tests {
             kind: SourceKind::ConfigMap,
             namespace: ns.into(),
             name: name.into(),
-            owner: owner_name.map(owner),
+            owner: owner_name.map(|n| owner(n).into()),
             resource_version: format!("rv-{ns}"),
             content_hash: Digest::of(hash.as_bytes()),
             record: None,
@@ -156,7 +156,7 @@ mod tests {
         };
         let owned: Vec<&CopyInfo> = copies
             .iter()
-            .filter(|c| c.owner == Some(owner("m")))
+            .filter(|c| c.owner.as_deref() == Some(&owner("m")))
             .collect();
         plan(&desired, &set(selected), existing, owned, &set(unmanaged))
     }

@@ -78,8 +78,8 @@ impl Reconciler {
 
     pub async fn reconcile(&self, key: ObjectKey) -> Result<Action, Error> {
         let owner = Owner {
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
+            namespace: key.namespace.to_string(),
+            name: key.name.to_string(),
         };
         let action = self.reconcile_mirror(key).await?;
         self.report_acceptances(&owner).await?;
@@ -89,8 +89,8 @@ impl Reconciler {
     async fn reconcile_mirror(&self, key: ObjectKey) -> Result<Action, Error> {
         let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
             let owner = Owner {
-                namespace: key.namespace,
-                name: key.name,
+                namespace: key.namespace.into(),
+                name: key.name.into(),
             };
             self.delete_all_copies(&owner).await?;
             self.forget(&owner);

@@ -266,7 +266,7 @@ impl Selections {
                 if let Some(selection) = selections.get_mut(key)
                     && selection.chooses(ns)
                 {
-                    selection.namespaces.insert(name.name.clone());
+                    selection.namespaces.insert(name.name.to_string());
                 }
             }
         });
@@ -296,7 +296,7 @@ impl Selections {
             let mut found = BTreeSet::new();
             self.namespaces.scan(|key, entry| {
                 if selection.selects(&NamespaceInfo::view(&key.name, entry)) {
-                    found.insert(key.name.clone());
+                    found.insert(key.name.to_string());
                 }
             });
             selection.namespaces = found;

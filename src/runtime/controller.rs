@@ -325,7 +325,7 @@ mod tests {
             let (started, served, release) =
                 (started_tx.clone(), served_tx.clone(), release_rx.clone());
             async move {
-                if key.namespace == "big" {
+                if &*key.namespace == "big" {
                     let _ = started.send(()).await;
                     // Holds its worker until the test ends.
                     let _ = release.recv().await;
@@ -418,7 +418,7 @@ mod tests {
         let calls: Calls<String> = Arc::default();
         let c = Arc::clone(&calls);
         let reconcile = move |key: ObjectKey, stop: Sender<()>| {
-            let seen = record(&c, key.name);
+            let seen = record(&c, key.name.into());
             // The panic is in the future, where the worker catches it.
             async move {
                 if seen == 1 {

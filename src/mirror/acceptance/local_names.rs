@@ -61,7 +61,7 @@ pub fn local_names(
             local.refused.insert(key.clone(), NameRefused::SecretName);
             continue;
         }
-        match first.get(&key.namespace) {
+        match first.get(&*key.namespace) {
             Some((_, taken)) if *taken == name => {}
             Some((by, taken)) => {
                 let (by, name) = (by.clone(), taken.to_string());
@@ -71,8 +71,8 @@ pub fn local_names(
             }
             None => {
                 local.names.rename(&key.namespace, name);
-                local.accepting.insert(key.namespace.clone());
-                first.insert(key.namespace.clone(), (key.name.clone(), name));
+                local.accepting.insert(key.namespace.to_string());
+                first.insert(key.namespace.to_string(), (key.name.to_string(), name));
             }
         }
     }

@@ -14,7 +14,7 @@ fn info(rv: &str, hash: &str) -> CopyInfo {
         kind: SourceKind::ConfigMap,
         namespace: "a".into(),
         name: "ca".into(),
-        owner: Some(owner("m")),
+        owner: Some(owner("m").into()),
         resource_version: rv.into(),
         content_hash: Digest::of(hash.as_bytes()),
         record: None,

@@ -261,7 +261,7 @@ mod kit {
         stored.metadata.resource_version = Some("7".into());
         let info = CopyObject::Kit(kind, stored).info();
         assert_eq!(info.content_hash, d.hash);
-        assert_eq!(info.owner, Some(owner()));
+        assert_eq!(info.owner.as_deref(), Some(&owner()));
     }
 
     #[test]

@@ -149,3 +149,9 @@ fn the_index_follows_each_projection_and_forgets_what_went() {
     );
     assert_eq!(store.indexed_keys("green"), [ObjectKey::new("c", "z")]);
 }
+
+#[test]
+fn a_key_is_two_boxed_strings_not_two_strings() {
+    // Every cached object and index entry holds one: 32 bytes, where two `String`s took 48.
+    assert_eq!(std::mem::size_of::<ObjectKey>(), 32);
+}

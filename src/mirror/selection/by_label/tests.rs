@@ -28,7 +28,7 @@ fn key(name: &str) -> ObjectKey {
 }
 
 fn names(mirrors: BTreeSet<&ObjectKey>) -> Vec<&str> {
-    mirrors.into_iter().map(|k| k.name.as_str()).collect()
+    mirrors.into_iter().map(|k| &*k.name).collect()
 }
 
 /// One Mirror per kind of requirement, all on the key `team`, plus `{}`.
