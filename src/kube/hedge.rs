@@ -30,12 +30,14 @@ pub async fn send(
     credential: &Credential,
     liveness: &Liveness,
 ) -> Result<Reply, Error> {
-    let primary = send_pooled(pool, config, spec, credential);
+    // Boxed, as the backup below: each attempt's future is several KiB, and held inline they
+    // made the frame that polls a request about 76 KiB, touched by every request.
+    let primary = Box::pin(send_pooled(pool, config, spec, credential));
     let delay = match config.hedge_after {
         Some(delay) if matches!(spec.method, Method::Get | Method::Put) => delay,
         _ => return primary.await,
     };
-    let backup = send_fresh(pool, config, spec, credential);
+    let backup = Box::pin(send_fresh(pool, config, spec, credential));
     let (result, winner) = hedged(primary, delay, backup).await;
     if winner == Winner::Backup && result.is_ok() {
         liveness.suspect(&format!(

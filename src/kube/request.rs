@@ -167,7 +167,7 @@ async fn exchange(
     );
     let mut in_flight = mutating.then(|| pool.writes.track(&conn));
     let (limited, head_read) = HeadGuard::new(conn.clone());
-    let mut res = async_h1::client::connect(limited, req)
+    let mut res = Box::pin(async_h1::client::connect(limited, req))
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
     head_read.release();
