@@ -50,6 +50,7 @@ pub mod replica;
 pub mod runtime;
 pub mod serve;
 pub mod signal;
+pub mod stack;
 #[cfg(test)]
 mod testing;
 pub mod time;

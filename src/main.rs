@@ -42,7 +42,9 @@ fn main() -> ExitCode {
     log::info!("starting {} {settings}", skiff::version::describe());
     skiff::fd_limit::raise_and_log();
     skiff::version::register_build_info();
-    match smol::block_on(Box::pin(run(&settings))) {
+    // The lease runs on this thread: its stack is released whenever the root future waits
+    // (see skiff::stack).
+    match smol::block_on(skiff::stack::Releasing::new(|| run(&settings))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             log::error!("{e}");
@@ -82,6 +84,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
         &identity,
     )];
     smol::spawn(skiff::heap::release_when_idle()).detach();
+    smol::spawn(skiff::stack::release_periodically()).detach();
     let signal = async move {
         let signal = async move {
             match signals.next().await {

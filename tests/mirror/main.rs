@@ -15,5 +15,6 @@ mod resilience;
 mod scale;
 mod secret_targets;
 mod selection;
+mod stacks;
 mod watches;
 mod write_bytes;
