@@ -178,15 +178,16 @@ impl<K: Resource, P: Clone> Store<K, P> {
         }
     }
 
-    /// The projections indexed under `value` (empty without an index).
-    pub fn indexed(&self, value: &str) -> Vec<P> {
+    /// The projections indexed under `value`, each with its key (empty without an index).
+    pub fn indexed(&self, value: &str) -> Vec<(ObjectKey, P)> {
         let contents = self.read();
         let Some(keys) = contents.index.get(value) else {
             return Vec::new();
         };
-        keys.iter()
-            .filter_map(|k| contents.get(k).cloned())
-            .collect()
+        let found = keys
+            .iter()
+            .filter_map(|k| Some((k.clone(), contents.get(k)?.clone())));
+        found.collect()
     }
 
     /// The keys indexed under `value` (empty without an index).
