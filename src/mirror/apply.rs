@@ -24,7 +24,9 @@ use super::managed::Record;
 use super::own_writes::{CopyKey, CopyWrites};
 use super::payload::HeldMaps;
 use super::plan::Plan;
+use super::version::Version;
 use crate::kube::Error;
+use crate::runtime::ObjectKey;
 use crate::signal::Signal;
 use adopt::meet_existing;
 use budget::{ByteBudget, Taken, WRITE_BYTES_IN_FLIGHT, weight};
@@ -62,8 +64,8 @@ pub struct Outcome {
 /// A write with everything it needs, owned by its task.
 enum Job {
     Create(String),
-    Update(String, String, Option<Record>, HeldMaps),
-    Delete(CopyKey, String),
+    Update(String, Version, Option<Record>, HeldMaps),
+    Delete(CopyKey, Version),
 }
 
 fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
@@ -76,10 +78,7 @@ fn jobs(plan: &Plan) -> impl Iterator<Item = Job> + '_ {
             u.held,
         )
     });
-    let deletes = plan
-        .delete
-        .iter()
-        .map(|(kind, ns, name, rv)| Job::Delete(CopyKey::new(*kind, ns, name), rv.clone()));
+    let deletes = (plan.delete.iter()).map(|(key, rv)| Job::Delete(key.clone(), rv.clone()));
     creates.chain(updates).chain(deletes)
 }
 
@@ -179,7 +178,7 @@ impl Applier {
         let done = match job {
             Job::Create(ns) => self.create_copy(target, &ns).await,
             Job::Update(ns, rv, record, held) => {
-                update_copy(writer, target, &ns, &rv, record.as_ref(), held).await
+                update_copy(writer, target, &ns, &rv.to_string(), record.as_ref(), held).await
             }
             Job::Delete(key, rv) => self.delete_copy(key, &rv).await,
         };
@@ -198,8 +197,8 @@ impl Applier {
         }
     }
 
-    async fn delete_copy(&self, key: CopyKey, rv: &str) -> Done {
-        match self.writer.delete(key, rv).await {
+    async fn delete_copy(&self, key: CopyKey, rv: &Version) -> Done {
+        match self.writer.delete(key, &rv.to_string()).await {
             Ok(()) => Done::Deleted,
             Err(e) if e.is_not_found() => Done::Deleted,
             Err(e) => Done::Failed(e),
@@ -207,15 +206,15 @@ impl Applier {
     }
 
     /// Deletes `copies`, one at a time (a Mirror deleted, or gone without its finalizer).
-    pub async fn delete_all(&self, copies: Vec<CopyInfo>) -> Result<(), Error> {
+    pub async fn delete_all(&self, copies: Vec<(ObjectKey, CopyInfo)>) -> Result<(), Error> {
         let mut first_error = None;
-        for c in copies {
+        for (key, c) in copies {
             if self.stopping.is_fired() {
                 return Err(Error::Refused(
                     "stopping before every copy was deleted; the next run deletes the rest".into(),
                 ));
             }
-            let key = CopyKey::new(c.kind, &c.namespace, &c.name);
+            let key = CopyKey::of(c.kind, key);
             if let Done::Failed(e) = self.delete_copy(key, &c.resource_version).await {
                 first_error.get_or_insert(e);
             }

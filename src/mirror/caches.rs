@@ -113,8 +113,8 @@ impl Caches {
         }
     }
 
-    /// Every cached copy labelled for the Mirror `owner`, of every kind.
-    pub fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
+    /// Every cached copy labelled for the Mirror `owner`, of every kind, each with its key.
+    pub fn copies_of(&self, owner: &Owner) -> Vec<(ObjectKey, CopyInfo)> {
         let mut copies = copies_of(&self.configmap_copies, owner);
         copies.extend(self.secret_copies.copies_of(owner));
         copies.extend(self.kits.copies_of(owner));

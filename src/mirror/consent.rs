@@ -171,7 +171,7 @@ impl Consent {
             .caches
             .copies_of(owner)
             .into_iter()
-            .map(|c| c.namespace);
+            .map(|(key, _)| String::from(key.namespace));
         let mut served: BTreeSet<String> =
             held.filter(|ns| wanted.contains(ns)).take(max).collect();
         for ns in wanted {

@@ -10,6 +10,7 @@ pub use super::owners::Owner;
 use super::owners::shared;
 use super::payload::{Digest, HeldMaps, Payload};
 use super::types::{Mirror, SourceKind};
+use super::version::Version;
 use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,15 +26,14 @@ pub fn managed_selector() -> String {
     format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
 }
 
-/// What the cache keeps of a copy: enough to decide, nothing of the data.
+/// What the cache keeps of a copy: enough to decide, nothing of the data. Its namespace and
+/// name are the cache's key, so the entry does not repeat them (80 bytes, pinned by a test).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyInfo {
     pub kind: SourceKind,
-    pub namespace: String,
-    pub name: String,
     /// Shared by every copy of the same Mirror ([`super::owners`]).
     pub owner: Option<Arc<Owner>>,
-    pub resource_version: String,
+    pub resource_version: Version,
     /// Hash of the content the copy holds now, with the labels and annotations skiff manages.
     pub content_hash: Digest,
     /// The keys skiff recorded as its own on the copy, if any.
@@ -65,10 +65,8 @@ impl CopyInfo {
         let managed = record.as_ref().map(|r| Managed::held(meta, r));
         CopyInfo {
             kind: payload.kind(),
-            namespace: meta.namespace().to_owned(),
-            name: meta.name().to_owned(),
             owner: owner_of(meta).map(shared),
-            resource_version: meta.resource_version().to_owned(),
+            resource_version: Version::new(meta.resource_version()),
             content_hash: payload.hash_with(managed.as_ref().and_then(Managed::if_any)),
             record,
             changed_by: meta.other_manager,
@@ -153,6 +151,12 @@ mod tests {
         assert_eq!(info.owner.as_deref(), Some(&Owner::of(&mirror())));
         assert_eq!(info.content_hash, Payload::of_configmap(&copy).hash());
         assert_eq!(info.record, None);
+        assert_eq!(info.resource_version, Version::new(""));
+    }
+
+    #[test]
+    fn the_cached_entry_of_a_copy_takes_80_bytes() {
+        assert_eq!(size_of::<CopyInfo>(), 80);
     }
 
     #[test]

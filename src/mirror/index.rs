@@ -54,8 +54,11 @@ pub fn mirrors_writing(
     mirrors.indexed_keys(&target_index(kind, name))
 }
 
-/// The cached copies labelled for the Mirror `owner`.
-pub fn copies_of<K: Resource>(copies: &Store<K, CopyInfo>, owner: &Owner) -> Vec<CopyInfo> {
+/// The cached copies labelled for the Mirror `owner`, each with its key.
+pub fn copies_of<K: Resource>(
+    copies: &Store<K, CopyInfo>,
+    owner: &Owner,
+) -> Vec<(ObjectKey, CopyInfo)> {
     copies.indexed(&owner_index(owner))
 }
 

@@ -88,7 +88,7 @@ impl KitCaches {
     }
 
     /// The copies of every enabled kind labelled for the Mirror `owner`.
-    pub fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
+    pub fn copies_of(&self, owner: &Owner) -> Vec<(ObjectKey, CopyInfo)> {
         self.kinds
             .values()
             .flat_map(|c| copies_of(&c.copies, owner))

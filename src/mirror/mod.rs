@@ -104,6 +104,7 @@ pub mod source_stores;
 pub mod status;
 pub mod tenant_sources;
 pub mod types;
+pub mod version;
 
 pub use caches::SourceScope;
 pub use controller::runnable;

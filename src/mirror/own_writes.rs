@@ -15,6 +15,8 @@
 
 use super::copy::{CopyInfo, Owner};
 use super::types::{Mirror, SourceKind};
+use super::version::Version;
+use crate::runtime::ObjectKey;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
@@ -28,36 +30,37 @@ const ABSENT: &str = "";
 
 /// An object whose version tells whether a cache has caught up with it.
 pub trait Versioned: Clone {
-    fn version(&self) -> &str;
+    fn version(&self) -> Version;
 }
 
 impl Versioned for CopyInfo {
-    fn version(&self) -> &str {
-        &self.resource_version
+    fn version(&self) -> Version {
+        self.resource_version.clone()
     }
 }
 
 impl Versioned for Mirror {
-    fn version(&self) -> &str {
-        self.metadata.resource_version()
+    fn version(&self) -> Version {
+        Version::new(self.metadata.resource_version())
     }
 }
 
-/// Which copy: its kind, namespace and name.
+/// Which copy: its kind, and its key in the copy cache of that kind (40 bytes, pinned by a
+/// test: a fan-out holds one per write it made).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CopyKey {
     pub kind: SourceKind,
-    pub namespace: String,
-    pub name: String,
+    pub object: ObjectKey,
 }
 
 impl CopyKey {
     pub fn new(kind: SourceKind, namespace: &str, name: &str) -> CopyKey {
-        CopyKey {
-            kind,
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
+        CopyKey::of(kind, ObjectKey::new(namespace, name))
+    }
+
+    /// The copy of `kind` cached under `object`, reusing the key's strings.
+    pub fn of(kind: SourceKind, object: ObjectKey) -> CopyKey {
+        CopyKey { kind, object }
     }
 }
 
@@ -68,8 +71,9 @@ pub type MirrorWrites = OwnWrites<Owner, Mirror>;
 
 #[derive(Debug, Clone)]
 struct Entry<T> {
-    /// The versions this replica's writes replaced, oldest first ([`ABSENT`] for a create).
-    superseded: Vec<String>,
+    /// The versions this replica's writes replaced, oldest first ([`ABSENT`] for a create):
+    /// a boxed slice, as long as it is (usually one), where a `Vec` would keep room for four.
+    superseded: Box<[Version]>,
     /// The object after the last write (`None`: deleted).
     ours: Option<T>,
     at: Instant,
@@ -119,12 +123,12 @@ impl<K: Eq + Hash + Clone, T: Versioned> OwnWrites<K, T> {
             state.swept = at;
         }
         let mut superseded = match state.entries.remove(&key) {
-            Some(e) if version_of(&e.ours) == replaced => e.superseded,
+            Some(e) if version_of(&e.ours).is(replaced) => e.superseded.into_vec(),
             _ => Vec::new(),
         };
-        superseded.push(replaced.to_owned());
+        superseded.push(Version::new(replaced));
         let entry = Entry {
-            superseded,
+            superseded: superseded.into_boxed_slice(),
             ours: written,
             at,
         };
@@ -138,7 +142,7 @@ impl<K: Eq + Hash + Clone, T: Versioned> OwnWrites<K, T> {
             return cached;
         };
         let seen = version_of(&cached);
-        if entry.superseded.iter().any(|v| v == seen) && entry.at.elapsed() < self.expiry {
+        if entry.superseded.contains(&seen) && entry.at.elapsed() < self.expiry {
             entry.ours.clone()
         } else {
             state.entries.remove(key);
@@ -146,15 +150,18 @@ impl<K: Eq + Hash + Clone, T: Versioned> OwnWrites<K, T> {
         }
     }
 
-    /// Objects this replica created (and has not deleted since) for which `keep` is true:
-    /// `keep` tells, for example, whether the cache still lacks them.
-    pub fn created(&self, keep: impl Fn(&K, &T) -> bool) -> Vec<T> {
+    /// Objects this replica created (and has not deleted since) for which `keep` is true,
+    /// with their keys: `keep` tells, for example, whether the cache still lacks them.
+    pub fn created(&self, keep: impl Fn(&K, &T) -> bool) -> Vec<(K, T)> {
         self.lock()
             .entries
             .iter()
-            .filter(|(_, e)| e.superseded.first().is_some_and(|v| v == ABSENT))
+            .filter(|(_, e)| e.superseded.first().is_some_and(|v| v.is(ABSENT)))
             .filter(|(_, e)| e.at.elapsed() < self.expiry)
-            .filter_map(|(k, e)| e.ours.as_ref().filter(|t| keep(k, t)).cloned())
+            .filter_map(|(k, e)| {
+                let ours = e.ours.as_ref().filter(|t| keep(k, t))?;
+                Some((k.clone(), ours.clone()))
+            })
             .collect()
     }
 
@@ -176,20 +183,23 @@ impl<K: Eq + Hash + Clone, T: Versioned> OwnWrites<K, T> {
     }
 }
 
-fn version_of<T: Versioned>(object: &Option<T>) -> &str {
-    object.as_ref().map_or(ABSENT, |o| o.version())
+fn version_of<T: Versioned>(object: &Option<T>) -> Version {
+    object
+        .as_ref()
+        .map_or_else(Version::absent, Versioned::version)
 }
 
 impl CopyWrites {
-    /// Copies of `owner` this replica created that the cache does not hold at all yet.
+    /// Copies of `owner` this replica created that the cache does not hold at all yet, with
+    /// their keys.
     pub fn created_unseen(
         &self,
         owner: &Owner,
-        in_cache: impl Fn(SourceKind, &str, &str) -> bool,
-    ) -> Vec<CopyInfo> {
-        self.created(|k, c| {
-            c.owner.as_deref() == Some(owner) && !in_cache(k.kind, &k.namespace, &k.name)
-        })
+        in_cache: impl Fn(SourceKind, &ObjectKey) -> bool,
+    ) -> Vec<(ObjectKey, CopyInfo)> {
+        let created =
+            self.created(|k, c| c.owner.as_deref() == Some(owner) && !in_cache(k.kind, &k.object));
+        created.into_iter().map(|(k, c)| (k.object, c)).collect()
     }
 }
 

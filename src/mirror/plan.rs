@@ -6,9 +6,12 @@
 use super::copy::{CopyInfo, Owner};
 use super::copy_names::CopyNames;
 use super::managed::Record;
+use super::own_writes::CopyKey;
 use super::payload::{Digest, HeldMaps};
 use super::types::SourceKind;
+use super::version::Version;
 use crate::kube::api::FieldManager;
+use crate::runtime::ObjectKey;
 use std::collections::BTreeSet;
 
 /// What a Mirror wants: its copies named `names`, of `kind`, holding content hashed `hash`.
@@ -24,7 +27,7 @@ pub struct Desired<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Update {
     pub namespace: String,
-    pub resource_version: String,
+    pub resource_version: Version,
     pub record: Option<Record>,
     pub changed_by: Option<FieldManager>,
     pub held: HeldMaps,
@@ -36,8 +39,8 @@ pub struct Plan {
     pub create: Vec<String>,
     /// Copies whose content differs.
     pub update: Vec<Update>,
-    /// Copies that must go: (kind, namespace, name, resourceVersion seen).
-    pub delete: Vec<(SourceKind, String, String, String)>,
+    /// Copies that must go, and the version each was seen at.
+    pub delete: Vec<(CopyKey, Version)>,
     /// Namespaces where an object with the target name is not this Mirror's.
     pub conflicts: Vec<String>,
     /// Selected namespaces whose copy is already right.
@@ -55,14 +58,14 @@ impl Plan {
 /// - `selected`: the namespaces that should hold a copy;
 /// - `existing(ns)`: the skiff-managed object of `desired.kind` named as `desired.names` says
 ///   in `ns`;
-/// - `owned`: every copy labelled for this Mirror, whatever its name or kind;
+/// - `owned`: every copy labelled for this Mirror, whatever its name or kind, with its key;
 /// - `unmanaged`: namespaces where the server refused a create because an object that is not
 ///   skiff's already has the name (the cache only holds skiff's objects, so it can't see them).
 pub fn plan<'a>(
     desired: &Desired<'_>,
     selected: &BTreeSet<String>,
     existing: impl Fn(&str) -> Option<CopyInfo>,
-    owned: impl IntoIterator<Item = &'a CopyInfo>,
+    owned: impl IntoIterator<Item = &'a (ObjectKey, CopyInfo)>,
     unmanaged: &BTreeSet<String>,
 ) -> Plan {
     let mut plan = Plan::default();
@@ -86,17 +89,14 @@ pub fn plan<'a>(
             None => plan.create.push(ns.clone()),
         }
     }
-    for copy in owned {
+    for (key, copy) in owned {
+        let ns = &*key.namespace;
         let wanted = copy.kind == desired.kind
-            && copy.name == desired.names.of(&copy.namespace)
-            && selected.contains(&copy.namespace);
+            && *key.name == *desired.names.of(ns)
+            && selected.contains(ns);
         if !wanted {
-            plan.delete.push((
-                copy.kind,
-                copy.namespace.clone(),
-                copy.name.clone(),
-                copy.resource_version.clone(),
-            ));
+            let at = copy.resource_version.clone();
+            plan.delete.push((CopyKey::of(copy.kind, key.clone()), at));
         }
     }
     plan
@@ -113,32 +113,31 @@ mod tests {
         }
     }
 
-    fn copy(ns: &str, name: &str, owner_name: Option<&str>, hash: &str) -> CopyInfo {
-        CopyInfo {
+    fn copy(ns: &str, name: &str, owner_name: Option<&str>, hash: &str) -> (ObjectKey, CopyInfo) {
+        let info = CopyInfo {
             kind: SourceKind::ConfigMap,
-            namespace: ns.into(),
-            name: name.into(),
             owner: owner_name.map(|n| owner(n).into()),
-            resource_version: format!("rv-{ns}"),
+            resource_version: Version::new(&format!("rv-{ns}")),
             content_hash: Digest::of(hash.as_bytes()),
             record: None,
             changed_by: None,
             held: HeldMaps::default(),
-        }
+        };
+        (ObjectKey::new(ns, name), info)
     }
 
     fn set(items: &[&str]) -> BTreeSet<String> {
         items.iter().map(|s| s.to_string()).collect()
     }
 
-    fn run(selected: &[&str], copies: &[CopyInfo], unmanaged: &[&str]) -> Plan {
+    fn run(selected: &[&str], copies: &[(ObjectKey, CopyInfo)], unmanaged: &[&str]) -> Plan {
         run_named(&CopyNames::new("ca"), selected, copies, unmanaged)
     }
 
     fn run_named(
         names: &CopyNames,
         selected: &[&str],
-        copies: &[CopyInfo],
+        copies: &[(ObjectKey, CopyInfo)],
         unmanaged: &[&str],
     ) -> Plan {
         let me = owner("m");
@@ -149,14 +148,13 @@ mod tests {
             hash: Digest::of(b"h1"),
         };
         let existing = |ns: &str| {
-            copies
-                .iter()
-                .find(|c| c.namespace == ns && c.name == names.of(ns))
-                .cloned()
+            let here = ObjectKey::new(ns, names.of(ns));
+            let found = copies.iter().find(|(key, _)| *key == here);
+            found.map(|(_, c)| c.clone())
         };
-        let owned: Vec<&CopyInfo> = copies
+        let owned: Vec<&(ObjectKey, CopyInfo)> = copies
             .iter()
-            .filter(|c| c.owner.as_deref() == Some(&owner("m")))
+            .filter(|(_, c)| c.owner.as_deref() == Some(&owner("m")))
             .collect();
         plan(&desired, &set(selected), existing, owned, &set(unmanaged))
     }
@@ -193,14 +191,18 @@ mod tests {
             &[],
         );
         assert_eq!(p.delete.len(), 1);
-        assert_eq!(p.delete[0].1, "b");
+        assert_eq!(
+            p.delete[0].0,
+            CopyKey::new(SourceKind::ConfigMap, "b", "ca")
+        );
+        assert_eq!(p.delete[0].1, Version::new("rv-b"), "at the version seen");
     }
 
     #[test]
     fn a_copy_under_an_old_target_name_is_deleted() {
         let p = run(&["a"], &[copy("a", "old", Some("m"), "h1")], &[]);
         assert_eq!(p.create, vec!["a".to_string()]);
-        assert_eq!(p.delete[0].2, "old");
+        assert_eq!(&*p.delete[0].0.object.name, "old");
     }
 
     #[test]
@@ -214,10 +216,7 @@ mod tests {
         let p = run_named(&names, &["a", "b"], &copies, &[]);
         assert_eq!(p.create, vec!["a".to_string()]);
         assert_eq!(p.delete.len(), 1);
-        assert_eq!(
-            (p.delete[0].1.as_str(), p.delete[0].2.as_str()),
-            ("a", "ca")
-        );
+        assert_eq!(p.delete[0].0.object, ObjectKey::new("a", "ca"));
         assert_eq!(p.in_sync, 1);
         let moved = [copy("a", "local-ca", Some("m"), "h1"), copies[1].clone()];
         let p = run_named(&names, &["a", "b"], &moved, &["a"]);

@@ -311,20 +311,21 @@ impl Reconciler {
         plan(&desired, selected, existing, owned.iter(), unmanaged)
     }
 
-    /// This Mirror's copies as they are after this replica's own writes.
-    fn owned(&self, owner: &Owner) -> Vec<CopyInfo> {
+    /// This Mirror's copies as they are after this replica's own writes, with their keys.
+    fn owned(&self, owner: &Owner) -> Vec<(ObjectKey, CopyInfo)> {
         let written = self.applier.written();
-        let mut owned: Vec<CopyInfo> = self
+        let mut owned: Vec<(ObjectKey, CopyInfo)> = self
             .caches
             .copies_of(owner)
             .into_iter()
-            .filter_map(|c| {
-                let key = CopyKey::new(c.kind, &c.namespace, &c.name);
-                written.resolve(&key, Some(c))
+            .filter_map(|(key, c)| {
+                let key = CopyKey::of(c.kind, key);
+                let resolved = written.resolve(&key, Some(c))?;
+                Some((key.object, resolved))
             })
             .collect();
-        owned.extend(written.created_unseen(owner, |kind, ns, name| {
-            self.caches.copy(kind, ns, name).is_some()
+        owned.extend(written.created_unseen(owner, |kind, key| {
+            self.caches.copy(kind, &key.namespace, &key.name).is_some()
         }));
         owned
     }

@@ -10,7 +10,7 @@ use super::copy::{CopyInfo, Owner};
 use super::index::{copies_of, copy_store};
 use super::secret_targets::SecretTargets;
 use crate::kube::api::Secret;
-use crate::runtime::{Store, WatcherConfig};
+use crate::runtime::{ObjectKey, Store, WatcherConfig};
 use std::collections::BTreeMap;
 
 #[derive(Clone)]
@@ -36,7 +36,7 @@ impl SecretCopyStores {
     }
 
     /// The copies labelled for the Mirror `owner`, of every name.
-    pub fn copies_of(&self, owner: &Owner) -> Vec<CopyInfo> {
+    pub fn copies_of(&self, owner: &Owner) -> Vec<(ObjectKey, CopyInfo)> {
         self.by_name
             .values()
             .flat_map(|store| copies_of(store, owner))

@@ -7,6 +7,7 @@
 //! found at its end), and the store is not [ready](Store::ready) while one is under way.
 
 mod contents;
+mod index;
 mod readiness;
 
 use std::fmt;
@@ -178,24 +179,19 @@ impl<K: Resource, P: Clone> Store<K, P> {
         }
     }
 
-    /// The projections indexed under `value` (empty without an index).
-    pub fn indexed(&self, value: &str) -> Vec<P> {
+    /// The projections indexed under `value`, each with its key (empty without an index).
+    pub fn indexed(&self, value: &str) -> Vec<(ObjectKey, P)> {
         let contents = self.read();
-        let Some(keys) = contents.index.get(value) else {
-            return Vec::new();
-        };
-        keys.iter()
-            .filter_map(|k| contents.get(k).cloned())
-            .collect()
+        let found = contents.index.keys(value).filter_map(|key| {
+            let projection = contents.get(&key)?.clone();
+            Some((key, projection))
+        });
+        found.collect()
     }
 
     /// The keys indexed under `value` (empty without an index).
     pub fn indexed_keys(&self, value: &str) -> Vec<ObjectKey> {
-        self.read()
-            .index
-            .get(value)
-            .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default()
+        self.read().index.keys(value).collect()
     }
 
     /// Every key, in no particular order.

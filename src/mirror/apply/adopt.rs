@@ -37,8 +37,11 @@ pub async fn meet_existing(writer: &CopyWriter, target: &Target, ns: &str) -> Do
         }
         Claim::NotMine => return Done::Conflict(ns.to_owned()),
     };
-    let (rv, record) = (&found.info.resource_version, found.info.record.as_ref());
-    match update_copy(writer, target, ns, rv, record, found.info.held).await {
+    let (rv, record) = (
+        found.info.resource_version.to_string(),
+        found.info.record.as_ref(),
+    );
+    match update_copy(writer, target, ns, &rv, record, found.info.held).await {
         Done::Written(wrote) => Done::Written(Wrote { adopted, ..wrote }),
         other => other,
     }

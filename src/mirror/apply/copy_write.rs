@@ -164,7 +164,7 @@ impl CopyWriter {
 
     /// Deletes the copy `key`, if it is still at version `rv`.
     pub async fn delete(&self, key: CopyKey, rv: &str) -> Result<(), Error> {
-        let (kind, ns, name) = (key.kind, key.namespace.as_str(), key.name.as_str());
+        let (kind, ns, name) = (key.kind, &*key.object.namespace, &*key.object.name);
         self.requests.delete(kind, ns, name, rv).await?;
         self.written.record(key, Some(rv), None);
         Ok(())

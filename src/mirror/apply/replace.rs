@@ -22,8 +22,8 @@ pub async fn replace_copy(writer: &CopyWriter, target: &Target, ns: &str, refuse
     let (Claim::Mine | Claim::Adoptable, Some(reason)) = (claim, reason) else {
         return Done::Failed(refused);
     };
-    let rv = &found.info.resource_version;
-    if let Err(e) = writer.delete_exact(target, ns, &found.uid, rv).await {
+    let rv = found.info.resource_version.to_string();
+    if let Err(e) = writer.delete_exact(target, ns, &found.uid, &rv).await {
         return Done::Failed(e);
     }
     match writer.create(target, ns).await {

@@ -12,10 +12,8 @@ fn owner(name: &str) -> Owner {
 fn info(rv: &str, hash: &str) -> CopyInfo {
     CopyInfo {
         kind: SourceKind::ConfigMap,
-        namespace: "a".into(),
-        name: "ca".into(),
         owner: Some(owner("m").into()),
-        resource_version: rv.into(),
+        resource_version: Version::new(rv),
         content_hash: Digest::of(hash.as_bytes()),
         record: None,
         changed_by: None,
@@ -92,12 +90,13 @@ fn unseen_creates_are_listed_for_their_owner_only() {
     let w = CopyWrites::default();
     w.record(key("a"), None, Some(info("5", "h")));
     w.record(key("b"), Some("3"), Some(info("6", "h")));
-    assert_eq!(w.created_unseen(&owner("m"), |_, _, _| false).len(), 1);
-    assert!(w.created_unseen(&owner("m"), |_, _, _| true).is_empty());
-    assert!(w.created_unseen(&owner("x"), |_, _, _| false).is_empty());
+    let unseen = w.created_unseen(&owner("m"), |_, _| false);
+    assert_eq!(unseen, [(ObjectKey::new("a", "ca"), info("5", "h"))]);
+    assert!(w.created_unseen(&owner("m"), |_, _| true).is_empty());
+    assert!(w.created_unseen(&owner("x"), |_, _| false).is_empty());
     w.record(key("a"), Some("5"), None);
     assert!(
-        w.created_unseen(&owner("m"), |_, _, _| false).is_empty(),
+        w.created_unseen(&owner("m"), |_, _| false).is_empty(),
         "a copy created then deleted is not listed"
     );
 }
@@ -108,7 +107,7 @@ fn an_expired_write_is_ignored_and_swept() {
     w.record(key("a"), None, Some(info("5", "h")));
     assert_eq!(w.resolve(&key("a"), None), None);
     w.record(key("b"), None, Some(info("6", "h")));
-    assert!(w.created_unseen(&owner("m"), |_, _, _| false).is_empty());
+    assert!(w.created_unseen(&owner("m"), |_, _| false).is_empty());
     w.record(key("c"), None, Some(info("7", "h")));
     assert_eq!(w.len(), 1, "each record sweeps what has expired");
 }
@@ -134,7 +133,7 @@ fn a_sweep_keeps_the_writes_that_have_not_expired() {
         .lock()
         .entries
         .keys()
-        .map(|k| k.namespace.clone())
+        .map(|k| k.object.namespace.to_string())
         .collect();
     left.sort();
     assert_eq!(left, ["new", "young"]);
@@ -174,4 +173,23 @@ fn a_gone_object_is_forgotten() {
     w.record(owner("m"), Some("1"), Some(mirror_at("2", "ours")));
     w.forget(&owner("m"));
     assert!(w.is_empty());
+}
+
+#[test]
+fn a_write_is_remembered_in_few_bytes() {
+    assert_eq!(size_of::<CopyKey>(), 40);
+    assert_eq!(size_of::<Entry<CopyInfo>>(), 112);
+}
+
+#[test]
+fn versions_compare_as_their_strings_do() {
+    let w = CopyWrites::default();
+    w.record(key("a"), Some("007"), Some(info("8", "ours")));
+    assert_eq!(
+        w.resolve(&key("a"), Some(info("7", "theirs"))),
+        Some(info("7", "theirs"))
+    );
+    w.record(key("b"), Some("abc"), Some(info("8", "ours")));
+    let hidden = w.resolve(&key("b"), Some(info("abc", "old")));
+    assert_eq!(hidden, Some(info("8", "ours")));
 }

@@ -8,7 +8,8 @@
 //! reader still finds every object known before, so nothing looks deleted half-way.
 
 use super::ObjectKey;
-use std::collections::{HashMap, HashSet};
+use super::index::Index;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The index values of a projection (for example the owner a copy names).
@@ -18,7 +19,7 @@ pub(super) struct Contents<P> {
     objects: HashMap<ObjectKey, P>,
     /// During a relist: what was known before it and has not been listed again yet.
     unconfirmed: HashMap<ObjectKey, P>,
-    pub(super) index: HashMap<String, HashSet<ObjectKey>>,
+    pub(super) index: Index,
 }
 
 impl<P> Default for Contents<P> {
@@ -26,7 +27,7 @@ impl<P> Default for Contents<P> {
         Contents {
             objects: HashMap::new(),
             unconfirmed: HashMap::new(),
-            index: HashMap::new(),
+            index: Index::default(),
         }
     }
 }
@@ -62,7 +63,7 @@ impl<P> Contents<P> {
     ) -> Option<P> {
         if let Some(index) = index {
             for v in index(&value) {
-                self.index.entry(v).or_default().insert(key.clone());
+                self.index.insert(v, &key);
             }
         }
         let previous = match self.objects.insert(key.clone(), value) {
@@ -105,12 +106,7 @@ impl<P> Contents<P> {
             if current.contains(&v) {
                 continue;
             }
-            if let Some(keys) = self.index.get_mut(&v) {
-                keys.remove(key);
-                if keys.is_empty() {
-                    self.index.remove(&v);
-                }
-            }
+            self.index.remove(&v, key);
         }
     }
 }

@@ -132,7 +132,9 @@ fn the_index_follows_each_projection_and_forgets_what_went() {
     assert_eq!(reds, [ObjectKey::new("a", "x"), ObjectKey::new("b", "y")]);
     store.apply(&Change::Applied(config_map("a", "x", "blue")));
     assert_eq!(store.indexed_keys("red"), [ObjectKey::new("b", "y")]);
-    assert_eq!(store.indexed("blue").len(), 1);
+    let blue = store.indexed("blue");
+    assert_eq!(blue.len(), 1);
+    assert_eq!(blue[0].0, ObjectKey::new("a", "x"), "found with its key");
     store.apply(&Change::Deleted(config_map("b", "y", "")));
     assert!(store.indexed_keys("red").is_empty());
     store.apply(&Change::Relisting);
