@@ -277,6 +277,16 @@ fn projection_bytes<P>(namespaces: &[Namespace], project: impl Fn(&Namespace) ->
     bytes / namespaces.len()
 }
 
+/// `namespaces`, each with a label no other namespace has.
+fn with_own_labels(namespaces: &[Namespace]) -> Vec<Namespace> {
+    let mut own = namespaces.to_vec();
+    for ns in &mut own {
+        let name = ns.metadata.name().to_owned();
+        ns.metadata.labels.insert("team".into(), name);
+    }
+    own
+}
+
 fn row(what: &str, f: &Figures) {
     println!(
         "| {what:<26} | {:>8} | {:>9} | {:>8} | {:>8} | {:>9} |",
@@ -304,6 +314,10 @@ fn main() {
     );
     assert!(copies.iter().all(|cm| cm.metadata.extra.is_empty()));
     let info = projection_bytes(&namespaces, |ns| {
+        NamespaceEntry::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
+    });
+    // The worst case for sharing: every namespace with a label set of its own.
+    let own = projection_bytes(&with_own_labels(&namespaces), |ns| {
         NamespaceEntry::new(ns.metadata.name(), &ns.metadata.labels, ns.is_terminating())
     });
     // What the cache kept per namespace before: the name and a clone of the label map.
@@ -334,7 +348,8 @@ fn main() {
     row("ConfigMap (a copy)", &copy_figures);
     println!(
         "\nnamespace cache entry, heap bytes beyond the entry itself: NamespaceEntry {info} B \
-         (size {} B); name + label map as kept before {map} B (size {} B)",
+         (size {} B), {own} B with a label set of its own (`team=<name>`); name + label map as \
+         kept before {map} B (size {} B)",
         size_of::<NamespaceEntry>(),
         size_of::<(String, std::collections::BTreeMap<String, String>)>()
     );

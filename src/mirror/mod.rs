@@ -80,6 +80,7 @@ pub mod existing;
 #[cfg(test)]
 mod fixtures;
 pub mod index;
+mod interner;
 pub mod kinds;
 pub mod kit_caches;
 pub mod kit_table;

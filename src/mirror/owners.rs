@@ -2,13 +2,12 @@
 //!
 //! Each cached copy names the Mirror that owns it. Held as two strings per copy, that was
 //! about a hundred bytes per copy (at 10,000 copies, a megabyte) repeating a handful of
-//! names; shared, it is a pointer. Owners no copy holds any more are dropped from the table
-//! once it has doubled since the last sweep, so it stays the size of the Mirrors that have
-//! copies.
+//! names; shared ([`Interner`]), it is a pointer, and the table stays the size of the Mirrors
+//! that have copies.
 
+use super::interner::Interner;
 use super::types::Mirror;
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// Who a copy belongs to, read from its labels (see [`super::copy::owner_of`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -26,30 +25,11 @@ impl Owner {
     }
 }
 
-struct Table {
-    owners: BTreeSet<Arc<Owner>>,
-    /// The table's size after the last sweep.
-    swept_at: usize,
-}
-
-static TABLE: Mutex<Table> = Mutex::new(Table {
-    owners: BTreeSet::new(),
-    swept_at: 0,
-});
+static OWNERS: Interner<Owner> = Interner::new();
 
 /// The shared `owner`: the same allocation for every equal owner still held somewhere.
 pub fn shared(owner: Owner) -> Arc<Owner> {
-    let mut table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(known) = table.owners.get(&owner) {
-        return known.clone();
-    }
-    if table.owners.len() >= 2 * table.swept_at.max(16) {
-        table.owners.retain(|o| Arc::strong_count(o) > 1);
-        table.swept_at = table.owners.len();
-    }
-    let owner = Arc::new(owner);
-    table.owners.insert(owner.clone());
-    owner
+    OWNERS.share(owner)
 }
 
 #[cfg(test)]
@@ -74,11 +54,7 @@ mod tests {
         for i in 0..200 {
             drop(shared(owner(&format!("swept-{i}"))));
         }
-        let held = TABLE
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .owners
-            .len();
+        let held = OWNERS.len();
         assert!(held < 100, "{held} owners kept after their copies went");
     }
 }
