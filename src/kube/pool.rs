@@ -91,8 +91,9 @@ impl Pool {
         self.lock().clear();
     }
 
-    /// Returns a connection whose last response was read to the end.
+    /// Returns a connection whose last response was read to the end, its TLS buffers freed.
     pub fn checkin(&self, conn: Connection) {
+        conn.release_buffers();
         let epoch = self.liveness.epoch();
         let mut idle = self.lock();
         if idle.len() < self.max_idle {
