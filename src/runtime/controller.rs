@@ -102,7 +102,9 @@ where
             let started = Instant::now();
             // A panic in a reconcile is caught here, as controller-runtime's RecoverPanic does:
             // uncaught it would end this worker task silently while the replica keeps leading.
-            let outcome = AssertUnwindSafe((self.reconcile)(key.clone()))
+            // Boxed: inline, the reconcile's state (kilobytes) would be part of every worker's
+            // task for its whole life, idle workers included.
+            let outcome = AssertUnwindSafe(Box::pin((self.reconcile)(key.clone())))
                 .catch_unwind()
                 .await;
             self.metrics.time.observe(started.elapsed().as_secs_f64());
@@ -502,6 +504,24 @@ mod tests {
         assert_eq!(store.len(), 2);
         assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "a")));
         assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "b")));
+    }
+
+    #[test]
+    fn an_idle_worker_holds_no_room_for_a_reconcile() {
+        let reconcile = |_key: ObjectKey| async {
+            let scratch = [1u8; 16 * 1024];
+            smol::future::yield_now().await;
+            std::hint::black_box(&scratch);
+            Ok::<_, String>(Action::Done)
+        };
+        let worker = Arc::new(Worker {
+            name: "test-idle-worker".to_owned(),
+            queue: Controller::new("test-idle-worker", 1).queue(),
+            reconcile,
+            metrics: ReconcileMetrics::new("test-idle-worker"),
+        });
+        let size = std::mem::size_of_val(&worker.work());
+        assert!(size < 1024, "a worker task takes {size} B");
     }
 
     #[test]
