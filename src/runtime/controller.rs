@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::change::Change;
 use super::list_watch::ListWatch;
+use super::listed_page::ListedPage;
 use super::queue::WorkQueue;
 use super::store::{ObjectKey, Store};
 use super::watcher::Watcher;
@@ -194,7 +195,8 @@ impl ReconcileMetrics {
 /// (after the store has the event, so a reconcile sees it). `map` is also given the projection
 /// the store held for the event's object before it, if any. Watch errors are logged; the
 /// watcher backs off by itself. Returns when the queue is shut down, noticed at the next
-/// event: race it with the stop signal to end it at once.
+/// event: race it with the stop signal to end it at once. A relist's objects are freed a page
+/// at a time, after the store has them all ([`super::listed_page`] says why).
 pub async fn feed<K, S, P>(
     mut watcher: Watcher<K, S>,
     store: Store<K, P>,
@@ -205,6 +207,7 @@ pub async fn feed<K, S, P>(
     S: ListWatch<K>,
     P: Clone,
 {
+    let mut page = ListedPage::default();
     while !queue.is_shutting_down() {
         match watcher.next().await {
             Ok(event) => {
@@ -212,6 +215,7 @@ pub async fn feed<K, S, P>(
                 for key in map(&event, previous.as_ref()) {
                     queue.add(key);
                 }
+                page.keep(event, watcher.page_remaining());
             }
             Err(e) => log::warn!("watching {} failed, will retry: {e}", K::KIND),
         }
