@@ -40,13 +40,16 @@ impl<K> ListedPage<K> {
             self.reported = Vec::new();
         }
     }
+}
 
+#[cfg(test)]
+impl<K> ListedPage<K> {
     /// Objects kept.
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.reported.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.reported.is_empty()
     }
 }
@@ -65,7 +68,7 @@ mod tests {
             page.keep(Change::Listed(Arc::clone(object)), 2 - i);
             if i < 2 {
                 assert_eq!(page.len(), i + 1, "kept while the page lasts");
-                assert!(objects.iter().all(|o| Arc::strong_count(o) >= 1));
+                assert!(objects[..=i].iter().all(|o| Arc::strong_count(o) == 2));
             }
         }
         assert!(
