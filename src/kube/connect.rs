@@ -247,6 +247,13 @@ impl Connection {
         Ok(())
     }
 
+    /// Frees the TLS record buffers of a connection going idle, if they hold nothing.
+    pub fn release_buffers(&self) {
+        if let Stream::Tls(tls) = &mut *self.stream.lock() {
+            tls.release_buffers();
+        }
+    }
+
     /// Whether an idle connection still looks usable: not closed by the server and with no
     /// unexpected bytes waiting. Checked without blocking before a pooled connection is reused.
     pub fn is_idle_and_open(&self) -> bool {

@@ -57,6 +57,7 @@ pub mod stream;
 mod test_cert;
 #[cfg(test)]
 mod test_dir;
+mod tls_buffers;
 mod tls_setup;
 pub mod tls_stream;
 mod tokenfile;

@@ -83,7 +83,19 @@ impl Pool {
     /// A new connection that bypasses the idle list (watches, redials), presenting `identity`
     /// if given.
     pub async fn dial(&self, identity: Option<&ClientIdentity>) -> Result<Connection, Error> {
+        self.close_unusable(Instant::now());
         self.connector.connect_as(identity).await
+    }
+
+    /// Closes the idle connections that will not be reused as of `now` (suspect, or idle for
+    /// longer than [`MAX_IDLE_AGE`]): a checkout only finds them when every connection
+    /// returned after them has been taken, so they would otherwise stay open, each with its
+    /// TLS state, for as long as the pool is busy enough to never reach them. Done at every
+    /// return and every dial (each watch dials again within a minute).
+    fn close_unusable(&self, now: Instant) {
+        let epoch = self.liveness.epoch();
+        self.lock()
+            .retain(|idle| idle.epoch >= epoch && now.duration_since(idle.since) <= MAX_IDLE_AGE);
     }
 
     /// Closes every idle connection (their client certificate was replaced).
@@ -91,8 +103,10 @@ impl Pool {
         self.lock().clear();
     }
 
-    /// Returns a connection whose last response was read to the end.
+    /// Returns a connection whose last response was read to the end, its TLS buffers freed.
     pub fn checkin(&self, conn: Connection) {
+        conn.release_buffers();
+        self.close_unusable(Instant::now());
         let epoch = self.liveness.epoch();
         let mut idle = self.lock();
         if idle.len() < self.max_idle {
@@ -173,6 +187,26 @@ mod tests {
             let fresh = fresh.unwrap();
             assert!(!fresh.reused);
             assert_ne!(fresh.conn.id(), id);
+        });
+    }
+
+    #[test]
+    fn connections_idle_too_long_or_suspect_are_closed_not_kept() {
+        let (pool, listener) = pool_with_listener(4);
+        smol::block_on(async {
+            for _ in 0..2 {
+                let (conn, _) = smol::future::zip(pool.dial(None), listener.accept()).await;
+                pool.checkin(conn.unwrap());
+            }
+            pool.close_unusable(Instant::now());
+            assert_eq!(pool.idle_count(), 2, "fresh connections stay");
+            pool.close_unusable(Instant::now() + MAX_IDLE_AGE + Duration::from_secs(1));
+            assert_eq!(pool.idle_count(), 0, "stale ones are closed");
+            let (conn, _) = smol::future::zip(pool.dial(None), listener.accept()).await;
+            pool.checkin(conn.unwrap());
+            pool.liveness.suspect("test");
+            pool.close_unusable(Instant::now());
+            assert_eq!(pool.idle_count(), 0, "suspect ones are closed");
         });
     }
 

@@ -8,7 +8,7 @@
 //! connections and about 300 KB of short-lived allocations per dial on a host with a CA
 //! bundle. Here the context is made once per client (`connect.rs`) and each connection only
 //! adds its `SSL` state, whose 16 KiB buffers the context's `RELEASE_BUFFERS` mode frees
-//! while the connection is idle.
+//! while the connection is idle, and [`super::tls_buffers`] while a read waits for data.
 //!
 //! The bridge is the usual one: the TLS stream reads and writes a std `Read + Write` adapter
 //! that polls the async socket with the waker of the current task and turns `Pending` into
@@ -102,6 +102,13 @@ impl<S> TlsStream<S> {
     pub fn socket(&self) -> &S {
         &self.tls.get_ref().socket
     }
+
+    /// Frees the connection's record buffers if they hold nothing (see [`super::tls_buffers`]):
+    /// done by every read that finds nothing to read, and by the pool when a connection goes
+    /// idle. Whether they were freed.
+    pub fn release_buffers(&mut self) -> bool {
+        super::tls_buffers::release_if_empty(self.tls.ssl())
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream<S> {
@@ -125,7 +132,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for TlsStream<S> {
         cx: &mut Context<'_>,
         buf: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        self.get_mut().poll_io(cx, |tls| tls.read(buf))
+        let this = self.get_mut();
+        let read = this.poll_io(cx, |tls| tls.read(buf));
+        if read.is_pending() {
+            this.release_buffers();
+        }
+        read
     }
 }
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::change::Change;
 use super::list_watch::ListWatch;
+use super::listed_page::ListedPage;
 use super::queue::WorkQueue;
 use super::store::{ObjectKey, Store};
 use super::watcher::Watcher;
@@ -102,7 +103,9 @@ where
             let started = Instant::now();
             // A panic in a reconcile is caught here, as controller-runtime's RecoverPanic does:
             // uncaught it would end this worker task silently while the replica keeps leading.
-            let outcome = AssertUnwindSafe((self.reconcile)(key.clone()))
+            // Boxed: inline, the reconcile's state (kilobytes) would be part of every worker's
+            // task for its whole life, idle workers included.
+            let outcome = AssertUnwindSafe(Box::pin((self.reconcile)(key.clone())))
                 .catch_unwind()
                 .await;
             self.metrics.time.observe(started.elapsed().as_secs_f64());
@@ -192,7 +195,8 @@ impl ReconcileMetrics {
 /// (after the store has the event, so a reconcile sees it). `map` is also given the projection
 /// the store held for the event's object before it, if any. Watch errors are logged; the
 /// watcher backs off by itself. Returns when the queue is shut down, noticed at the next
-/// event: race it with the stop signal to end it at once.
+/// event: race it with the stop signal to end it at once. A relist's objects are freed a page
+/// at a time, after the store has them all ([`super::listed_page`] says why).
 pub async fn feed<K, S, P>(
     mut watcher: Watcher<K, S>,
     store: Store<K, P>,
@@ -203,6 +207,7 @@ pub async fn feed<K, S, P>(
     S: ListWatch<K>,
     P: Clone,
 {
+    let mut page = ListedPage::default();
     while !queue.is_shutting_down() {
         match watcher.next().await {
             Ok(event) => {
@@ -210,6 +215,7 @@ pub async fn feed<K, S, P>(
                 for key in map(&event, previous.as_ref()) {
                     queue.add(key);
                 }
+                page.keep(event, watcher.page_remaining());
             }
             Err(e) => log::warn!("watching {} failed, will retry: {e}", K::KIND),
         }
@@ -502,6 +508,24 @@ mod tests {
         assert_eq!(store.len(), 2);
         assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "a")));
         assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "b")));
+    }
+
+    #[test]
+    fn an_idle_worker_holds_no_room_for_a_reconcile() {
+        let reconcile = |_key: ObjectKey| async {
+            let scratch = [1u8; 16 * 1024];
+            smol::future::yield_now().await;
+            std::hint::black_box(&scratch);
+            Ok::<_, String>(Action::Done)
+        };
+        let worker = Arc::new(Worker {
+            name: "test-idle-worker".to_owned(),
+            queue: Controller::new("test-idle-worker", 1).queue(),
+            reconcile,
+            metrics: ReconcileMetrics::new("test-idle-worker"),
+        });
+        let size = std::mem::size_of_val(&worker.work());
+        assert!(size < 1024, "a worker task takes {size} B");
     }
 
     #[test]

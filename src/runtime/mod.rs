@@ -11,6 +11,7 @@ pub mod controller;
 pub mod fair;
 mod hearing;
 pub mod list_watch;
+mod listed_page;
 pub mod queue;
 pub mod source;
 pub mod store;

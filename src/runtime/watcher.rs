@@ -143,6 +143,15 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         self.backoff.failures()
     }
 
+    /// Objects of the list page being reported that are still to come: 0 outside a relist and
+    /// once a page's last object has been reported.
+    pub fn page_remaining(&self) -> usize {
+        match &self.state {
+            State::Listing { page, .. } => page.len(),
+            _ => 0,
+        }
+    }
+
     /// Advances the state machine by one request or one watch event.
     pub async fn step(&mut self) -> Option<Result<Change<K>, Error>> {
         match &mut self.state {

@@ -223,15 +223,20 @@ fn a_relist_holds_one_page_and_reports_its_objects_as_they_arrive() {
         page(vec![cm("c", "7")], "10", None),
     ];
     let (mut w, fake) = watcher(pages, vec![]);
+    assert_eq!(w.page_remaining(), 0);
     assert_eq!(block_on(w.next()), Ok(Change::Relisting));
+    assert_eq!(w.page_remaining(), 2);
     assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("a", "5"))));
+    assert_eq!(w.page_remaining(), 1);
     assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("b", "6"))));
+    assert_eq!(w.page_remaining(), 0, "the first page is all reported");
     assert_eq!(
         fake.calls.lock().unwrap().0.len(),
         1,
         "the second page is fetched once the first is reported"
     );
     assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("c", "7"))));
+    assert_eq!(w.page_remaining(), 0);
     assert_eq!(block_on(w.next()), Ok(Change::Relisted));
 }
 
