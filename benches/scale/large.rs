@@ -12,8 +12,9 @@
 //! 1,000 namespaces at the same scale: its memory, and whether it lives within 64 MiB.
 
 use super::cgroup::MemoryCgroup;
-use super::support::control_plane::{ControlPlane, bin_dir};
+use super::support::control_plane::ControlPlane;
 use super::support::lease::LeaseReader;
+use super::support::peer;
 use super::support::skiff::{TempDir, eventually, proc_status_kib};
 use super::{Process, cpu_us};
 use std::path::PathBuf;
@@ -299,14 +300,8 @@ struct PeerRun {
     in_cgroup: String,
 }
 
-fn peer_binary() -> PathBuf {
-    std::env::var_os("SKIFF_PEER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| bin_dir().join("skiff-peer"))
-}
-
 fn run_peer(cp: &ControlPlane) -> PeerRun {
-    let binary = peer_binary();
+    let binary = peer::binary();
     let help = std::process::Command::new(&binary).arg("-h").output();
     let knows =
         help.is_ok_and(|o| String::from_utf8_lossy(&o.stderr).contains("cache-all-namespaces"));
@@ -315,7 +310,7 @@ fn run_peer(cp: &ControlPlane) -> PeerRun {
         "{} lacks --cache-all-namespaces: rebuild it (rm bin/skiff-peer && make peer)",
         binary.display()
     );
-    let kubeconfig = world::install_peer(cp);
+    let kubeconfig = peer::install(cp);
     let mut run = PeerRun::default();
     let cgroup = MemoryCgroup::new("peer-64mi", POD_LIMIT);
     run.in_cgroup = match &cgroup {
@@ -442,8 +437,8 @@ fn report(namespaces: usize, created: f64, listed: f64, s: &SkiffRun, p: &PeerRu
     let hwm = (s.during.hwm.max(s.after_fan_out.hwm)).max(s.restart_peak.hwm);
     println!("\nGoals:");
     println!(
-        "- VmHWM ≤ 48 MiB: {} ({} MiB)",
-        goal(hwm <= 48 * 1024),
+        "- VmHWM ≤ 40 MiB: {} ({} MiB)",
+        goal(hwm <= 40 * 1024),
         mib(hwm)
     );
     println!(

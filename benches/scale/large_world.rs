@@ -4,11 +4,12 @@
 
 use super::super::cgroup::MemoryCgroup;
 use super::super::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE};
+use super::super::support::peer;
 use serde_json::{Value, json};
 use skiff::kube::api::Namespace;
 use skiff::kube::{Client, ListParams, load_kubeconfig_files};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::Instant;
 
@@ -26,7 +27,7 @@ const BATCH: usize = 1_000;
 const CLIENTS: usize = 4;
 /// The peer copies one source into the namespaces of one team.
 pub const PEER_COPIES: usize = PER_TEAM;
-const PEER_NAMESPACE: &str = "skiff-peer";
+const PEER_NAMESPACE: &str = peer::NAMESPACE;
 /// The peer's source: its own name, so its copies never meet skiff's.
 const PEER_SOURCE: &str = "peer-ca";
 const PEER_LABEL: &str = "scale.skiff.dev/source";
@@ -203,26 +204,6 @@ pub fn changed(before: &HashMap<String, String>, after: &HashMap<String, String>
         .filter(|(k, v)| before.get(*k) != Some(*v))
         .count();
     differ + before.keys().filter(|k| !after.contains_key(*k)).count()
-}
-
-/// The peer's ServiceAccount and RBAC (`testbin/peer/manifests.yaml`) and its source; its
-/// kubeconfig.
-pub fn install_peer(cp: &ControlPlane) -> PathBuf {
-    let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbin/peer/manifests.yaml");
-    cp.kubectl_ok(&["apply", "-f", &manifests.display().to_string()]);
-    let token = cp.kubectl_ok(&[
-        "create",
-        "token",
-        "skiff-peer",
-        "-n",
-        PEER_NAMESPACE,
-        "--duration=24h",
-    ]);
-    let operator = std::fs::read_to_string(cp.operator_kubeconfig()).expect("operator kubeconfig");
-    let kubeconfig = cp.dir().join("peer.kubeconfig");
-    let text = operator.replace(cp.operator_token(), token.trim());
-    std::fs::write(&kubeconfig, text).expect("write the peer's kubeconfig");
-    kubeconfig
 }
 
 /// The peer, leading with the source labelled for it; in `cgroup` if given.

@@ -18,6 +18,7 @@ pub mod load;
 pub mod metrics_reader;
 pub mod mirror_e2e;
 pub mod node;
+pub mod peer;
 pub mod plugin;
 pub mod pod;
 pub mod proxy;
