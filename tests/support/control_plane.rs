@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
-use super::kubectl::{Kubectl, RawResponse, https_get};
+use super::kubectl::{Kubectl, RawResponse, https_get, https_get_accepting};
 use super::watchdog::{Supervised, free_ports};
 
 /// How long kube-apiserver may take to answer `/readyz` 200; it takes about 3 s on an idle
@@ -384,6 +384,23 @@ impl ControlPlane {
     pub fn raw_get(&self, path: &str, token: &str) -> RawResponse {
         https_get(&self.url, &self.ca_pem, path, Some(token))
             .unwrap_or_else(|e| panic!("GET {}{path}: {e}", self.url))
+    }
+
+    /// The list at `path` as the admin, metadata only (`PartialObjectMetadataList`): counting
+    /// or versioning big objects without fetching them.
+    pub fn metadata_list(&self, path: &str) -> serde_json::Value {
+        const ACCEPT: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        let response = https_get_accepting(
+            &self.url,
+            &self.ca_pem,
+            path,
+            Some(&self.admin_token),
+            ACCEPT,
+        )
+        .unwrap_or_else(|e| panic!("GET {}{path}: {e}", self.url));
+        assert_eq!(response.status, 200, "GET {path}: {}", response.body);
+        serde_json::from_str(&response.body)
+            .unwrap_or_else(|e| panic!("GET {path}: not JSON ({e}): {}", response.body))
     }
 
     fn write_kubeconfigs(&self) -> Result<(), String> {

@@ -157,6 +157,17 @@ pub fn https_get(
     path: &str,
     token: Option<&str>,
 ) -> io::Result<RawResponse> {
+    https_get_accepting(base_url, ca_pem, path, token, "application/json")
+}
+
+/// As [`https_get`], asking for the media type `accept` (a list of metadata only, say).
+pub fn https_get_accepting(
+    base_url: &str,
+    ca_pem: &str,
+    path: &str,
+    token: Option<&str>,
+    accept: &str,
+) -> io::Result<RawResponse> {
     let authority = base_url
         .strip_prefix("https://")
         .ok_or_else(|| invalid("not https"))?;
@@ -179,7 +190,7 @@ pub fn https_get(
     let authorization = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{authorization}\
-         Accept: application/json\r\nConnection: close\r\n\r\n"
+         Accept: {accept}\r\nConnection: close\r\n\r\n"
     );
     tls.write_all(request.as_bytes())?;
     let mut raw = Vec::new();
