@@ -470,10 +470,19 @@ mod tests {
                 stop.wait().await;
             }
         });
+        // The signal comes once the second term has started, however slow a loaded machine
+        // makes the re-election; at most after 10 s, when the assertions below tell.
+        let seen = terms.clone();
+        let second_term_started = async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while seen.lock().expect("lock").len() < 3 && Instant::now() < deadline {
+                smol::Timer::after(ms(10)).await;
+            }
+        };
         let run = run(
             Some(e),
             vec![runnable],
-            after(ms(1200)),
+            second_term_started,
             shutdown(true),
             Some(step_down),
         );
