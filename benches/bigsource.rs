@@ -76,7 +76,7 @@ fn fan_out(cp: &ControlPlane, operator: &mut dyn Operator, scenario: &Scenario) 
     let peak = proc_status_kib(pid, "VmHWM").unwrap_or(0);
     std::thread::sleep(AFTER);
     let after = Footprint::of(pid);
-    let edit = scenario.edited().then(|| edit(cp, operator, scenario));
+    let edit = scenario.edited.then(|| edit(cp, operator, scenario));
     operator.clean_up(cp, scenario);
     Row {
         fan_out,

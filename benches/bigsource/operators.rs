@@ -206,10 +206,7 @@ impl Operator for PeerOperator {
     /// Stops the peer, then deletes its source, its copies (it never deletes them itself) and
     /// the Lease a killed peer leaves held.
     fn clean_up(&mut self, cp: &ControlPlane, scenario: &Scenario) {
-        if let Some(mut process) = self.process.take() {
-            let _ = process.child.kill();
-            let _ = process.child.wait();
-        }
+        self.process = None; // killed and reaped on drop
         cp.kubectl_ok(&["delete", "configmap", SOURCE, "-n", peer::NAMESPACE]);
         world::delete_copies(cp, scenario);
         cp.kubectl_ok(&["delete", "lease", peer::LEASE, "-n", peer::NAMESPACE]);

@@ -70,7 +70,7 @@ pub fn print_side_by_side(all: &[Results]) {
     for (i, s) in SCENARIOS.iter().enumerate() {
         let cells: Vec<String> = all.iter().map(|r| cell(r.rows[i].as_ref())).collect();
         println!("| {} | {} |", s.name, cells.join(" | "));
-        if s.edited() {
+        if s.edited {
             let edits: Vec<String> = all.iter().map(|r| edit_cell(r.rows[i].as_ref())).collect();
             println!("| {}, edited once | {} |", s.name, edits.join(" | "));
         }

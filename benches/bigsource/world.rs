@@ -3,6 +3,7 @@
 //! about the copies (their versions, metadata only, and a sample's content).
 
 use super::support::control_plane::ControlPlane;
+use super::support::kubectl::succeeded;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
@@ -14,11 +15,13 @@ const CONFIGMAP_BYTES: usize = 900 * 1024;
 const SECRET_BYTES: usize = 1_000_000;
 const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 
-/// One fan-out: the source's kind, how many namespaces it goes to (the first `count`).
+/// One fan-out: the source's kind, how many namespaces it goes to (the first `count`), and
+/// whether its source is edited once after it converged.
 pub struct Scenario {
     pub name: &'static str,
     pub kind: &'static str,
     pub count: usize,
+    pub edited: bool,
 }
 
 pub const SCENARIOS: [Scenario; 3] = [
@@ -26,16 +29,19 @@ pub const SCENARIOS: [Scenario; 3] = [
         name: "900 KB ConfigMap → 300 namespaces",
         kind: "ConfigMap",
         count: 300,
+        edited: true,
     },
     Scenario {
         name: "900 KB ConfigMap → 1,000 namespaces",
         kind: "ConfigMap",
         count: 1_000,
+        edited: false,
     },
     Scenario {
         name: "1 MB Secret → 100 namespaces",
         kind: "Secret",
         count: 100,
+        edited: false,
     },
 ];
 
@@ -43,11 +49,6 @@ impl Scenario {
     /// The label `key=yes` on the namespaces it selects.
     pub fn selector_key(&self) -> String {
         format!("first-{}", self.count)
-    }
-
-    /// The first scenario's source is edited once after it converged.
-    pub fn edited(&self) -> bool {
-        self.count == SCENARIOS[0].count && self.kind == SCENARIOS[0].kind
     }
 
     fn resource(&self) -> &'static str {
@@ -87,12 +88,8 @@ pub fn create_namespaces(cp: &ControlPlane) {
 
 /// `kubectl create` (not apply: a 900 KB object has no room for a last-applied annotation).
 pub fn create(cp: &ControlPlane, object: &Value) {
-    let out = cp.kubectl_stdin(&["create", "-f", "-", "-o", "name"], &object.to_string());
-    assert!(
-        out.status.success(),
-        "kubectl create: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = ["create", "-f", "-", "-o", "name"];
+    succeeded(&args, cp.kubectl_stdin(&args, &object.to_string()));
 }
 
 /// `kubectl replace`; the object's new resourceVersion.
@@ -104,14 +101,8 @@ pub fn replace(cp: &ControlPlane, object: &Value) -> u64 {
         "-o",
         "jsonpath={.metadata.resourceVersion}",
     ];
-    let out = cp.kubectl_stdin(&args, &object.to_string());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "kubectl replace: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout.trim().parse().expect("a resourceVersion")
+    let version = succeeded(&args, cp.kubectl_stdin(&args, &object.to_string()));
+    version.trim().parse().expect("a resourceVersion")
 }
 
 /// The source of `kind` in `namespace` with `labels`: one key of 900 KB of PEM-like text, or
@@ -145,10 +136,6 @@ pub fn copy_versions(cp: &ControlPlane, scenario: &Scenario, manager: &str) -> V
     let items = list["items"].as_array().cloned().unwrap_or_default();
     items
         .iter()
-        .filter(|item| {
-            let namespace = item["metadata"]["namespace"].as_str();
-            namespace.is_some_and(|ns| ns.starts_with("big-"))
-        })
         .filter_map(|item| item["metadata"]["resourceVersion"].as_str()?.parse().ok())
         .collect()
 }
@@ -172,12 +159,7 @@ pub fn delete_copies(cp: &ControlPlane, scenario: &Scenario) {
         "-o",
         "name",
     ];
-    let out = cp.kubectl_stdin(&args, &list.to_string());
-    assert!(
-        out.status.success(),
-        "kubectl delete: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&args, cp.kubectl_stdin(&args, &list.to_string()));
 }
 
 /// Whether the copy in namespace `i` holds the edited bundle.

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::control_plane::{ControlPlane, bin_dir};
+use crate::support::control_plane::ControlPlane;
+use crate::support::peer;
 use crate::support::skiff::proc_status_kib;
 use crate::world::Identity;
 
@@ -67,7 +68,7 @@ impl Operator {
     pub fn lease(&self) -> (&'static str, &'static str) {
         match self.kind {
             Kind::Skiff => ("skiff-system", "skiff-leader"),
-            Kind::Peer(_) => ("skiff-peer", "skiff-peer-leader"),
+            Kind::Peer(_) => (peer::NAMESPACE, peer::LEASE),
         }
     }
 
@@ -79,13 +80,9 @@ impl Operator {
     pub fn binary(&self) -> PathBuf {
         match self.kind {
             Kind::Skiff => crate::support::skiff::binary(),
-            Kind::Peer(_) => peer_binary(),
+            Kind::Peer(_) => peer::binary(),
         }
     }
-}
-
-pub fn peer_binary() -> PathBuf {
-    bin_dir().join("skiff-peer")
 }
 
 /// How one run of an operator is configured: which namespaces it copies to, under which
