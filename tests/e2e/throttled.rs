@@ -13,8 +13,7 @@ use crate::support::control_plane::{ControlPlane, require_e2e_binaries};
 use crate::support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
 use crate::support::load::ListLoad;
 use crate::support::scrape::{scrape, sum_samples};
-use crate::support::skiff::{Skiff, TempDir};
-use crate::support::watchdog::free_ports;
+use crate::support::skiff::{Skiff, TempDir, free_port};
 
 /// How long the lease must be kept under throttling (a full minute).
 const THROTTLED_FOR: Duration = Duration::from_secs(60);
@@ -187,7 +186,7 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
     throttle_the_operator(cp);
     fan_out_namespaces(cp);
     let dir = TempDir::new("e2e-throttled");
-    let [metrics_port, ..] = free_ports().expect("free port");
+    let metrics_port = free_port();
     let mut skiff = start_skiff(cp, &dir, metrics_port);
     let poller = LeasePoller::start(cp, Duration::from_millis(100));
     let leading = poller.wait_for(Instant::now(), STEP_TIMEOUT, |r| {

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use super::kubectl::{Kubectl, RawResponse, https_get, https_get_accepting};
-use super::watchdog::{Supervised, free_ports};
+use super::ports::free_ports;
+use super::watchdog::Supervised;
 
 /// How long kube-apiserver may take to answer `/readyz` 200; it takes about 3 s on an idle
 /// 2-core machine, far more when the machine is busy compiling.

@@ -21,6 +21,7 @@ pub mod node;
 pub mod peer;
 pub mod plugin;
 pub mod pod;
+pub mod ports;
 pub mod proxy;
 pub mod scrape;
 pub mod skiff;

@@ -190,10 +190,9 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// A loopback port that was free a moment ago (for `--metrics-bind-address` and the like).
+/// A free loopback port for skiff to bind (`--metrics-bind-address` and the like).
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local address").port()
+    super::ports::free_port().expect("a free loopback port")
 }
 
 /// A plain HTTP/1.1 GET on loopback: `(status, body)`, or `None` if nothing answered.

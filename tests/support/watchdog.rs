@@ -6,7 +6,6 @@
 
 use std::fs::File;
 use std::io::Write as _;
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -126,16 +125,4 @@ impl Drop for Supervised {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// Three distinct free loopback ports, held together while picked so they differ.
-pub fn free_ports() -> Result<[u16; 3], String> {
-    let bind = || TcpListener::bind("127.0.0.1:0").map_err(|e| format!("free port: {e}"));
-    let listeners = [bind()?, bind()?, bind()?];
-    let port = |l: &TcpListener| l.local_addr().map(|a| a.port()).map_err(|e| format!("{e}"));
-    Ok([
-        port(&listeners[0])?,
-        port(&listeners[1])?,
-        port(&listeners[2])?,
-    ])
 }
