@@ -82,11 +82,15 @@ impl Probes {
     }
 }
 
-/// Binds `addr` for the server behind `flag`; the error names both, and the fix.
+/// Binds `addr` for the server behind `flag` and logs the address bound (the port the kernel
+/// chose, for port 0); the error names both, and the fix.
 pub async fn bind(addr: SocketAddr, flag: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(addr).await.map_err(|e| {
+    let listener = TcpListener::bind(addr).await.map_err(|e| {
         format!("cannot listen on {addr} ({flag}): {e}; choose another address with {flag}")
-    })
+    })?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    log::info!("listening on {bound} ({flag})");
+    Ok(listener)
 }
 
 /// How `/metrics` is served.

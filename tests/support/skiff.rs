@@ -117,6 +117,23 @@ impl Skiff {
         }
     }
 
+    /// The port skiff reports it bound for `flag` (given port 0, the kernel's choice), waiting
+    /// up to 10 s for the log line.
+    pub fn bound_port(&self, flag: &str) -> u16 {
+        let suffix = format!(" ({flag})");
+        let mut port = None;
+        let found = eventually(Duration::from_secs(10), || {
+            port = self.logs().lines().find_map(|line| {
+                let (_, rest) = line.split_once("listening on ")?;
+                let addr = rest.strip_suffix(suffix.as_str())?;
+                addr.rsplit_once(':')?.1.parse().ok()
+            });
+            port.is_some()
+        });
+        assert!(found, "no port bound for {flag}; log:\n{}", self.logs());
+        port.unwrap_or_default()
+    }
+
     /// Whether the process has not exited yet.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

@@ -1,11 +1,11 @@
 //! The built binary's probes and metrics while it leads and while it stands by: `/healthz` ok
 //! while renewing, `leader_election_master_status` 1 only on the leader, and the lease
-//! client's own request counters.
+//! client's own request counters. Both servers bind port 0 and are found by the port skiff logs.
 
 use crate::support::fake::FakeServer;
 use crate::support::lease::LEASE_PATH;
 use crate::support::skiff::{
-    SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, free_port, http_get, write_kubeconfig,
+    SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, http_get, write_kubeconfig,
 };
 use std::time::Duration;
 
@@ -21,18 +21,18 @@ struct Replica {
 
 fn start(dir: &TempDir, server: &FakeServer, pod: &str) -> Replica {
     let kubeconfig = write_kubeconfig(dir, &server.url(), None, None, "skiff-system");
-    let (probes, metrics) = (free_port(), free_port());
-    let probe_flag = format!("--health-probe-bind-address=127.0.0.1:{probes}");
-    let metrics_flag = format!("--metrics-bind-address=127.0.0.1:{metrics}");
     let mut args: Vec<&str> = SHORT_LEASE.to_vec();
+    // Port 0 on both: the ports skiff logs are the ones it serves.
     // Plain HTTP: this test reads who leads; secure metrics have tests of their own.
     args.extend([
-        probe_flag.as_str(),
-        metrics_flag.as_str(),
+        "--health-probe-bind-address=127.0.0.1:0",
+        "--metrics-bind-address=127.0.0.1:0",
         "--metrics-secure=false",
     ]);
     let log = dir.0.join(format!("{pod}.log"));
     let skiff = Skiff::start_with_env(&kubeconfig, log, &args, &[("POD_NAME", pod)]);
+    let probes = skiff.bound_port("--health-probe-bind-address");
+    let metrics = skiff.bound_port("--metrics-bind-address");
     Replica {
         skiff,
         probes,
