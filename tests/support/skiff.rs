@@ -122,7 +122,7 @@ impl Skiff {
     pub fn bound_port(&self, flag: &str) -> u16 {
         let suffix = format!(" ({flag})");
         let mut port = None;
-        let found = eventually(Duration::from_secs(10), || {
+        eventually(Duration::from_secs(10), || {
             port = self.logs().lines().find_map(|line| {
                 let (_, rest) = line.split_once("listening on ")?;
                 let addr = rest.strip_suffix(suffix.as_str())?;
@@ -130,8 +130,7 @@ impl Skiff {
             });
             port.is_some()
         });
-        assert!(found, "no port bound for {flag}; log:\n{}", self.logs());
-        port.unwrap_or_default()
+        port.unwrap_or_else(|| panic!("no port bound for {flag}; log:\n{}", self.logs()))
     }
 
     /// Whether the process has not exited yet.
