@@ -200,7 +200,7 @@ impl Operator for PeerOperator {
     }
 
     fn manager(&self) -> &'static str {
-        "skiff-peer"
+        peer::MANAGER
     }
 
     /// Stops the peer, then deletes its source, its copies (it never deletes them itself) and

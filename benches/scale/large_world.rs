@@ -27,7 +27,6 @@ const BATCH: usize = 1_000;
 const CLIENTS: usize = 4;
 /// The peer copies one source into the namespaces of one team.
 pub const PEER_COPIES: usize = PER_TEAM;
-const PEER_NAMESPACE: &str = peer::NAMESPACE;
 /// The peer's source: its own name, so its copies never meet skiff's.
 const PEER_SOURCE: &str = "peer-ca";
 const PEER_LABEL: &str = "scale.skiff.dev/source";
@@ -216,7 +215,7 @@ pub fn start_peer(
 ) -> Child {
     cp.apply(
         &json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": PEER_SOURCE, "namespace": PEER_NAMESPACE, "labels": {PEER_LABEL: "true"}},
+            "metadata": {"name": PEER_SOURCE, "namespace": peer::NAMESPACE, "labels": {PEER_LABEL: "true"}},
             "data": {"ca.crt": "PEM"}})
         .to_string(),
     );
@@ -229,11 +228,11 @@ pub fn start_peer(
         .args([
             format!("--kubeconfig={}", kubeconfig.display()),
             "--leader-elect=true".into(),
-            format!("--leader-election-namespace={PEER_NAMESPACE}"),
+            format!("--leader-election-namespace={}", peer::NAMESPACE),
             "--health-probe-bind-address=127.0.0.1:0".into(),
             "--kube-api-qps=20".into(),
             "--kube-api-burst=30".into(),
-            format!("--source-namespace={PEER_NAMESPACE}"),
+            format!("--source-namespace={}", peer::NAMESPACE),
             format!("--source-label={PEER_LABEL}"),
             "--namespace-selector=team=t1".into(),
             "--cache-all-namespaces".into(),
@@ -246,9 +245,17 @@ pub fn start_peer(
         .expect("start the peer")
 }
 
+/// The label selector of the peer's copies.
+fn peer_copies_selector() -> String {
+    format!(
+        "{PEER_LABEL},app.kubernetes.io/managed-by={}",
+        peer::MANAGER
+    )
+}
+
 /// The peer's copies.
 pub fn peer_copies(cp: &ControlPlane) -> usize {
-    let selector = format!("{PEER_LABEL},app.kubernetes.io/managed-by=skiff-peer");
+    let selector = peer_copies_selector();
     let out = cp.kubectl(&["get", "configmaps", "-A", "-l", &selector, "-o", "name"]);
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
@@ -256,7 +263,7 @@ pub fn peer_copies(cp: &ControlPlane) -> usize {
 /// Deletes the peer's copies and its Lease (a killed peer leaves it held), so its next run
 /// leads at once and fans out again.
 pub fn reset_peer(cp: &ControlPlane) {
-    let selector = format!("{PEER_LABEL},app.kubernetes.io/managed-by=skiff-peer");
+    let selector = peer_copies_selector();
     let _ = cp.kubectl(&[
         "delete",
         "configmaps",
@@ -265,5 +272,5 @@ pub fn reset_peer(cp: &ControlPlane) {
         &selector,
         "--wait=false",
     ]);
-    let _ = cp.kubectl(&["delete", "lease", "skiff-peer-leader", "-n", PEER_NAMESPACE]);
+    let _ = cp.kubectl(&["delete", "lease", peer::LEASE, "-n", peer::NAMESPACE]);
 }

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 pub const NAMESPACE: &str = "skiff-peer";
 /// The Lease it holds while it leads.
 pub const LEASE: &str = "skiff-peer-leader";
+/// The `app.kubernetes.io/managed-by` value of its copies.
+pub const MANAGER: &str = "skiff-peer";
 
 /// `SKIFF_PEER`, or `bin/skiff-peer`.
 pub fn binary() -> PathBuf {
