@@ -57,6 +57,16 @@ fn clear_peak(pid: u32) {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset VmHWM (clear_refs)");
 }
 
+/// Whether `done` came to hold within `STEP_LIMIT`, looking a few times a second (each look
+/// runs a request: not fifty a second, on a small machine); panics if the operator exits.
+fn poll(operator: &mut dyn Operator, mut done: impl FnMut(&mut dyn Operator) -> bool) -> bool {
+    eventually(STEP_LIMIT, || {
+        operator.pid();
+        std::thread::sleep(Duration::from_millis(250));
+        done(&mut *operator)
+    })
+}
+
 fn fan_out(cp: &ControlPlane, operator: &mut dyn Operator, scenario: &Scenario) -> Row {
     operator.ready(cp, scenario);
     std::thread::sleep(Duration::from_secs(3));
@@ -65,12 +75,7 @@ fn fan_out(cp: &ControlPlane, operator: &mut dyn Operator, scenario: &Scenario) 
     clear_peak(pid);
     let started = Instant::now();
     operator.trigger(cp, scenario);
-    let done = eventually(STEP_LIMIT, || {
-        operator.pid();
-        // Each look runs a request: a few a second, not fifty, on a small machine.
-        std::thread::sleep(Duration::from_millis(250));
-        operator.converged(cp, scenario)
-    });
+    let done = poll(operator, |operator| operator.converged(cp, scenario));
     let fan_out = started.elapsed();
     assert!(done, "{}: not converged", scenario.name);
     let peak = proc_status_kib(pid, "VmHWM").unwrap_or(0);
@@ -95,9 +100,7 @@ fn edit(cp: &ControlPlane, operator: &mut dyn Operator, scenario: &Scenario) -> 
     let started = Instant::now();
     let edited_at = world::replace(cp, &operator.source(scenario, true));
     let manager = operator.manager();
-    let done = eventually(STEP_LIMIT, || {
-        operator.pid();
-        std::thread::sleep(Duration::from_millis(250));
+    let done = poll(operator, |_| {
         let versions = world::copy_versions(cp, scenario, manager);
         versions.iter().filter(|&&v| v > edited_at).count() == scenario.count
     });
