@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::control_plane::{ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE};
 use super::scrape::{scrape, sum_samples};
-use super::skiff::{Skiff, TempDir, eventually, free_port};
+use super::skiff::{Skiff, TempDir, eventually};
 
 /// Each wait for the controller to act.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -44,13 +44,11 @@ impl Replica {
     /// As [`Replica::start`], with `extra` flags.
     pub fn start_with(cp: &ControlPlane, name: &str, extra: &[&str]) -> Replica {
         let dir = TempDir::new(&format!("e2e-mirror-{name}"));
-        let metrics_port = free_port();
-        let metrics = format!("--metrics-bind-address=127.0.0.1:{metrics_port}");
         let mut flags = E2E_REPLICA_FLAGS.to_vec();
         flags.extend([
             "--secret-target-names=app-tls",
             "--metrics-secure=false",
-            &metrics,
+            "--metrics-bind-address=127.0.0.1:0",
         ]);
         flags.extend_from_slice(extra);
         let skiff = Skiff::start_with_env(
@@ -59,6 +57,7 @@ impl Replica {
             &flags,
             &[("POD_NAME", name)],
         );
+        let metrics_port = skiff.bound_port("--metrics-bind-address");
         Replica {
             skiff,
             metrics_port,
