@@ -431,10 +431,13 @@ mod tests {
         let e = elector(&store);
         let fence = e.fence();
         let deaf_once = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let check = deaf_once.clone();
+        // When the check reported deafness: the hold-off starts after it (after the release).
+        let deaf_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let (check, reported) = (deaf_once.clone(), deaf_at.clone());
         let step_down = StepDown {
             deaf: Arc::new(move |_| {
                 if check.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    *reported.lock().expect("lock") = Some(Instant::now());
                     Err("the watch of Namespace heard nothing".into())
                 } else {
                     Ok(())
@@ -499,7 +502,10 @@ mod tests {
             ],
             "first term cancelled with the fence already closed; second term stopped by the signal"
         );
-        let stood_by = terms[2].1.duration_since(terms[1].1);
+        // From the report, not from the first term's end: a cancelled task's end is recorded
+        // when the executor drops it, which a loaded machine can delay into the hold-off.
+        let reported = deaf_at.lock().expect("lock").expect("deafness reported");
+        let stood_by = terms[2].1.duration_since(reported);
         assert!(
             stood_by >= ms(300),
             "led again after {stood_by:?}, inside the hold-off"
