@@ -54,8 +54,9 @@ var sources = []source{
 	{dir: "prometheus", prefix: "prometheus-", condition: "$.Values.prometheus.enable"},
 }
 
-// Objects of the base install that values switch off, by manifest file. A file not listed
-// here is always rendered, so an object added to manifests/ reaches the chart on its own.
+// Objects that values switch off, by manifest file (under manifests/), besides their source's
+// condition. A file not listed here is rendered with its source, so an object added to
+// manifests/ reaches the chart on its own.
 var fileConditions = map[string]string{
 	"crd.yaml":             "$.Values.crd.enable",
 	"flowschema.yaml":      "$.Values.flowSchema.enable",
@@ -64,6 +65,8 @@ var fileConditions = map[string]string{
 	"metrics-service.yaml": "$.Values.metrics.enable",
 	"metrics-reader.yaml":  "$.Values.metrics.enable",
 	"metrics-auth.yaml":    "and $.Values.metrics.enable $.Values.metrics.secure",
+	// The policy on skiff's RoleBinding writes comes with rolebindings.
+	kindsDir + "/rolebinding-policy.yaml": `has "rolebindings.rbac.authorization.k8s.io" $.Values.kinds`,
 }
 
 // generatedHeader starts every file chartgen writes; files under templates/ that start with it

@@ -86,13 +86,7 @@ func templateObject(doc *yaml.Node, rel string, src source, labels map[string]st
 		text = "{{- range $namespace := $.Values.sourceNamespaces | default (list $.Release.Namespace) }}\n---\n" +
 			text + "{{- end }}\n"
 	}
-	conditions := []string{src.condition}
-	if src.dir == kindsDir && strings.HasPrefix(kind.Value, "ValidatingAdmissionPolicy") {
-		conditions = append(conditions, `has "rolebindings.rbac.authorization.k8s.io" $.Values.kinds`)
-	}
-	if src.dir == "." {
-		conditions = append(conditions, fileConditions[filepath.Base(rel)])
-	}
+	conditions := []string{src.condition, fileConditions[rel]}
 	for _, condition := range conditions {
 		if condition != "" {
 			text = "{{- if " + condition + " }}\n" + text + "{{- end }}\n"
@@ -150,8 +144,8 @@ func templateKind(root *yaml.Node, kind string, src source, f *fragments, d *val
 		set(spec, "minAvailable", f.value("$.Values.podDisruptionBudget.minAvailable"))
 	case kind == "ClusterRole" && src.dir == kindsDir:
 		return templateKindsRules(root, f)
-	case kind == "ValidatingAdmissionPolicy" && src.dir == kindsDir:
-		return templateBindingPolicy(root, f)
+	case kind == "ValidatingAdmissionPolicy":
+		return templatePolicy(root, f)
 	case kind == "ClusterRole" && src.dir == sources[1].dir:
 		// The Secret names skiff may write are secretTargetNames, flag and RBAC alike.
 		found := false
