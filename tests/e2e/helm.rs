@@ -185,7 +185,7 @@ fn helm_install_upgrade_and_uninstall_a_working_skiff() {
     let user = "--as=system:serviceaccount:skiff-system:skiff";
     let can = |name: &str| {
         let resource = format!("secrets/{name}");
-        let output = cp.kubectl(&["auth", "can-i", "update", &resource, "-n", &prod, user]);
+        let output = cp.kubectl(&["auth", "can-i", "patch", &resource, "-n", &prod, user]);
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     };
     assert_eq!(

@@ -227,11 +227,9 @@ fn component_mirrors_only_its_names(cp: &ControlPlane, ns: &Namespaces, names: &
     print_permissions(cp, "with secret-targets", &[OPERATOR_NAMESPACE, &ns.prod]);
     let prod = Some(ns.prod.as_str());
     let allowed = [
-        ("get", "secrets", Some(OPERATOR_NAMESPACE)),
         ("list", "secrets", Some(OPERATOR_NAMESPACE)),
         ("watch", "secrets", Some(OPERATOR_NAMESPACE)),
         ("get", "secrets/app-tls", prod),
-        ("update", "secrets/app-tls", prod),
         ("patch", "secrets/app-tls", prod),
         ("delete", "secrets/app-tls", prod),
         ("create", "secrets", prod),
@@ -239,6 +237,9 @@ fn component_mirrors_only_its_names(cp: &ControlPlane, ns: &Namespaces, names: &
         ("watch", "secrets/app-tls", None),
     ];
     let denied = [
+        // Sources are listed and watched, copies patched: never read one by one, nor PUT.
+        ("get", "secrets/db-password", Some(OPERATOR_NAMESPACE)),
+        ("update", "secrets/app-tls", prod),
         ("get", "secrets/db-password", prod),
         ("update", "secrets/db-password", prod),
         ("delete", "secrets/db-password", prod),
