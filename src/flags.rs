@@ -107,6 +107,11 @@ struct Options {
     /// pods)
     #[argh(option, default = "false", from_str_fn(parse_bool))]
     stop_on_pod_deletion: bool,
+    /// refuse to start unless the API server denies this token a write to an object skiff does
+    /// not manage (the admission policy skiff-writes), asked with a dry-run create in skiff's
+    /// own namespace (default false; the shipped manifests set true)
+    #[argh(option, default = "false", from_str_fn(parse_bool))]
+    require_write_policy: bool,
     /// queries per second of the lease client (default 5)
     #[argh(option, default = "DEFAULT_LEADER_ELECT_QPS")]
     leader_elect_qps: f32,
@@ -218,6 +223,8 @@ pub struct Settings {
     pub pod_deletion_cost: bool,
     /// `--stop-on-pod-deletion`.
     pub stop_on_pod_deletion: bool,
+    /// `--require-write-policy`: refuse to start unless the write policy denies this token.
+    pub require_write_policy: bool,
     pub leader_elect_qps: f32,
     pub leader_elect_burst: NonZeroU32,
     pub health_probe_bind_address: SocketAddr,
@@ -333,7 +340,8 @@ impl fmt::Display for Settings {
              leader-election-id={} leader-election-namespace={} \
              leader-elect-lease-duration={} leader-elect-renew-deadline={} \
              leader-elect-retry-period={} leader-elect-release-on-cancel={} \
-             leader-elect-pod-deletion-cost={} stop-on-pod-deletion={} leader-elect-qps={} \
+             leader-elect-pod-deletion-cost={} stop-on-pod-deletion={} \
+             require-write-policy={} leader-elect-qps={} \
              leader-elect-burst={} health-probe-bind-address={} \
              metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
              graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
@@ -358,6 +366,7 @@ impl fmt::Display for Settings {
             self.release_on_cancel,
             self.pod_deletion_cost,
             self.stop_on_pod_deletion,
+            self.require_write_policy,
             self.leader_elect_qps,
             self.leader_elect_burst,
             self.health_probe_bind_address,
@@ -412,6 +421,7 @@ mod tests {
             (secs(15), secs(10), secs(2))
         );
         assert!(s.release_on_cancel);
+        assert!(!s.require_write_policy);
         assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (5.0, 10));
         assert_eq!(s.health_probe_bind_address, addr("0.0.0.0:8081"));
         assert_eq!(s.metrics_bind_address, Some(addr("0.0.0.0:8443")));
@@ -458,6 +468,7 @@ mod tests {
             "--watch-idle-timeout=2m",
             "--deafness-timeout",
             "3m",
+            "--require-write-policy",
             "--log-format=json",
             "--log-level",
             "debug",
@@ -486,6 +497,7 @@ mod tests {
         assert_eq!(s.graceful_shutdown_timeout, secs(90));
         assert_eq!(s.hearing.watch_idle_timeout, secs(120));
         assert_eq!(s.hearing.deafness_timeout, Some(secs(180)));
+        assert!(s.require_write_policy);
         assert_eq!(
             (s.log_format, s.log_level),
             (LogFormat::Json, LevelFilter::Debug)
@@ -556,6 +568,7 @@ mod tests {
             "--secret-target-names",
             "--watch-idle-timeout",
             "--deafness-timeout",
+            "--require-write-policy",
         ] {
             assert!(text.contains(flag), "help lacks {flag}: {text}");
         }

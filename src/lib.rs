@@ -22,6 +22,8 @@
 //!   elector on a lease client of its own).
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 //! - [`pod_deletion`]: the own Pod marked for deletion, a shutdown signal before SIGTERM.
+//! - [`policy_check`]: at start, whether an admission policy holds the token to skiff's own
+//!   objects (`--require-write-policy`).
 //! - [`version`]: the version and git revision skiff reports.
 //! - [`heap`]: one malloc arena, and free memory returned to the system.
 //! - [`fd_limit`]: the open-file limit, raised at start to the hard limit.
@@ -43,6 +45,7 @@ pub mod manager;
 pub mod metrics;
 pub mod mirror;
 pub mod pod_deletion;
+pub mod policy_check;
 #[cfg(test)]
 mod property;
 pub mod random;

@@ -69,7 +69,10 @@ async fn run(settings: &Settings) -> Result<(), String> {
         .kinds
         .clone()
         .in_namespace(config.namespace.clone());
+    let own_namespace = config.namespace.clone();
     let replica = Replica::wire(settings, config, &identity)?;
+    let required = settings.require_write_policy;
+    skiff::policy_check::at_start(&replica.reviewer, own_namespace.as_deref(), required).await?;
     let step_down = replica.step_down();
     let own_pod_deleted = replica.own_pod_deleted();
     let probes = Arc::new(Probes::new(replica.health_checks()));

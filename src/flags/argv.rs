@@ -13,6 +13,7 @@ const BOOL_OPTIONS: &[&str] = &[
     "--leader-elect-release-on-cancel",
     "--leader-elect-pod-deletion-cost",
     "--metrics-secure",
+    "--require-write-policy",
 ];
 
 /// Go's `strconv.ParseBool`, which `flag` uses for `--x=value`.

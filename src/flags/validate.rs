@@ -44,6 +44,7 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         release_on_cancel: o.leader_elect_release_on_cancel,
         pod_deletion_cost: o.leader_elect_pod_deletion_cost,
         stop_on_pod_deletion: o.stop_on_pod_deletion,
+        require_write_policy: o.require_write_policy,
         leader_elect_qps: qps("--leader-elect-qps", o.leader_elect_qps)?,
         leader_elect_burst: burst("--leader-elect-burst", o.leader_elect_burst)?,
         health_probe_bind_address: bind_address(

@@ -211,6 +211,17 @@ impl Client {
         decode(&self.transport.execute(&spec).await?)
     }
 
+    /// Asks the server to create `obj` without storing it (`dryRun=All`): validation and
+    /// admission run, nothing is written. Answered with the metadata only.
+    pub async fn create_dry_run<K: Resource>(&self, obj: &K) -> Result<Written, Error> {
+        let namespace = obj.metadata().namespace.as_deref();
+        let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
+        spec.query.push(("dryRun", "All".to_owned()));
+        spec.body = Some((encode(obj)?.into(), JSON));
+        spec.accept = METADATA_ONLY;
+        decode(&self.transport.execute(&spec).await?)
+    }
+
     /// PUT with the resourceVersion in `obj` (a stale one gets 409 Conflict).
     pub async fn replace<K: Resource>(&self, obj: &K) -> Result<K, Error> {
         let path = object_path(obj)?;
