@@ -31,6 +31,7 @@ mod mirror;
 mod mirror_metadata;
 mod mirror_takeover;
 mod node;
+mod policy;
 mod rbac;
 mod secret_targets;
 mod self_service;

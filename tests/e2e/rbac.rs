@@ -253,8 +253,15 @@ fn lease_may_be_watched_only_by_its_name_and_never_listed() {
     let leases = "/apis/coordination.k8s.io/v1/namespaces/skiff-system/leases";
     let by_name = "fieldSelector=metadata.name%3Dskiff-leader";
     let token = cp.operator_token();
-    let watch = cp.raw_get(&format!("{leases}?watch=1&timeoutSeconds=1&{by_name}"), token);
-    assert_eq!(watch.status, 200, "watching the Lease by name: {}", watch.body);
+    let watch = cp.raw_get(
+        &format!("{leases}?watch=1&timeoutSeconds=1&{by_name}"),
+        token,
+    );
+    assert_eq!(
+        watch.status, 200,
+        "watching the Lease by name: {}",
+        watch.body
+    );
     assert!(watch.body.contains("skiff-leader"), "{}", watch.body);
     for query in [by_name, "", "watch=1&timeoutSeconds=1"] {
         let refused = cp.raw_get(&format!("{leases}?{query}"), token);

@@ -700,7 +700,8 @@ fn tenants_share_a_kit_kind_the_admin_enables() {
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {NETWORK_POLICIES}\nrules:\n- apiGroups: [networking.k8s.io]\n  resources: [networkpolicies]\n  verbs: [get, list, watch, create, update, patch, delete]\n"
     ));
     let src = cp.create_namespace("kit-a", &[("skiff.dev/may-offer", "true")]);
-    let dst = cp.create_namespace("kit-b", &[("shares-with-a", "yes")]);
+    // Kit copies go only where an admin labelled for them (the policy skiff-kit-namespaces).
+    let dst = cp.create_namespace("kit-b", &[("shares-with-a", "yes"), ("skiff.dev/kit", "b")]);
     let roles = [NETWORK_POLICIES, "skiff-tenant-edit"];
     let a = Tenant::new(cp, &src, "tenant", &roles);
     let b = Tenant::new(cp, &dst, "tenant", &roles);

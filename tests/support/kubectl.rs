@@ -1,8 +1,10 @@
-//! Talking to the e2e control plane as a user would: kubectl, and a raw HTTPS GET.
+//! Talking to the e2e control plane as a user would: kubectl, and raw HTTPS requests.
 //!
 //! Why: the e2e suites check what a cluster admin would see, so they use the real kubectl
 //! (`bin/kubectl`, built with the server). The raw GET exists because kubectl hides response
-//! headers, and API Priority and Fairness reports its classification only there.
+//! headers, and API Priority and Fairness reports its classification only there; a raw write
+//! sends exactly one request (kubectl reads an object before it patches it, with rights a
+//! thief with skiff's token does not have).
 
 use std::io::{self, BufRead, Read, Write};
 use std::net::TcpStream;
@@ -168,6 +170,31 @@ pub fn https_get_accepting(
     token: Option<&str>,
     accept: &str,
 ) -> io::Result<RawResponse> {
+    let request = RawRequest {
+        method: "GET",
+        path,
+        accept,
+        body: None,
+    };
+    https_request(base_url, ca_pem, token, &request)
+}
+
+/// One raw request: its method, path (with the query), Accept, and body with its media type.
+pub struct RawRequest<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub accept: &'a str,
+    pub body: Option<(&'a str, &'a str)>,
+}
+
+/// One HTTP/1.1 request over TLS to `base_url` (`https://127.0.0.1:<port>`), trusting only
+/// `ca_pem`, with an optional bearer token, on a connection of its own.
+pub fn https_request(
+    base_url: &str,
+    ca_pem: &str,
+    token: Option<&str>,
+    request: &RawRequest,
+) -> io::Result<RawResponse> {
     let authority = base_url
         .strip_prefix("https://")
         .ok_or_else(|| invalid("not https"))?;
@@ -188,11 +215,21 @@ pub fn https_get_accepting(
         .connect(host, tcp)
         .map_err(io::Error::other)?;
     let authorization = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{authorization}\
-         Accept: {accept}\r\nConnection: close\r\n\r\n"
+    let content = request.body.map_or(String::new(), |(media_type, body)| {
+        format!(
+            "Content-Type: {media_type}\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+    });
+    let head = format!(
+        "{} {} HTTP/1.1\r\nHost: {authority}\r\n{authorization}\
+         Accept: {}\r\n{content}Connection: close\r\n\r\n",
+        request.method, request.path, request.accept
     );
-    tls.write_all(request.as_bytes())?;
+    tls.write_all(head.as_bytes())?;
+    if let Some((_, body)) = request.body {
+        tls.write_all(body.as_bytes())?;
+    }
     let mut raw = Vec::new();
     // The server closes after the response; an unclean TLS close after it is no error here.
     let read = tls.read_to_end(&mut raw);

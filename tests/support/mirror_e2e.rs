@@ -77,12 +77,28 @@ impl Replica {
         })
     }
 
-    /// Stops the replica with SIGTERM, expecting exit 0.
+    /// Stops the replica with SIGTERM, expecting exit 0 and no write of skiff's denied by an
+    /// admission policy: the shipped policies must never meet skiff's own writes.
     pub fn stop(mut self) {
         self.skiff.signal("TERM");
         let code = self.skiff.wait_exit(STEP_TIMEOUT);
-        assert_eq!(code, Some(0), "skiff exit; log:\n{}", self.skiff.logs());
+        let logs = self.skiff.logs();
+        assert_eq!(code, Some(0), "skiff exit; log:\n{logs}");
+        let denied: Vec<&str> = policy_denials(&logs).collect();
+        assert!(
+            denied.is_empty(),
+            "an admission policy denied skiff's own writes:\n{}",
+            denied.join("\n")
+        );
     }
+}
+
+/// The lines of a skiff log where an admission policy denied a write, but for the dry run of
+/// `--require-write-policy`, whose denial is the point.
+pub fn policy_denials(logs: &str) -> impl Iterator<Item = &str> {
+    logs.lines().filter(|line| {
+        line.contains("ValidatingAdmissionPolicy") && !line.contains("skiff-write-policy-probe")
+    })
 }
 
 /// Runs `test` while one skiff replica leads; stops it with SIGTERM after, expecting exit 0.

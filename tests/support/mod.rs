@@ -28,5 +28,6 @@ pub mod skiff;
 pub mod socks;
 pub mod suites;
 pub mod tenants;
+pub mod thief;
 pub mod vitals;
 pub mod watchdog;
