@@ -10,12 +10,15 @@ use crate::support::control_plane::{ControlPlane, OPERATOR_USER, require_e2e_bin
 use skiff::kube::api::PodMeta;
 use skiff::kube::{Client, load_kubeconfig_files};
 
-/// `kubectl auth can-i VERB RESOURCE [-n NS | --all-namespaces]`
+/// `kubectl auth can-i VERB RESOURCE [-n NS | --all-namespaces] [--subresource=status]`
+/// (`RESOURCE/NAME` names an object, not a subresource).
 struct Check {
     verb: &'static str,
     resource: &'static str,
     /// None: all namespaces (cluster-wide).
     namespace: Option<&'static str>,
+    /// The status subresource rather than the object.
+    status: bool,
 }
 
 const fn check(verb: &'static str, resource: &'static str, ns: Option<&'static str>) -> Check {
@@ -23,6 +26,15 @@ const fn check(verb: &'static str, resource: &'static str, ns: Option<&'static s
         verb,
         resource,
         namespace: ns,
+        status: false,
+    }
+}
+
+/// A check of `resource`'s status subresource.
+const fn status(verb: &'static str, resource: &'static str, ns: Option<&'static str>) -> Check {
+    Check {
+        status: true,
+        ..check(verb, resource, ns)
     }
 }
 
@@ -35,11 +47,11 @@ const MUST_ALLOW: &[Check] = &[
     check("watch", "mirrors.skiff.dev", ALL),
     check("list", "mirrors.skiff.dev", ALL),
     check("patch", "mirrors.skiff.dev", OTHER), // finalizer (a merge patch)
-    check("update", "mirrors.skiff.dev/status", OTHER), // a PUT of the status
-    // --self-service: acceptances are read (their status writes, a subresource `can-i` cannot
-    // name here, are what the self_service suite waits for).
+    status("update", "mirrors.skiff.dev", OTHER), // a PUT of the status
+    // --self-service: acceptances are read, and their status is patched.
     check("list", "mirroracceptances.skiff.dev", ALL),
     check("watch", "mirroracceptances.skiff.dev", ALL),
+    status("patch", "mirroracceptances.skiff.dev", OTHER),
     check("list", "namespaces", ALL),
     check("watch", "namespaces", ALL),
     check("create", "configmaps", OTHER),
@@ -67,8 +79,9 @@ const MUST_DENY: &[Check] = &[
     // Granted once, never used by skiff's code (README, "Security"): dropped.
     check("get", "mirrors.skiff.dev", OTHER),
     check("update", "mirrors.skiff.dev", OTHER),
-    check("get", "mirrors.skiff.dev/status", OTHER),
-    check("patch", "mirrors.skiff.dev/status", OTHER),
+    status("get", "mirrors.skiff.dev", OTHER),
+    status("patch", "mirrors.skiff.dev", OTHER),
+    status("update", "mirroracceptances.skiff.dev", OTHER),
     check("get", "namespaces", ALL),
     check("update", "configmaps", OTHER),
     check("patch", "events", OTHER),
@@ -162,6 +175,9 @@ fn can_i(cp: &ControlPlane, identity: Identity, check: &Check) -> bool {
         Some(ns) => args.extend(["-n", ns]),
         None => args.push("--all-namespaces"),
     }
+    if check.status {
+        args.push("--subresource=status");
+    }
     let output = match identity {
         Identity::Impersonated => cp.kubectl(&[&args[..], &[as_operator.as_str()]].concat()),
         Identity::OwnToken => cp.kubectl_as_operator(&args),
@@ -188,7 +204,11 @@ fn disagreements(cp: &ControlPlane, checks: &[Check], expected: bool) -> Vec<Str
     let disagrees = |(identity, check): &(Identity, &Check)| {
         (can_i(cp, *identity, check) != expected).then(|| {
             let ns = check.namespace.unwrap_or("(all namespaces)");
-            format!("{identity:?} {} {} {ns}", check.verb, check.resource)
+            let status = if check.status { " (status)" } else { "" };
+            format!(
+                "{identity:?} {} {}{status} {ns}",
+                check.verb, check.resource
+            )
         })
     };
     runs.chunks(PARALLEL_CHECKS)
