@@ -566,8 +566,10 @@ fn a_stolen_skiff_token_cannot_bind_edit_to_skiff_nor_outside_the_labelled_names
     let labelled = cp.create_namespace("kit-vap", &[(KIT_LABEL, "team")]);
     let bare = cp.create_namespace("kit-vap-bare", &[]);
     let sa = format!("--serviceaccount={OPERATOR_NAMESPACE}:skiff");
+    // Labelled as a kit copy is, so that this policy alone decides (skiff-writes refuses skiff's
+    // token any unlabelled object anyway).
     let create = |ns: &str, name: &str, subject: &str, dry: bool| {
-        let mut args = vec![
+        let binding = [
             "create",
             "rolebinding",
             name,
@@ -575,11 +577,19 @@ fn a_stolen_skiff_token_cannot_bind_edit_to_skiff_nor_outside_the_labelled_names
             subject,
             "-n",
             ns,
+            "--dry-run=client",
+            "-o",
+            "json",
         ];
+        let mut binding: Value =
+            serde_json::from_str(&cp.kubectl_ok(&binding)).expect("a RoleBinding");
+        binding["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "skiff",
+            "skiff.dev/mirror-namespace": OPERATOR_NAMESPACE, "skiff.dev/mirror-name": "kit-vap"});
+        let mut args = vec!["create", "-f", "-"];
         if dry {
             args.push("--dry-run=server");
         }
-        cp.kubectl_as_operator(&args)
+        cp.operator().run_with_stdin(&args, &binding.to_string())
     };
     // The policy is read by the API server a moment after it is created.
     wait_until("the policy denies skiff's token in kube-system", || {

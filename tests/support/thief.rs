@@ -274,14 +274,14 @@ pub const ATTEMPTS: &[Attempt] = &[
         Act::Delete,
     ),
     attempt(
-        "create a labelled ServiceAccount named default",
+        "make a namespace's default ServiceAccount, handed over, a copy",
         false,
         "serviceaccounts",
-        Place::Kit,
+        Place::Team,
         "default",
-        Act::Create(
-            r#"{"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": "default", "labels": SKIFF_LABELS},
+        Act::Patch(
+            r#"{"metadata": {"labels": {"app.kubernetes.io/managed-by": "skiff",
+            "skiff.dev/mirror-namespace": "skiff-system", "skiff.dev/mirror-name": "thief"}},
             "imagePullSecrets": [{"name": "thief-registry"}]}"#,
         ),
     ),
@@ -442,6 +442,9 @@ fn objects(team: &str, mirrors: &str) -> String {
         {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "quota", "namespace": team},
          "spec": {"hard": {"pods": "10"}}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "app", "namespace": team}},
+        // As the controller-manager makes it, and handed over (ill-advised, and still refused).
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": "default", "namespace": team, "annotations": {"skiff.dev/adopt": HANDED_TO}}},
         {"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
          "metadata": {"name": "thief", "namespace": mirrors, "finalizers": ["example.com/keep"]},
          "spec": {"source": {"kind": "Secret", "name": "app-tls"},
