@@ -43,6 +43,8 @@ fn manifests_apply_and_reapplying_changes_nothing() {
         "ClusterRole/skiff-tenant-view",
         "ValidatingAdmissionPolicy/skiff-self-service",
         "ValidatingAdmissionPolicyBinding/skiff-self-service",
+        "ValidatingAdmissionPolicy/skiff-writes",
+        "ValidatingAdmissionPolicyBinding/skiff-writes",
     ] {
         let prefix = format!("{kind}=");
         assert!(

@@ -388,7 +388,11 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
     assert_eq!(container["imagePullPolicy"], "Always");
     assert_eq!(deployment["spec"]["replicas"], 3);
     let args = container_args(deployment);
-    let added: Vec<&str> = args.iter().skip(7).map(String::as_str).collect();
+    // After the manifest's own args, the flags the values set.
+    let manifest_args = crate::support::pod::PodSpec::from_deployment().args.len();
+    let added: Vec<&str> = (args.iter().skip(manifest_args))
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         added,
         [
