@@ -79,6 +79,8 @@ pub mod enqueue;
 pub mod existing;
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod golden;
 pub mod index;
 mod interner;
 pub mod kinds;
