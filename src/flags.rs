@@ -21,16 +21,16 @@ use argh::FromArgs;
 use log::LevelFilter;
 
 use crate::duration::{format_duration, parse_duration};
+use crate::kind::Kinds;
 use crate::kube::impersonate::Overrides;
 use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
-use crate::mirror::Kinds;
 
 pub use argv::parse_bool;
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
 pub use self_service::{
     DEFAULT_MAX_COPIES_PER_TENANT_MIRROR, DEFAULT_OFFER_NAMESPACE_SELECTOR,
-    DEFAULT_SELF_SERVICE_KINDS,
+    DEFAULT_SELF_SERVICE_KINDS, SelfService,
 };
 
 /// Main client QPS and burst: the client's own defaults (kubebuilder's).
@@ -234,7 +234,7 @@ pub struct Settings {
     /// `--secret-target-names`, sorted and deduplicated; empty = Secret copies disabled.
     pub secret_target_names: Vec<String>,
     /// `--self-service` with its guardrails; `None` when off (the default).
-    pub self_service: Option<crate::mirror::SelfService>,
+    pub self_service: Option<SelfService>,
     /// `--kinds` and `--bindable-roles`, checked together; none by default.
     pub kinds: Kinds,
     pub log_format: LogFormat,
@@ -379,7 +379,7 @@ impl fmt::Display for Settings {
                     s.kinds_flag()
                 )
             ),
-            or_none(self.kinds.enabled().map(|k| k.flag_name()).collect()),
+            or_none(self.kinds.flagged().map(|k| k.flag_name()).collect()),
             or_none(self.kinds.bindable_roles().map(str::to_owned).collect()),
             self.log_format,
             self.log_level.as_str().to_ascii_lowercase(),

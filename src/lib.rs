@@ -36,6 +36,7 @@ pub mod flags;
 pub mod fuzzing;
 pub mod heap;
 mod hooked;
+pub mod kind;
 pub mod kube;
 pub mod leader;
 pub mod log;

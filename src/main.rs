@@ -65,10 +65,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     .load()
     .map_err(|e| e.to_string())?;
     let identity = skiff::leader::identity();
-    let kinds = settings
-        .kinds
-        .clone()
-        .in_namespace(config.namespace.clone());
+    let kinds = mirror::KindChecks::new(settings.kinds.clone(), config.namespace.clone());
     let replica = Replica::wire(settings, config, &identity)?;
     let step_down = replica.step_down();
     let own_pod_deleted = replica.own_pod_deleted();

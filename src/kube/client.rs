@@ -138,7 +138,12 @@ impl Client {
     }
 
     pub async fn get<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<K, Error> {
-        let spec = RequestSpec::new(Method::Get, K::url_path(namespace, Some(name)), "get");
+        self.get_at(K::url_path(namespace, Some(name))).await
+    }
+
+    /// A GET of the object at `path`, for a kind addressed at run time.
+    pub async fn get_at<K: Resource>(&self, path: String) -> Result<K, Error> {
+        let spec = RequestSpec::new(Method::Get, path, "get");
         decode(&self.transport.execute(&spec).await?)
     }
 
@@ -205,7 +210,13 @@ impl Client {
         namespace: Option<&str>,
         body: Pieces,
     ) -> Result<Written, Error> {
-        let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
+        self.create_encoded_at(K::url_path(namespace, None), body)
+            .await
+    }
+
+    /// As [`Client::create_encoded`], in the collection at `path`.
+    pub async fn create_encoded_at(&self, path: String, body: Pieces) -> Result<Written, Error> {
+        let mut spec = RequestSpec::new(Method::Post, path, "create");
         spec.body = Some((body, JSON));
         spec.accept = METADATA_ONLY;
         decode(&self.transport.execute(&spec).await?)
@@ -253,7 +264,17 @@ impl Client {
         body: Pieces,
         kind: PatchKind,
     ) -> Result<Written, Error> {
-        let path = K::url_path(namespace, Some(name));
+        self.patch_encoded_at(K::url_path(namespace, Some(name)), body, kind)
+            .await
+    }
+
+    /// As [`Client::patch_encoded`], of the object at `path`.
+    pub async fn patch_encoded_at(
+        &self,
+        path: String,
+        body: Pieces,
+        kind: PatchKind,
+    ) -> Result<Written, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
         spec.body = Some((body, kind.content_type()));
         spec.accept = METADATA_ONLY;
@@ -278,7 +299,8 @@ impl Client {
         precondition_resource_version: Option<&str>,
     ) -> Result<(), Error> {
         let preconditions = precondition_resource_version.map(|rv| json!({"resourceVersion": rv}));
-        self.delete_if::<K>(namespace, name, preconditions).await
+        self.delete_at(K::url_path(namespace, Some(name)), preconditions)
+            .await
     }
 
     /// Deletes the object only if it is still the one with `uid`, at `resource_version`.
@@ -290,17 +312,17 @@ impl Client {
         resource_version: &str,
     ) -> Result<(), Error> {
         let preconditions = json!({"uid": uid, "resourceVersion": resource_version});
-        self.delete_if::<K>(namespace, name, Some(preconditions))
+        self.delete_at(K::url_path(namespace, Some(name)), Some(preconditions))
             .await
     }
 
-    async fn delete_if<K: Resource>(
+    /// Deletes the object at `path`, if it still meets `preconditions` (a `uid`, a
+    /// `resourceVersion`): a kind addressed at run time.
+    pub async fn delete_at(
         &self,
-        namespace: Option<&str>,
-        name: &str,
+        path: String,
         preconditions: Option<serde_json::Value>,
     ) -> Result<(), Error> {
-        let path = K::url_path(namespace, Some(name));
         let mut spec = RequestSpec::new(Method::Delete, path, "delete");
         if let Some(preconditions) = preconditions {
             let options = json!({

@@ -6,10 +6,10 @@
 //! until every first list has arrived, and a reconcile waits while a relist is under way.
 
 use super::caches::{Caches, SourceScope};
-use super::kinds::Kinds;
-use super::offers::SelfService;
+use super::kinds::KindChecks;
 use super::reconcile::Reconciler;
 use super::secret_targets::SecretTargets;
+use crate::flags::SelfService;
 use crate::kube::Client;
 use crate::kube::events::Recorder;
 use crate::manager::Runnable;
@@ -27,7 +27,7 @@ pub fn runnable(
     scope: SourceScope,
     secret_targets: SecretTargets,
     self_service: Option<SelfService>,
-    kinds: Kinds,
+    kinds: KindChecks,
     identity: &str,
 ) -> Runnable {
     let identity = identity.to_owned();
@@ -49,13 +49,13 @@ async fn run(
     scope: SourceScope,
     secret_targets: SecretTargets,
     self_service: Option<SelfService>,
-    kinds: Kinds,
+    kinds: KindChecks,
     identity: String,
     stop: Signal,
 ) {
     let controller = Controller::new("mirror", WORKERS);
     super::contest::declare_metric();
-    let caches = Caches::new(&scope, &secret_targets, self_service.as_ref(), &kinds);
+    let caches = Caches::new(&scope, &secret_targets, self_service.as_ref(), &kinds.kinds);
     let _watches = caches.spawn_watches(&client, &controller.queue());
     if !until_listed(&caches, &stop).await {
         return;

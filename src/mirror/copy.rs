@@ -11,7 +11,8 @@ use super::owners::shared;
 use super::payload::{Digest, HeldMaps, Payload};
 use super::types::{Mirror, SourceKind};
 use super::version::Version;
-use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
+use crate::kind::Kind;
+use crate::kube::api::{FieldManager, Object, ObjectMeta};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -45,17 +46,10 @@ pub struct CopyInfo {
 }
 
 impl CopyInfo {
-    pub fn of_configmap(cm: &ConfigMap) -> CopyInfo {
-        CopyInfo::written(&cm.metadata, &Payload::of_configmap(cm))
-    }
-
-    pub fn of_secret(secret: &Secret) -> CopyInfo {
-        CopyInfo::written(&secret.metadata, &Payload::of_secret(secret))
-    }
-
-    /// A copy of the kit kind `kind`: the hash of its user-set `fields`, never the fields.
-    pub fn of_kit_object(kind: SourceKind, object: &KitObject, fields: &[&str]) -> CopyInfo {
-        CopyInfo::written(&object.metadata, &Payload::of_kit(kind, object, fields))
+    /// A copy of the kind `row` describes, as the server holds it: the hash of what it
+    /// carries, never the content.
+    pub fn of(row: &'static Kind, object: &Object) -> CopyInfo {
+        CopyInfo::written(&object.metadata, &Payload::of(row, object))
     }
 
     /// A copy whose metadata is `meta` holding `payload`: one just written with that payload,
@@ -134,12 +128,17 @@ mod tests {
         }
     }
 
-    fn copy(data: &[(&str, &str)]) -> ConfigMap {
-        ConfigMap {
+    fn copy(data: &[(&str, &str)]) -> Object {
+        let mut copy = Object {
             metadata: copy_meta(&mirror(), "team-a", "h", None),
-            data: map(data),
-            ..ConfigMap::default()
-        }
+            ..Object::default()
+        };
+        copy.set_field("data", serde_json::to_value(map(data)).expect("a map"));
+        copy
+    }
+
+    fn info(copy: &Object) -> CopyInfo {
+        CopyInfo::of(SourceKind::ConfigMap.row(), copy)
     }
 
     #[test]
@@ -147,9 +146,12 @@ mod tests {
         let copy = copy(&[("k", "v")]);
         assert_eq!(copy.metadata.name(), "app-ca");
         assert_eq!(copy.metadata.namespace(), "team-a");
-        let info = CopyInfo::of_configmap(&copy);
+        let info = info(&copy);
         assert_eq!(info.owner.as_deref(), Some(&Owner::of(&mirror())));
-        assert_eq!(info.content_hash, Payload::of_configmap(&copy).hash());
+        assert_eq!(
+            info.content_hash,
+            Payload::of(SourceKind::ConfigMap.row(), &copy).hash()
+        );
         assert_eq!(info.record, None);
         assert_eq!(info.resource_version, Version::new(""));
     }
@@ -173,10 +175,10 @@ mod tests {
         copy.metadata
             .annotations
             .insert(MANAGED_LABELS_ANNOTATION.into(), "team".into());
-        let before = CopyInfo::of_configmap(&copy).content_hash;
+        let before = info(&copy).content_hash;
         copy.metadata.labels.insert("theirs".into(), "x".into());
-        assert_eq!(CopyInfo::of_configmap(&copy).content_hash, before);
+        assert_eq!(info(&copy).content_hash, before);
         copy.metadata.labels.insert("team".into(), "b".into());
-        assert_ne!(CopyInfo::of_configmap(&copy).content_hash, before);
+        assert_ne!(info(&copy).content_hash, before);
     }
 }

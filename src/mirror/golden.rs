@@ -3,39 +3,22 @@
 //! A copy's hash is the canonical form of its content. If a change to the code moved it, the
 //! first restart after an upgrade would rewrite every copy in the cluster. The expected values
 //! below were computed by the build before the kind table (commit ba987d8) and must never
-//! change; only the two adapters at the top may follow the code's shape.
+//! change; only the two adapters below may follow the code's shape.
 
 use super::copy::CopyInfo;
 use super::desired::DesiredCopy;
 use super::source::SourceContent;
 use super::types::{Mirror, SourceKind};
-use crate::kube::api::{ConfigMap, KitObject, Secret};
 
 /// The hash the copy cache keeps of the copy `json`, an object of `kind` as the server sends it.
 fn copy_hash(kind: SourceKind, json: &str) -> String {
-    let info = match kind {
-        SourceKind::ConfigMap => CopyInfo::of_configmap(&decode::<ConfigMap>(json)),
-        SourceKind::Secret => CopyInfo::of_secret(&decode::<Secret>(json)),
-        kit => {
-            let entry = super::kit_table::kit(kit).expect("a kit kind");
-            CopyInfo::of_kit_object(kit, &decode::<KitObject>(json), entry.fields)
-        }
-    };
-    info.content_hash.hex()
+    CopyInfo::of(kind.row(), &decode(json)).content_hash.hex()
 }
 
 /// The hash the Mirror `mirror` wants its copies of the source `source` to have.
 fn desired_hash(mirror: &str, source: &str) -> String {
     let mirror: Mirror = decode(mirror);
-    let kind = mirror.spec.source.kind;
-    let content = match kind {
-        SourceKind::ConfigMap => SourceContent::of_configmap(&decode::<ConfigMap>(source)),
-        SourceKind::Secret => SourceContent::of_secret(&decode::<Secret>(source)),
-        kit => {
-            let entry = super::kit_table::kit(kit).expect("a kit kind");
-            SourceContent::of_kit(kit, &decode::<KitObject>(source), entry.fields)
-        }
-    };
+    let content = SourceContent::of(mirror.spec.source.kind.row(), &decode(source));
     let desired = DesiredCopy::of(&mirror, &content).expect("a copyable source");
     desired.hash.hex()
 }

@@ -9,21 +9,23 @@
 //! `Conflicts` keeps what is known of objects skiff must not touch, and [`Contests`] holds
 //! back the restorations of copies another writer keeps changing back.
 
+use super::acceptance::local_names::LocalNames;
 use super::announce::{Announcer, Naming};
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
-use super::consent::{Consent, copy_names};
+use super::consent::Consent;
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
-use super::kinds::Kinds;
+use super::kinds::KindChecks;
 use super::mirror_writer::{MirrorWriter, has_finalizer};
 use super::own_writes::CopyKey;
 use super::plan::{Desired, Plan, plan};
 use super::secret_targets::SecretTargets;
 use super::status::{Observed, Reason, Refusal};
+use super::tenancy::Tenancy;
 use super::types::Mirror;
 use crate::kube::events::Recorder;
 use crate::kube::{Client, Error};
@@ -37,7 +39,7 @@ pub struct Reconciler {
     caches: Caches,
     scope: SourceScope,
     secret_targets: SecretTargets,
-    kinds: Kinds,
+    kinds: KindChecks,
     mirrors: MirrorWriter,
     conflicts: Conflicts,
     contests: Contests,
@@ -53,7 +55,7 @@ impl Reconciler {
         caches: Caches,
         scope: SourceScope,
         secret_targets: SecretTargets,
-        kinds: Kinds,
+        kinds: KindChecks,
         recorder: Recorder,
         stopping: Signal,
     ) -> Reconciler {
@@ -81,57 +83,64 @@ impl Reconciler {
             namespace: key.namespace.to_string(),
             name: key.name.to_string(),
         };
-        let action = self.reconcile_mirror(key).await?;
-        self.report_acceptances(&owner).await?;
+        let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
+            self.delete_all_copies(&owner).await?;
+            self.forget(&owner);
+            self.report_acceptances(&owner, None).await?;
+            return Ok(Action::Done);
+        };
+        let mirror = self.mirrors.latest(&owner, mirror);
+        let consent = self.consent.as_ref();
+        let tenancy = Tenancy::of(&mirror, (&self.scope, consent), &self.caches);
+        let refusal = self.refusal(&mirror, &tenancy);
+        let refused = refusal.is_some();
+        let action = self.reconcile_mirror(&mirror, &tenancy, refusal).await?;
+        let seen = (&mirror, &tenancy, refused);
+        self.report_acceptances(&owner, Some(seen)).await?;
         Ok(action)
     }
 
-    async fn reconcile_mirror(&self, key: ObjectKey) -> Result<Action, Error> {
-        let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
-            let owner = Owner {
-                namespace: key.namespace.into(),
-                name: key.name.into(),
-            };
-            self.delete_all_copies(&owner).await?;
-            self.forget(&owner);
-            return Ok(Action::Done);
-        };
-        let owner = Owner::of(&mirror);
-        let mirror = self.mirrors.latest(&owner, mirror);
+    async fn reconcile_mirror(
+        &self,
+        mirror: &Mirror,
+        tenancy: &Tenancy,
+        refusal: Option<Refusal>,
+    ) -> Result<Action, Error> {
+        let owner = Owner::of(mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
-            return self.finalize(&mirror, &owner).await;
+            return self.finalize(mirror, &owner).await;
         }
         // A Mirror whose sources may not be read writes no copy, so it gets no finalizer:
         // its deletion would have nothing to clean up.
-        if let Some(refusal) = self.refusal(&mirror) {
-            return self.refuse(&mirror, &Observed::default(), refusal).await;
+        if let Some(refusal) = refusal {
+            return self.refuse(mirror, &Observed::default(), refusal).await;
         }
         // A tenant's offer gets no finalizer: its copies go when skiff sees it gone.
-        let mirror = match self.offer(&mirror) {
-            Some(_) => mirror,
-            None => self.mirrors.add_finalizer(mirror).await?,
+        let mirror = match tenancy.is_offer() {
+            true => mirror.clone(),
+            false => self.mirrors.add_finalizer(mirror.clone()).await?,
         };
-        let desired = match self.desired(&mirror) {
+        let desired = match self.desired(&mirror, tenancy) {
             Ok(desired) => desired,
             Err(refusal) => {
                 let observed = Observed {
-                    selected: self.selected(&mirror).len() as u32,
+                    selected: tenancy.serves.len() as u32,
                     ..Observed::default()
                 };
                 return self.refuse(&mirror, &observed, refusal).await;
             }
         };
-        let names = copy_names(self.offer(&mirror), &mirror);
-        let target = Arc::new(Target::new(owner, names, desired));
-        self.sync(&mirror, &target).await
+        let target = Arc::new(Target::new(owner, tenancy.names.clone(), desired));
+        self.sync(&mirror, tenancy, &target).await
     }
 
-    /// Why `mirror` may copy nothing at all: its sources may not be read from its namespace,
-    /// it is a Secret Mirror whose target name RBAC does not cover (see secret_targets), or its
-    /// kind is not enabled (see kinds).
-    fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
+    /// Why `mirror` may copy nothing at all: a tenant's offer of what tenants may not share
+    /// (see consent); or its sources may not be read from its namespace, it copies a kind
+    /// whose names RBAC grants one by one under a name not granted (see secret_targets), or its
+    /// kind's row refuses it (see kinds).
+    fn refusal(&self, mirror: &Mirror, tenancy: &Tenancy) -> Option<Refusal> {
         let namespace = mirror.metadata.namespace();
-        if let Some(consent) = self.offer(mirror) {
+        if let Some(consent) = self.consent.as_ref().filter(|_| tenancy.is_offer()) {
             return consent.refusal(mirror, &self.kinds);
         }
         if !self.scope.allows(namespace) {
@@ -150,40 +159,35 @@ impl Reconciler {
             .or_else(|| self.kinds.refusal(mirror))
     }
 
-    /// The consent checks, when `mirror` is a tenant's offer: self-service is on, its
-    /// namespace is not an admin's source namespace, and it matches the offer selector.
-    fn offer(&self, mirror: &Mirror) -> Option<&Consent> {
-        let namespace = mirror.metadata.namespace();
-        let consent = self.consent.as_ref()?;
-        (!self.scope.allows(namespace) && consent.offers(namespace)).then_some(consent)
-    }
-
-    /// Writes the status of every acceptance naming the Mirror `owner` whose verdict changed.
-    async fn report_acceptances(&self, owner: &Owner) -> Result<(), Error> {
+    /// Writes the status of every acceptance naming the Mirror `owner` whose verdict changed:
+    /// `seen` is the Mirror as this reconcile saw it, with its tenancy and whether it was
+    /// refused; `None` when it is gone.
+    async fn report_acceptances(
+        &self,
+        owner: &Owner,
+        seen: Option<(&Mirror, &Tenancy, bool)>,
+    ) -> Result<(), Error> {
         let Some(consent) = &self.consent else {
             return Ok(());
         };
-        let cached = self.caches.mirrors.get(&owner.namespace, &owner.name);
-        let mirror = cached.filter(|m| self.offer(m).is_some());
         let written = self.applier.written();
         let copy = |kind, ns: &str, name: &str| {
             let key = CopyKey::new(kind, ns, name);
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
-        let local =
-            (mirror.as_ref()).map_or_else(Default::default, |m| consent.local_names(owner, m));
-        let refused = mirror.as_ref().is_some_and(|m| self.refusal(m).is_some());
         let blocked = self.conflicts.blocked(owner);
-        let offer = (owner, mirror.as_ref(), refused);
-        let verdict =
-            |key: &ObjectKey, kind| consent.verdict(offer, (key, kind, &local), &copy, &blocked);
-        consent.report(owner, verdict, &local).await
+        let verdict = |key: &ObjectKey, kind| consent.verdict(seen, (key, kind), &copy, &blocked);
+        let asked = seen.and_then(|(_, tenancy, _)| tenancy.offer.as_ref());
+        let none = LocalNames::default();
+        consent
+            .report(owner, verdict, asked.map_or(&none, |o| &o.local))
+            .await
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
     /// missing, or it may not be copied as the Mirror asks (see desired), or it is a RoleBinding
     /// skiff may not write (see kinds: its role, subjects or the namespaces selected).
-    fn desired(&self, mirror: &Mirror) -> Result<DesiredCopy, Refusal> {
+    fn desired(&self, mirror: &Mirror, tenancy: &Tenancy) -> Result<DesiredCopy, Refusal> {
         let (source, namespace) = (&mirror.spec.source, mirror.metadata.namespace());
         let Some(content) = self.caches.source(source.kind, namespace, &source.name) else {
             let message = format!(
@@ -197,7 +201,7 @@ impl Reconciler {
                 message,
             });
         };
-        let selected = || self.selected(mirror);
+        let selected = || tenancy.serves.clone();
         let binding = self
             .kinds
             .binding_refusal(mirror, &content.payload, selected);
@@ -217,17 +221,22 @@ impl Reconciler {
         Ok(Action::Done)
     }
 
-    async fn sync(&self, mirror: &Mirror, target: &Arc<Target>) -> Result<Action, Error> {
+    async fn sync(
+        &self,
+        mirror: &Mirror,
+        tenancy: &Tenancy,
+        target: &Arc<Target>,
+    ) -> Result<Action, Error> {
         let (owner, hash) = (&target.owner, target.desired.hash);
         let first_sight = self.conflicts.first_sight(owner);
-        let selected = self.selected(mirror);
+        let selected = &tenancy.serves;
         let (kind, names) = (mirror.spec.source.kind, &target.names);
         let cached = |ns: &str| self.caches.copy(kind, ns, names.of(ns)).is_some();
         let unmanaged = self
             .conflicts
-            .find_unmanaged((mirror, owner, names), &selected, first_sight, cached)
+            .find_unmanaged((mirror, owner, names), selected, first_sight, cached)
             .await;
-        let mut plan = self.plan(mirror, target, &selected, &unmanaged);
+        let mut plan = self.plan(mirror, target, selected, &unmanaged);
         let policy = mirror.spec.conflict_policy();
         let gate = self
             .contests
@@ -255,7 +264,7 @@ impl Reconciler {
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
         // A tenant's offer counts where, never names it: those namespaces are other tenants'.
-        let naming = Naming::counting_if(self.offer(mirror).is_some());
+        let naming = tenancy.naming();
         self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight, naming)
             .await;
         let contest = gate.contest();
@@ -328,16 +337,6 @@ impl Reconciler {
             self.caches.copy(kind, &key.namespace, &key.name).is_some()
         }));
         owned
-    }
-
-    /// The namespaces `mirror` copies into: those it selects, and for a tenant's offer only
-    /// those that accept it.
-    fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
-        let selected = self.caches.selections.of(mirror);
-        match self.offer(mirror) {
-            Some(consent) => consent.serves(mirror, &selected),
-            None => selected,
-        }
     }
 
     /// The Events of a finished fan-out: conflicts not announced yet, adoptions, replacements.

@@ -40,6 +40,8 @@ pub enum Reason {
     RoleNotBindable,
     /// A RoleBinding the policy `skiff-rolebindings` would deny (see binding_guard).
     BindingNotAllowed,
+    /// A copy name another controller keeps in every namespace (a kind's row reserves it).
+    NameReserved,
     Error,
 }
 
@@ -62,6 +64,7 @@ impl Reason {
             Reason::KeysNotApplicable => "KeysNotApplicable",
             Reason::RoleNotBindable => "RoleNotBindable",
             Reason::BindingNotAllowed => "BindingNotAllowed",
+            Reason::NameReserved => "NameReserved",
             Reason::Error => "Error",
         }
     }

@@ -1,8 +1,9 @@
 //! The `Mirror` custom resource (skiff.dev/v1alpha1) as it is stored in the API server.
 
+pub use crate::kind::SourceKind;
 use crate::kube::api::ObjectMeta;
+pub use crate::kube::api::{LabelSelector, LabelSelectorRequirement};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 pub const GROUP: &str = "skiff.dev";
 pub const API_VERSION: &str = "skiff.dev/v1alpha1";
@@ -65,41 +66,6 @@ impl MirrorSpec {
     }
 }
 
-/// The kind a Mirror copies: a ConfigMap or a Secret, or a "namespace kit" kind the admin
-/// enables with `--kinds` (see [`super::kinds`]).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-pub enum SourceKind {
-    #[default]
-    ConfigMap,
-    Secret,
-    NetworkPolicy,
-    LimitRange,
-    ResourceQuota,
-    RoleBinding,
-    ServiceAccount,
-}
-
-impl SourceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceKind::ConfigMap => "ConfigMap",
-            SourceKind::Secret => "Secret",
-            SourceKind::NetworkPolicy => "NetworkPolicy",
-            SourceKind::LimitRange => "LimitRange",
-            SourceKind::ResourceQuota => "ResourceQuota",
-            SourceKind::RoleBinding => "RoleBinding",
-            SourceKind::ServiceAccount => "ServiceAccount",
-        }
-    }
-
-    /// A kit kind: copied whole (its user-set fields), only when `--kinds` enables it.
-    pub fn is_kit(self) -> bool {
-        !matches!(self, SourceKind::ConfigMap | SourceKind::Secret)
-    }
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SourceRef {
@@ -122,26 +88,6 @@ pub struct TargetSpec {
     /// Labels and annotations set on every copy. Read as object metadata (the schema allows
     /// only `labels` and `annotations`), whose decoder the binary has anyway.
     pub metadata: ObjectMeta,
-}
-
-/// A Kubernetes `metav1.LabelSelector`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct LabelSelector {
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub match_labels: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub match_expressions: Vec<LabelSelectorRequirement>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct LabelSelectorRequirement {
-    pub key: String,
-    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
-    pub operator: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

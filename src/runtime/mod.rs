@@ -14,6 +14,7 @@ pub mod list_watch;
 mod listed_page;
 pub mod queue;
 pub mod source;
+mod spawn;
 pub mod store;
 pub mod watcher;
 
@@ -23,5 +24,6 @@ pub use controller::{Action, Controller, feed, object_keys};
 pub use list_watch::{EventStream, ListWatch};
 pub use queue::WorkQueue;
 pub use source::ApiSource;
+pub use spawn::{regardless, spawn_watch};
 pub use store::{ObjectKey, Store};
 pub use watcher::{Watcher, WatcherConfig};

@@ -9,20 +9,22 @@
 
 mod core;
 mod field_manager;
-mod kit;
+mod label_selector;
 mod lease;
 mod meta;
 mod meta_decode;
+mod object;
 mod review;
 
 pub use core::{
     ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, PodMeta, Secret,
 };
 pub use field_manager::{FieldManager, OWN_MANAGER};
-pub use kit::{KitObject, LimitRange, NetworkPolicy, ResourceQuota, RoleBinding, ServiceAccount};
+pub use label_selector::{LabelSelector, LabelSelectorRequirement};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchFrame};
 pub use meta_decode::MANAGED_FIELDS;
+pub use object::Object;
 pub use review::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
     TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,

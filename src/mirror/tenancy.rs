@@ -1,0 +1,71 @@
+//! Whose a Mirror is, decided once per reconcile: an admin's, or a tenant's offer, and so
+//! where its copies go and what they are named.
+//!
+//! An admin's Mirror copies into every namespace it selects, under its target name. A tenant's
+//! offer (with `--self-service`, a Mirror outside the admin's source namespaces in a namespace
+//! the offer selector matches) copies only where an acceptance consents, under the names the
+//! acceptances ask, at most its cap (see [`super::consent`]). The reconcile asks this value,
+//! never the question again: the plan, the writes, the status, the Events and the acceptances'
+//! statuses all read the one answer.
+
+use super::acceptance::local_names::LocalNames;
+use super::announce::Naming;
+use super::caches::{Caches, SourceScope};
+use super::consent::Consent;
+use super::copy::Owner;
+use super::copy_names::CopyNames;
+use super::types::Mirror;
+use std::collections::BTreeSet;
+
+pub struct Tenancy {
+    /// For a tenant's offer: what its acceptances ask, and the namespaces it selects.
+    pub offer: Option<Offer>,
+    /// The namespaces the Mirror copies into.
+    pub serves: BTreeSet<String>,
+    /// Its copies' names.
+    pub names: CopyNames,
+}
+
+/// A tenant's offer, as its acceptances see it.
+pub struct Offer {
+    pub local: LocalNames,
+    pub selected: BTreeSet<String>,
+}
+
+impl Tenancy {
+    /// Whose `mirror` is: a tenant's offer when `consent` says its namespace offers and it is
+    /// not an admin's source namespace (`scope`), an admin's otherwise.
+    pub fn of(
+        mirror: &Mirror,
+        (scope, consent): (&SourceScope, Option<&Consent>),
+        caches: &Caches,
+    ) -> Tenancy {
+        let selected = caches.selections.of(mirror);
+        let namespace = mirror.metadata.namespace();
+        let consent = consent.filter(|c| !scope.allows(namespace) && c.offers(namespace));
+        let Some(consent) = consent else {
+            return Tenancy {
+                offer: None,
+                serves: selected,
+                names: CopyNames::new(mirror.spec.target_name()),
+            };
+        };
+        let owner = Owner::of(mirror);
+        let local = consent.local_names(&owner, mirror);
+        Tenancy {
+            serves: consent.served(&owner, &local, &selected),
+            names: local.names.clone(),
+            offer: Some(Offer { local, selected }),
+        }
+    }
+
+    pub fn is_offer(&self) -> bool {
+        self.offer.is_some()
+    }
+
+    /// How its Events speak of where: a tenant's offer only counts namespaces, which are
+    /// other tenants'.
+    pub fn naming(&self) -> Naming {
+        Naming::counting_if(self.is_offer())
+    }
+}
