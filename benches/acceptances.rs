@@ -179,7 +179,7 @@ impl World {
             let copy = |kind, ns: &str, name: &str| self.caches.copy(kind, ns, name);
             let none = Default::default();
             for (key, accepted) in self.acceptances().of(&owner) {
-                let seen = Some((&mirror, &tenancy, false));
+                let seen = tenancy.seen(&mirror, false);
                 black_box(
                     self.consent
                         .verdict(seen, (&key, accepted.kind), &copy, &none),

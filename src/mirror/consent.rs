@@ -21,12 +21,11 @@ use super::acceptance::local_names::{LocalNames, NameRefused, local_names};
 use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
-use super::kinds::KindChecks;
+use super::kind_checks::KindChecks;
 use super::namespace::NamespaceInfo;
 use super::namespace_selector::matches;
 use super::secret_targets::SecretTargets;
 use super::status::{Reason, Refusal};
-use super::tenancy::Tenancy;
 use super::types::{Mirror, SourceKind};
 use crate::flags::SelfService;
 use crate::kind::NameRule;
@@ -69,6 +68,23 @@ fn message(
             "offered and accepted; the copy {copy} is not written yet (the offer may be at its cap of copies)"
         ),
     }
+}
+
+/// A tenant's offer, as its acceptances see it: what they ask, and where it is selected.
+pub struct Offer {
+    pub local: LocalNames,
+    pub selected: BTreeSet<String>,
+}
+
+/// An offer as a reconcile saw it.
+#[derive(Clone, Copy)]
+pub struct Seen<'a> {
+    pub mirror: &'a Mirror,
+    pub offer: &'a Offer,
+    /// The namespaces it copies into.
+    pub serves: &'a BTreeSet<String>,
+    /// It may copy nothing ([`Consent::refusal`]).
+    pub refused: bool,
 }
 
 /// The consent checks and acceptance statuses of one controller.
@@ -183,27 +199,28 @@ impl Consent {
         served
     }
 
-    /// What the acceptance `key` of `kind` of the Mirror `owner` is told. `offer` is the offer
-    /// as the reconcile saw it, with its tenancy and whether it may copy nothing
-    /// ([`Consent::refusal`]); `None` when it is gone or not an offer. `copy` reads a copy as
-    /// this replica's own writes left it; `blocked` are the namespaces known to hold an object
-    /// of the copy's name that skiff does not manage.
+    /// What the acceptance `key` of `kind` is told of the offer `seen` (`None`: gone, or not
+    /// an offer). `copy` reads a copy as this replica's own writes left it; `blocked` are the
+    /// namespaces known to hold an object of the copy's name that skiff does not manage.
     pub fn verdict(
         &self,
-        offer: Option<(&Mirror, &Tenancy, bool)>,
+        seen: Option<Seen>,
         (key, kind): (&ObjectKey, SourceKind),
         copy: &impl Fn(SourceKind, &str, &str) -> Option<CopyInfo>,
         blocked: &BTreeSet<String>,
     ) -> Verdict {
-        let live = offer.filter(|(m, _, _)| m.metadata.deletion_timestamp.is_none());
-        let Some((mirror, tenancy, refused)) = live else {
-            return Verdict::NotAvailable;
-        };
-        let Some(asked) = &tenancy.offer else {
+        let live = seen.filter(|s| s.mirror.metadata.deletion_timestamp.is_none());
+        let Some(Seen {
+            mirror,
+            offer,
+            serves,
+            refused,
+        }) = live
+        else {
             return Verdict::NotAvailable;
         };
         let (source, ns) = (&mirror.spec.source, &*key.namespace);
-        if !asked.selected.contains(ns) || source.kind != kind {
+        if !offer.selected.contains(ns) || source.kind != kind {
             return Verdict::NotAvailable;
         }
         if refused {
@@ -213,14 +230,14 @@ impl Consent {
         if (self.caches.source(source.kind, namespace, &source.name)).is_none() {
             return Verdict::NotAvailable;
         }
-        if let Some(refused) = asked.local.refused.get(key) {
+        if let Some(refused) = offer.local.refused.get(key) {
             return refused.verdict();
         }
-        if !tenancy.serves.contains(ns) {
+        if !serves.contains(ns) {
             return Verdict::Pending;
         }
         let owner = Owner::of(mirror);
-        match copy(source.kind, ns, tenancy.names.of(ns)) {
+        match copy(source.kind, ns, offer.local.names.of(ns)) {
             Some(c) if c.owner.as_deref() == Some(&owner) => Verdict::Served,
             Some(_) => Verdict::Conflict,
             None if blocked.contains(ns) => Verdict::Conflict,

@@ -6,7 +6,7 @@
 //! until every first list has arrived, and a reconcile waits while a relist is under way.
 
 use super::caches::{Caches, SourceScope};
-use super::kinds::KindChecks;
+use super::kind_checks::KindChecks;
 use super::reconcile::Reconciler;
 use super::secret_targets::SecretTargets;
 use crate::flags::SelfService;

@@ -14,12 +14,12 @@ use super::announce::{Announcer, Naming};
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
-use super::consent::Consent;
+use super::consent::{Consent, Seen};
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
-use super::kinds::KindChecks;
+use super::kind_checks::KindChecks;
 use super::mirror_writer::{MirrorWriter, has_finalizer};
 use super::own_writes::CopyKey;
 use super::plan::{Desired, Plan, plan};
@@ -95,8 +95,8 @@ impl Reconciler {
         let refusal = self.refusal(&mirror, &tenancy);
         let refused = refusal.is_some();
         let action = self.reconcile_mirror(&mirror, &tenancy, refusal).await?;
-        let seen = (&mirror, &tenancy, refused);
-        self.report_acceptances(&owner, Some(seen)).await?;
+        self.report_acceptances(&owner, tenancy.seen(&mirror, refused))
+            .await?;
         Ok(action)
     }
 
@@ -160,13 +160,8 @@ impl Reconciler {
     }
 
     /// Writes the status of every acceptance naming the Mirror `owner` whose verdict changed:
-    /// `seen` is the Mirror as this reconcile saw it, with its tenancy and whether it was
-    /// refused; `None` when it is gone.
-    async fn report_acceptances(
-        &self,
-        owner: &Owner,
-        seen: Option<(&Mirror, &Tenancy, bool)>,
-    ) -> Result<(), Error> {
+    /// `seen` is the offer as this reconcile saw it; `None` when it is gone or not an offer.
+    async fn report_acceptances(&self, owner: &Owner, seen: Option<Seen<'_>>) -> Result<(), Error> {
         let Some(consent) = &self.consent else {
             return Ok(());
         };
@@ -177,11 +172,9 @@ impl Reconciler {
         };
         let blocked = self.conflicts.blocked(owner);
         let verdict = |key: &ObjectKey, kind| consent.verdict(seen, (key, kind), &copy, &blocked);
-        let asked = seen.and_then(|(_, tenancy, _)| tenancy.offer.as_ref());
         let none = LocalNames::default();
-        consent
-            .report(owner, verdict, asked.map_or(&none, |o| &o.local))
-            .await
+        let local = seen.map_or(&none, |s| &s.offer.local);
+        consent.report(owner, verdict, local).await
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is

@@ -8,10 +8,9 @@
 //! never the question again: the plan, the writes, the status, the Events and the acceptances'
 //! statuses all read the one answer.
 
-use super::acceptance::local_names::LocalNames;
 use super::announce::Naming;
 use super::caches::{Caches, SourceScope};
-use super::consent::Consent;
+use super::consent::{Consent, Offer, Seen};
 use super::copy::Owner;
 use super::copy_names::CopyNames;
 use super::types::Mirror;
@@ -24,12 +23,6 @@ pub struct Tenancy {
     pub serves: BTreeSet<String>,
     /// Its copies' names.
     pub names: CopyNames,
-}
-
-/// A tenant's offer, as its acceptances see it.
-pub struct Offer {
-    pub local: LocalNames,
-    pub selected: BTreeSet<String>,
 }
 
 impl Tenancy {
@@ -57,6 +50,17 @@ impl Tenancy {
             names: local.names.clone(),
             offer: Some(Offer { local, selected }),
         }
+    }
+
+    /// The offer as this reconcile saw it, for its acceptances' verdicts: `refused` says it
+    /// may copy nothing. `None` for an admin's Mirror.
+    pub fn seen<'a>(&'a self, mirror: &'a Mirror, refused: bool) -> Option<Seen<'a>> {
+        Some(Seen {
+            mirror,
+            offer: self.offer.as_ref()?,
+            serves: &self.serves,
+            refused,
+        })
     }
 
     pub fn is_offer(&self) -> bool {

@@ -161,6 +161,22 @@ mod tests {
     }
 
     #[test]
+    fn a_name_another_controller_keeps_is_never_served() {
+        let asks = [
+            ("team-b", "a", Some("default")),
+            ("team-c", "a", Some("builder")),
+        ];
+        let local = of(&asks, SourceKind::ServiceAccount);
+        let refused = local.refused.get(&ObjectKey::new("team-b", "a"));
+        assert!(
+            matches!(refused, Some(NameRefused::Reserved(_))),
+            "{refused:?}"
+        );
+        assert_eq!(refused.map(NameRefused::verdict), Some(Verdict::Conflict));
+        assert_eq!(local.accepting, BTreeSet::from(["team-c".to_owned()]));
+    }
+
+    #[test]
     fn acceptances_of_another_kind_ask_nothing() {
         let local = of(&[("team-b", "a", Some("x"))], SourceKind::ConfigMap);
         let other = local_names(

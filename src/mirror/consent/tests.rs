@@ -7,8 +7,9 @@ use crate::mirror::acceptance::local_names::NameRefused;
 use crate::mirror::acceptance::{AcceptanceSpec, MirrorRef};
 use crate::mirror::caches::SourceScope;
 use crate::mirror::fixtures::map;
-use crate::mirror::kinds::KindChecks;
+use crate::mirror::kind_checks::KindChecks;
 use crate::mirror::namespace_selector::expr;
+use crate::mirror::tenancy::Tenancy;
 use crate::mirror::types::LabelSelector;
 use crate::runtime::Change;
 
@@ -162,14 +163,12 @@ fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
     let none = |_: SourceKind, _: &str, _: &str| None;
     let key = ObjectKey::new("team-b", "accept");
     let b = (&key, SourceKind::ConfigMap);
-    let verdict = |seen: Option<(&Mirror, &Tenancy, bool)>, b| {
-        consent.verdict(seen, b, &none, &BTreeSet::new())
-    };
+    let verdict = |seen: Option<Seen>, b| consent.verdict(seen, b, &none, &BTreeSet::new());
     assert_eq!(verdict(None, b), Verdict::NotAvailable);
     let mirror = offered(SourceKind::ConfigMap, "share");
     let tenancy = tenancy(&consent, &mirror);
     assert!(tenancy.is_offer());
-    let seen = Some((&mirror, &tenancy, false));
+    let seen = tenancy.seen(&mirror, false);
     // Selected, but the source is not there (or not labelled): the same answer.
     assert_eq!(verdict(seen, b), Verdict::NotAvailable);
     // An acceptance of another kind than the offer's: the same answer again.
@@ -198,7 +197,7 @@ fn an_offer_of_a_kind_tenants_may_not_share_is_refused_and_its_acceptances_told_
     let none = |_: SourceKind, _: &str, _: &str| None;
     let key = ObjectKey::new("team-b", "accept");
     let tenancy = tenancy(&consent, &mirror);
-    let seen = Some((&mirror, &tenancy, true));
+    let seen = tenancy.seen(&mirror, true);
     assert_eq!(
         consent.verdict(seen, (&key, SourceKind::Secret), &none, &BTreeSet::new()),
         Verdict::KindNotAllowed
