@@ -161,19 +161,31 @@ fn readme_table() -> String {
             EnabledBy::SecretTargetNames => "`--secret-target-names`".to_owned(),
             EnabledBy::KindsFlag => format!("`--kinds={}`", row.flag_name()),
         };
-        let carries: Vec<String> = row.content.iter().map(|f| format!("`{}`", f.name)).collect();
+        let carries: Vec<String> = row
+            .content
+            .iter()
+            .map(|f| format!("`{}`", f.name))
+            .collect();
         let never = match row.never {
             "" => "`status`".to_owned(),
             never => format!("`status`; {never}"),
         };
-        let reserved: Vec<String> = row.reserved.iter().map(|r| format!("`{}`", r.name)).collect();
+        let reserved: Vec<String> = row
+            .reserved
+            .iter()
+            .map(|r| format!("`{}`", r.name))
+            .collect();
         lines.push(format!(
             "| {} | `{}` | `{}` | {enabled} | {} | {never} | {} |",
             row.name,
             row.flag_name(),
             row.api_version(),
             carries.join(", "),
-            if reserved.is_empty() { "none".to_owned() } else { reserved.join(", ") }
+            if reserved.is_empty() {
+                "none".to_owned()
+            } else {
+                reserved.join(", ")
+            }
         ));
     }
     lines.join("\n")
@@ -182,8 +194,12 @@ fn readme_table() -> String {
 #[test]
 fn readme_shows_the_kind_table_as_it_is() {
     let readme = include_str!("../../README.md");
-    let start = readme.find("<!-- kind-table").expect("README marks its kind table");
-    let end = readme.find("<!-- /kind-table -->").expect("and where it ends");
+    let start = readme
+        .find("<!-- kind-table")
+        .expect("README marks its kind table");
+    let end = readme
+        .find("<!-- /kind-table -->")
+        .expect("and where it ends");
     let shown: Vec<&str> = readme[start..end].lines().skip(3).collect();
     let wanted = readme_table();
     assert_eq!(

@@ -35,4 +35,5 @@ mod rbac;
 mod secret_targets;
 mod self_service;
 mod throttled;
+mod upgrade;
 mod write_replies;

@@ -246,7 +246,11 @@ fn the_chart_names_and_grants_each_kind_as_the_kind_table_has_it() {
     .expect("JSON");
     let allowed = &schema["properties"]["kinds"]["items"]["enum"];
     let names: Vec<String> = flagged.iter().map(|k| k.flag_name()).collect();
-    assert_eq!(allowed, &json!(names), "values.schema.json's kinds vs the kind table");
+    assert_eq!(
+        allowed,
+        &json!(names),
+        "values.schema.json's kinds vs the kind table"
+    );
     for kind in flagged {
         let mut values = vec![format!("kinds={{{}}}", kind.flag_name())];
         if kind.guard == Guard::BindableRoles {
