@@ -33,7 +33,8 @@
 //!
 //! For tests only: `property` (property tests without a framework) and `testing` (what the
 //! unit tests share).
-// Unsafe code is denied everywhere but `heap`, the one place that calls the C allocator.
+// Unsafe code is denied everywhere but the files that call C: `heap` (the allocator), `stack`
+// (madvise) and `kube::tls_buffers` (OpenSSL).
 #![deny(unsafe_code)]
 
 #[cfg(any(test, fuzzing))]
