@@ -12,7 +12,7 @@ use super::secret_targets::SecretTargets;
 use crate::flags::SelfService;
 use crate::kube::Client;
 use crate::kube::events::Recorder;
-use crate::manager::Runnable;
+use crate::runtime::Runnable;
 use crate::runtime::{Action, Controller};
 use crate::signal::Signal;
 use smol::future::FutureExt as _;
