@@ -5,7 +5,8 @@ of each `.rs` file's lines before its tests, and the files over 400 lines by tha
 Why: moving tests into a file of their own must not count as making the code smaller, so a
 file's tests are left out wherever they are: the lines from its `#[cfg(test)]` that opens
 `mod tests;` or `mod tests {` on are not counted (other `#[cfg(test)]` items, such as a helper or
-an import, are code and count), and `tests.rs` files are left out.
+an import, are code and count), and `tests.rs` files are left out, as is every file of a module
+declared for tests only (`#[cfg(test)] mod fixtures;`): all of it is tests.
 
 Usage: hack/lines.py [CHECKOUT]   (default: the checkout this script is in)
 """
@@ -26,9 +27,29 @@ def code_lines(path):
     return text.count("\n", 0, tests.start() if tests else len(text))
 
 
-def counts(directory):
-    """Each `.rs` file under `directory` but `tests.rs` files → its lines before its tests."""
-    return {path: code_lines(path) for path in sorted(directory.rglob("*.rs")) if path.name != "tests.rs"}
+# `#[cfg(test)]` on a module declared in its own file: `mod fixtures;`.
+TEST_ONLY = re.compile(r"^[ \t]*#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.M)
+
+
+def test_only(src):
+    """The files and folders of the modules declared for tests only."""
+    paths = set()
+    for path in src.rglob("*.rs"):
+        folder = path.parent if path.name in ("mod.rs", "lib.rs", "main.rs") else path.with_suffix("")
+        for name in TEST_ONLY.findall(path.read_text()):
+            if name != "tests":
+                paths.update({folder / f"{name}.rs", folder / name})
+    return paths
+
+
+def counts(directory, src):
+    """Each `.rs` file under `directory` but tests → its lines before its tests."""
+    skipped = test_only(src)
+    return {
+        path: code_lines(path)
+        for path in sorted(directory.rglob("*.rs"))
+        if path.name != "tests.rs" and not any(path == s or s in path.parents for s in skipped)
+    }
 
 
 def main(args):
@@ -36,7 +57,7 @@ def main(args):
     if not (checkout / "src").is_dir():
         print(f"lines: {checkout} has no src/; give a skiff checkout", file=sys.stderr)
         return 2
-    everything = counts(checkout / "src")
+    everything = counts(checkout / "src", checkout / "src")
     for directory in ("src", "src/mirror"):
         files = {p: n for p, n in everything.items() if p.is_relative_to(checkout / directory)}
         print(f"{directory}: {sum(files.values()):,} lines in {len(files)} files "

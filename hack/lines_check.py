@@ -2,7 +2,8 @@
 """Checks hack/lines.py's counting on a small checkout (run by `make lint`).
 
 Why: the figures issue 40 sets goals in are only worth comparing if moving tests out of a file
-changes none of them, and a helper or import marked `#[cfg(test)]` still counts as code.
+changes none of them, a helper or import marked `#[cfg(test)]` still counts as code, and a
+module declared for tests only (`#[cfg(test)] mod fixtures;`) does not.
 """
 
 import subprocess
@@ -19,12 +20,16 @@ FILES = {
     # Tests in a file of their own: 3 + 1 lines, the tests.rs left out.
     "src/mirror/plan.rs": CODE + "\n#[cfg(test)]\n#[allow(dead_code)]\nmod tests;\n",
     "src/mirror/plan/tests.rs": CODE * 200,
+    # A module for tests only: none of its lines count, nor its folder's.
+    "src/mirror/mod.rs": "#[cfg(test)]\nmod fixtures;\n",
+    "src/mirror/fixtures.rs": CODE * 200,
+    "src/mirror/fixtures/more.rs": CODE,
     # No tests: every line, 401 of them, over the limit.
     "src/mirror/big.rs": "fn a() {}\n" * 401,
 }
 EXPECTED = (
-    "src: 413 lines in 3 files (before each file's tests; tests.rs files left out)\n"
-    "src/mirror: 405 lines in 2 files (before each file's tests; tests.rs files left out)\n"
+    "src: 415 lines in 4 files (before each file's tests; tests.rs files left out)\n"
+    "src/mirror: 407 lines in 3 files (before each file's tests; tests.rs files left out)\n"
     "files over 400 lines: 1\n"
     "  src/mirror/big.rs 401\n"
 )
@@ -41,7 +46,7 @@ def main():
         print(f"lines check: expected (exit 0):\n{EXPECTED}got (exit {result.returncode}):\n"
               f"{result.stdout}{result.stderr}", file=sys.stderr)
         return 1
-    print("lines check: tests left out wherever they are, test-only code counted, files over 400 listed")
+    print("lines check: tests left out wherever they are, test-only items counted, test-only modules not, files over 400 listed")
     return 0
 
 

@@ -199,22 +199,12 @@ impl Client {
     /// Creates `obj`, asking for the created object's metadata only.
     pub async fn create_for_metadata<K: Resource>(&self, obj: &K) -> Result<Written, Error> {
         let namespace = obj.metadata().namespace.as_deref();
-        self.create_encoded::<K>(namespace, encode(obj)?.into())
+        self.create_encoded_at(K::url_path(namespace, None), encode(obj)?.into())
             .await
     }
 
-    /// Creates the object of kind `K` in `namespace` that `body` encodes (a head and a shared
-    /// content, say), asking for its metadata only.
-    pub async fn create_encoded<K: Resource>(
-        &self,
-        namespace: Option<&str>,
-        body: Pieces,
-    ) -> Result<Written, Error> {
-        self.create_encoded_at(K::url_path(namespace, None), body)
-            .await
-    }
-
-    /// As [`Client::create_encoded`], in the collection at `path`.
+    /// Creates the object `body` encodes (a head and a shared content, say) in the collection
+    /// at `path`, asking for its metadata only.
     pub async fn create_encoded_at(&self, path: String, body: Pieces) -> Result<Written, Error> {
         let mut spec = RequestSpec::new(Method::Post, path, "create");
         spec.body = Some((body, JSON));
@@ -243,32 +233,8 @@ impl Client {
         self.patch(K::url_path(namespace, Some(name)), patch).await
     }
 
-    /// A PATCH of either kind; a strategic merge patch is for built-in kinds only.
-    pub async fn patch_as<K: Resource>(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        patch: &serde_json::Value,
-        kind: PatchKind,
-    ) -> Result<K, Error> {
-        self.patch_typed(K::url_path(namespace, Some(name)), patch, kind)
-            .await
-    }
-
-    /// A PATCH of `body` (already encoded, perhaps in shared pieces) of the object of kind `K`
-    /// named `name` in `namespace`, asking for its metadata only ([`METADATA_ONLY`]).
-    pub async fn patch_encoded<K: Resource>(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        body: Pieces,
-        kind: PatchKind,
-    ) -> Result<Written, Error> {
-        self.patch_encoded_at(K::url_path(namespace, Some(name)), body, kind)
-            .await
-    }
-
-    /// As [`Client::patch_encoded`], of the object at `path`.
+    /// A PATCH of `body` (already encoded, perhaps in shared pieces) of the object at `path`,
+    /// asking for its metadata only ([`METADATA_ONLY`]).
     pub async fn patch_encoded_at(
         &self,
         path: String,
@@ -300,19 +266,6 @@ impl Client {
     ) -> Result<(), Error> {
         let preconditions = precondition_resource_version.map(|rv| json!({"resourceVersion": rv}));
         self.delete_at(K::url_path(namespace, Some(name)), preconditions)
-            .await
-    }
-
-    /// Deletes the object only if it is still the one with `uid`, at `resource_version`.
-    pub async fn delete_exact<K: Resource>(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        uid: &str,
-        resource_version: &str,
-    ) -> Result<(), Error> {
-        let preconditions = json!({"uid": uid, "resourceVersion": resource_version});
-        self.delete_at(K::url_path(namespace, Some(name)), Some(preconditions))
             .await
     }
 
