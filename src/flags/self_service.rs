@@ -170,13 +170,10 @@ fn checked(part: &str, whole: &str) -> Result<String, FlagError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mirror::namespace_selector::matches;
 
     fn selects(selector: &str, labels: &[(&str, &str)]) -> bool {
         let s = label_selector(selector).expect("a valid selector");
-        matches(&s, |k| {
-            labels.iter().find(|(l, _)| *l == k).map(|(_, v)| *v)
-        })
+        s.matches(|k| labels.iter().find(|(l, _)| *l == k).map(|(_, v)| *v))
     }
 
     #[test]

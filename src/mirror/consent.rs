@@ -23,7 +23,6 @@ use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
 use super::kind_checks::KindChecks;
 use super::namespace::NamespaceInfo;
-use super::namespace_selector::matches;
 use super::secret_targets::SecretTargets;
 use super::status::{Reason, Refusal};
 use super::types::{Mirror, SourceKind};
@@ -156,7 +155,7 @@ impl Consent {
             .get("", namespace)
             .is_some_and(|entry| {
                 let ns = NamespaceInfo::view(namespace, &entry);
-                matches(&self.settings.offer_selector, |k| ns.label(k))
+                self.settings.offer_selector.matches(|k| ns.label(k))
             })
     }
 

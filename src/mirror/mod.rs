@@ -51,12 +51,10 @@
 //! - [`plan`]: which copies to create, update and delete, and where the conflicts are.
 //! - [`own_writes`]: copy writes the caches have not seen yet, so none is made twice.
 //! - [`copy_names`]: the name a Mirror's copy takes in each namespace.
-//! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it;
-//!   [`version`]: a resourceVersion, as an integer when it is one.
+//! - [`copy`]: the labels that mark a copy as skiff's, and what the copy cache keeps of it.
 //! - [`payload`]: the content a copy carries, as its row lists it, and its hash.
 //! - [`owners`]: one shared owner per Mirror for every copy cached of it.
 //! - [`types`]: the `Mirror` custom resource.
-//! - `interner`: values shared by every holder of an equal one (label sets, owners).
 //! - [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
 pub mod controller;
 pub mod reconcile;
@@ -94,11 +92,9 @@ pub mod plan;
 pub mod own_writes;
 pub mod copy_names;
 pub mod copy;
-pub mod version;
 pub mod payload;
 mod owners;
 pub mod types;
-mod interner;
 pub mod managed;
 #[cfg(test)]
 mod fixtures;

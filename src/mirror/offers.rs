@@ -5,7 +5,6 @@
 
 use super::copy::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use super::namespace::{NamespaceEntry, NamespaceInfo};
-use super::namespace_selector::matches;
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
 use crate::runtime::{Change, ObjectKey, Store};
@@ -33,7 +32,7 @@ pub fn offer_moved(
     if previous.is_none() && matches!(event, Change::Listed(_)) {
         return Vec::new();
     }
-    let offers = |info: &NamespaceInfo| matches(offer, |k| info.label(k));
+    let offers = |info: &NamespaceInfo| offer.matches(|k| info.label(k));
     let was = previous.map(|e| NamespaceInfo::view(ns.metadata.name(), e));
     if was.as_ref().is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
         return Vec::new();

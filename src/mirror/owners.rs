@@ -5,8 +5,8 @@
 //! names; shared ([`Interner`]), it is a pointer, and the table stays the size of the Mirrors
 //! that have copies.
 
-use super::interner::Interner;
 use super::types::Mirror;
+use crate::runtime::Interner;
 use std::sync::Arc;
 
 /// Who a copy belongs to, read from its labels (see [`super::copy::owner_of`]).

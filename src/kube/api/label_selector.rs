@@ -22,3 +22,27 @@ pub struct LabelSelectorRequirement {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<String>,
 }
+
+impl LabelSelector {
+    /// Whether the labels `label(key)` reads satisfy this selector (Kubernetes
+    /// `metav1.LabelSelector` semantics). An unknown operator matches nothing: the CRD schema
+    /// rejects it, so this is only a guard.
+    pub fn matches<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+        (self.match_labels.iter()).all(|(k, v)| label(k) == Some(v.as_str()))
+            && (self.match_expressions.iter()).all(|req| req.matches(label(&req.key)))
+    }
+}
+
+impl LabelSelectorRequirement {
+    /// Whether a label whose value is `value` (`None`: absent) satisfies this requirement.
+    fn matches(&self, value: Option<&str>) -> bool {
+        let listed = |v: &str| self.values.iter().any(|listed| listed == v);
+        match self.operator.as_str() {
+            "In" => value.is_some_and(listed),
+            "NotIn" => value.is_none_or(|v| !listed(v)),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            _ => false,
+        }
+    }
+}

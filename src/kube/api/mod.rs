@@ -15,6 +15,7 @@ mod meta;
 mod meta_decode;
 mod object;
 mod review;
+mod version;
 
 pub use core::{
     ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, PodMeta, Secret,
@@ -29,6 +30,7 @@ pub use review::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
     TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
 };
+pub use version::Version;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
