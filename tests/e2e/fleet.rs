@@ -7,7 +7,7 @@
 //! real authorizer, asked with the member's own token, shows that.
 
 use crate::support::control_plane::require_e2e_binaries;
-use crate::support::fleet::{Admission, Fleet, HEARTBEAT_LEASE, Placement};
+use crate::support::fleet::{Admission, Fleet, HEARTBEAT_LABEL, HEARTBEAT_LEASE, Placement};
 use crate::support::kubectl::https_get;
 use serde_json::json;
 use skiff::kube::api::{Lease, Namespace, Secret};
@@ -38,6 +38,20 @@ fn a_member_token_reads_its_own_share_of_the_hub_and_nothing_of_another_members(
 
     let hub = eu.client();
     reads_and_reports_in_its_own_namespace(&hub, &eu);
+    let (key, value) = HEARTBEAT_LABEL;
+    let heartbeats = fleet.hub.kubectl_ok(&[
+        "get",
+        "leases",
+        "-A",
+        "-l",
+        &format!("{key}={value}"),
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.namespace}={.spec.holderIdentity};{end}",
+    ]);
+    assert_eq!(
+        heartbeats, "eu-1=eu-1;us-1=;",
+        "the hub finds every member's heartbeat by its label, and eu-1's renewal in it"
+    );
     for (what, refused) in refused_elsewhere(&hub, (&eu, &us)) {
         assert_eq!(refused, Some(403), "{what} as eu-1: {refused:?}");
     }

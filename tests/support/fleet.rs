@@ -36,6 +36,8 @@ pub const MEMBER_LABEL: &str = "skiff.dev/member";
 pub const MEMBER_SERVICE_ACCOUNT: &str = "skiff-member";
 /// The member's heartbeat, created by the admission in the member's namespace.
 pub const HEARTBEAT_LEASE: &str = "skiff-member";
+/// The label the hub's skiff finds heartbeats by, across member namespaces.
+pub const HEARTBEAT_LABEL: (&str, &str) = ("skiff.dev/heartbeat", "member");
 /// The ClusterRole each member is bound to, in its own namespace only.
 pub const MEMBER_ROLE: &str = "skiff-fleet-member";
 /// How long a member token minted by [`Fleet::admit`] lives: longer than any test.
@@ -207,7 +209,8 @@ fn admission_objects(cluster: &str, labels: serde_json::Map<String, Value>) -> V
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MEMBER_ROLE},
          "subjects": [subject]},
         {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-         "metadata": {"name": HEARTBEAT_LEASE, "namespace": cluster},
+         "metadata": {"name": HEARTBEAT_LEASE, "namespace": cluster,
+                      "labels": {HEARTBEAT_LABEL.0: HEARTBEAT_LABEL.1}},
          "spec": {"leaseDurationSeconds": 180}},
     ]})
 }
