@@ -18,6 +18,7 @@ mod demo;
 mod deploy;
 mod exec_proxy;
 mod faults;
+mod fleet;
 mod flowcontrol;
 mod helm;
 mod hostile_ports;
