@@ -113,7 +113,13 @@ impl World {
         };
         let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
         let targets = SecretTargets::default();
-        let caches = Caches::new(&scope, &targets, Some(&settings), &Kinds::default());
+        let caches = Caches::new(
+            &scope,
+            &targets,
+            Some(&settings),
+            &Kinds::default(),
+            (None, None),
+        );
         let client = Client::new(Config::new("http://127.0.0.1:9".parse().expect("url")));
         let client = client.expect("a client that is never used");
         let recorder = Recorder::new(&client, "skiff", "bench");

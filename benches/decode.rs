@@ -133,7 +133,8 @@ fn cache_bytes(namespaces: &[Namespace], copies: &[Object], mirrors: &[Mirror]) 
     let mirror = store_bytes(&mirror_store(), mirrors);
     // One Mirror selecting every namespace.
     let one = mirror_store();
-    let selections = Selections::new(&namespace_store, &one);
+    let known = one.clone();
+    let selections = Selections::new(&namespace_store, move |key| known.contains(key));
     one.apply(&Change::Applied(mirrors[0].clone()));
     let before = LIVE.load(Relaxed);
     selections.mirror_changed(&Change::Applied(mirrors[0].clone()));

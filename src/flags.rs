@@ -6,6 +6,7 @@
 
 mod argv;
 mod hearing;
+mod fleet;
 mod self_service;
 #[cfg(test)]
 mod testing;
@@ -27,6 +28,7 @@ use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
 
 pub use argv::parse_bool;
+pub use fleet::{FleetHub, HubMember};
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
 pub use self_service::{
     DEFAULT_MAX_COPIES_PER_TENANT_MIRROR, DEFAULT_OFFER_NAMESPACE_SELECTOR,
@@ -185,6 +187,35 @@ struct Options {
     /// policy skiff-rolebindings requires (needed with rolebindings in --kinds)
     #[argh(option, default = "String::new()")]
     binding_namespace_label: String,
+    /// on a hub: place fleet Mirrors (spec.clusterSelector) in member clusters' namespaces
+    /// (default false)
+    #[argh(switch)]
+    fleet_hub: bool,
+    /// with --fleet-hub, how long a member cluster unheard from (its heartbeat) counts as
+    /// silent (default 3m)
+    #[argh(
+        option,
+        default = "fleet::DEFAULT_MEMBER_SILENCE",
+        from_str_fn(duration_arg)
+    )]
+    member_silence_after: Duration,
+    /// with --fleet-hub, the QPS of the client that writes Placements (default 250)
+    #[argh(option, default = "fleet::DEFAULT_FLEET_QPS")]
+    fleet_qps: f32,
+    /// with --fleet-hub, its burst (default 500)
+    #[argh(option, default = "fleet::DEFAULT_FLEET_BURST")]
+    fleet_burst: u32,
+    /// on a member cluster: a kubeconfig for its hub (token or client certificate, no exec
+    /// plugin), whose context's namespace is the member's on the hub (default none)
+    #[argh(option, default = "String::new()")]
+    hub_kubeconfig: String,
+    /// with --hub-kubeconfig, the hub's name, which every copy from it carries in skiff.dev/hub
+    #[argh(option, default = "String::new()")]
+    hub_name: String,
+    /// with --hub-kubeconfig, the kinds this member takes from its hub: configmaps, secrets
+    /// (needs --secret-target-names) and kinds --kinds enables (default configmaps)
+    #[argh(option, default = "fleet::DEFAULT_HUB_KINDS.to_owned()")]
+    hub_kinds: String,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,
@@ -237,6 +268,10 @@ pub struct Settings {
     pub self_service: Option<SelfService>,
     /// `--kinds` and `--bindable-roles`, checked together; none by default.
     pub kinds: Kinds,
+    /// `--fleet-hub` and its settings; `None` when off.
+    pub fleet_hub: Option<FleetHub>,
+    /// `--hub-kubeconfig` and the member's terms; `None` when this is no member.
+    pub hub: Option<HubMember>,
     pub log_format: LogFormat,
     pub log_level: LevelFilter,
 }

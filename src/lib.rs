@@ -8,6 +8,7 @@
 //! - `fuzzing`: entry points for the fuzzers in `fuzz/` (built for them and for tests only).
 //! - [`replica`]: one replica's clients, wired as the binary runs them (fenced main client,
 //!   elector on a lease client of its own).
+//! - [`fleet`]: the fleet's clients: a member's to its hub, a hub's for its Placements.
 //! - [`manager`]: lifecycle and ordering: elect, run controllers, stop them, release, return.
 //! - [`pod_deletion`]: the own Pod marked for deletion, a shutdown signal before SIGTERM.
 //! - [`serve`]: the `/healthz`, `/readyz` and `/metrics` HTTP server.
@@ -42,6 +43,7 @@
 #[cfg(any(test, fuzzing))]
 pub mod fuzzing;
 pub mod replica;
+pub mod fleet;
 pub mod manager;
 pub mod pod_deletion;
 pub mod serve;

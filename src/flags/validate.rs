@@ -67,6 +67,15 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
             &o.self_service_kinds,
             &kinds,
         )?,
+        fleet_hub: super::fleet::fleet_hub(
+            o.fleet_hub,
+            o.member_silence_after,
+            (
+                qps("--fleet-qps", o.fleet_qps)?,
+                burst("--fleet-burst", o.fleet_burst)?.get(),
+            ),
+        )?,
+        hub: super::fleet::hub_member(&o.hub_kubeconfig, &o.hub_name, &o.hub_kinds, &kinds)?,
         secret_target_names,
         kinds,
         log_format: o.log_format,

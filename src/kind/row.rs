@@ -21,6 +21,9 @@ pub struct Kind {
     /// What a copy never carries although the object may hold it, and why (for the docs).
     pub never: &'static str,
     pub hash: HashHead,
+    /// Its content is secret: between clusters it travels only as a Secret, which one member
+    /// may read, never inside another object.
+    pub secret_content: bool,
     /// How an update is sent. Strategic merge patch (and its `$patch: replace`) exists only
     /// for the built-in kinds; a custom resource's row would say `Merge`.
     pub patch: PatchKind,

@@ -41,12 +41,14 @@ pub struct Written {
     pub metadata: ObjectMeta,
 }
 
-/// How the API server reads a PATCH body: RFC 7386 merge patch, or the strategic merge patch of
-/// built-in kinds (with directives such as `$patch: replace`).
+/// How the API server reads a PATCH body: RFC 7386 merge patch, the strategic merge patch of
+/// built-in kinds (with directives such as `$patch: replace`), or an RFC 6902 JSON patch (a
+/// list of operations: what replaces a custom resource's map whole, conditionally).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchKind {
     Merge,
     Strategic,
+    Json,
 }
 
 impl PatchKind {
@@ -55,6 +57,7 @@ impl PatchKind {
         match self {
             PatchKind::Merge => "application/merge-patch+json",
             PatchKind::Strategic => "application/strategic-merge-patch+json",
+            PatchKind::Json => "application/json-patch+json",
         }
     }
 }
@@ -323,6 +326,16 @@ impl Client {
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
         self.patch_typed(path, patch, PatchKind::Merge).await
+    }
+
+    /// A PATCH of `kind` of the object (or subresource) at `path`, answered with the object.
+    pub async fn patch_at<K: Resource>(
+        &self,
+        path: String,
+        patch: &serde_json::Value,
+        kind: PatchKind,
+    ) -> Result<K, Error> {
+        self.patch_typed(path, patch, kind).await
     }
 
     async fn patch_typed<K: Resource>(

@@ -8,24 +8,29 @@
 //! namespaces ([`Selections`]).
 
 use super::acceptance::{Acceptances, accepted_mirrors};
-use super::copy::{CopyInfo, Owner};
+use super::copy::{CopyInfo, Owner, managed_selector, owner_of};
 use super::enqueue::mirror_keys;
 use super::index::mirror_store;
 use super::kind_caches::KindCaches;
 use super::namespace::NamespaceEntry;
 use super::offers::offer_moved;
+use super::placed::{Placed, PlacedStores, as_mirror_event, carried_by, placed_keys};
+use super::placement::{FleetStores, HEARTBEAT_LABEL, Placement};
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;
 use super::source::SourceContent;
 pub use super::source_stores::SourceScope;
-use super::types::{Mirror, SourceKind};
+use super::types::Mirror;
 use crate::flags::SelfService;
-use crate::kind::Kinds;
+use crate::kind::{Kinds, SourceKind};
 use crate::kube::Client;
-use crate::kube::api::Namespace;
-use crate::runtime::{ApiSource, Change, ObjectKey, Store, WatcherConfig, WorkQueue, spawn_watch};
+use crate::kube::api::{Lease, Namespace, Object};
+use crate::runtime::{
+    ApiSource, Change, ObjectKey, Store, WatcherConfig, WorkQueue, regardless, spawn_watch,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Namespaces per page of the Namespace relist: the largest collection skiff lists (every
 /// namespace of the cluster), of small objects, so pages of 1,000 (about 1.3 MB decoded and on
@@ -48,6 +53,11 @@ pub struct Caches {
     /// name; see [`super::consent`]).
     pub self_service: Option<SelfService>,
     pub acceptances: Option<Acceptances>,
+    /// On a member (`--hub-kubeconfig`): its share of the hub, read through the hub client.
+    pub placed: Option<PlacedStores>,
+    /// On a hub (`--fleet-hub`): the Placements of its fleet Mirrors and its members'
+    /// heartbeats.
+    pub fleet: Option<FleetStores>,
 }
 
 impl Caches {
@@ -56,6 +66,7 @@ impl Caches {
         secret_targets: &SecretTargets,
         self_service: Option<&SelfService>,
         kinds: &Kinds,
+        (placed, fleet): (Option<PlacedStores>, Option<FleetStores>),
     ) -> Caches {
         let mirrors = mirror_store();
         let namespaces = Store::new(NamespaceEntry::of);
@@ -63,13 +74,29 @@ impl Caches {
             let caches = KindCaches::new(row, scope, secret_targets, self_service);
             (row.id, caches)
         });
+        let known = {
+            let (mirrors, placed) = (mirrors.clone(), placed.clone());
+            move |key: &ObjectKey| {
+                mirrors.contains(key) || placed.as_ref().is_some_and(|p| p.contains(key))
+            }
+        };
         Caches {
-            selections: Selections::new(&namespaces, &mirrors),
+            selections: Selections::new(&namespaces, known),
             mirrors,
             namespaces,
             kinds: Arc::new(kinds.collect()),
             self_service: self_service.cloned(),
             acceptances: self_service.map(|_| Acceptances::default()),
+            placed,
+            fleet,
+        }
+    }
+
+    /// The Mirror `key` names: a local one, or, on a member, one its hub placed.
+    pub fn mirror(&self, key: &ObjectKey) -> Option<Mirror> {
+        match &self.placed {
+            Some(placed) if key.namespace.contains('/') => Some(placed.get(key)?.mirror),
+            _ => self.mirrors.get(&key.namespace, &key.name),
         }
     }
 
@@ -79,6 +106,9 @@ impl Caches {
         namespace: &str,
         name: &str,
     ) -> Option<Arc<SourceContent>> {
+        if let Some(placed) = self.placed.as_ref().filter(|_| namespace.contains('/')) {
+            return placed.source(&ObjectKey::new(namespace, name));
+        }
         self.kinds.get(&kind)?.source(namespace, name)
     }
 
@@ -174,6 +204,105 @@ impl Caches {
         for caches in self.kinds.values() {
             tasks.extend(caches.spawn_watches(client, queue, &self.mirrors));
         }
+        if let Some(placed) = &self.placed {
+            tasks.extend(self.placed_watches(placed, queue));
+        }
+        if let Some(fleet) = &self.fleet {
+            tasks.extend(self.fleet_watches(fleet, client, queue));
+        }
         tasks
+    }
+
+    /// On a hub: the Placements of its fleet Mirrors (by skiff's label, across namespaces), each
+    /// waking the Mirror that owns it, and its members' heartbeats, a member heard again after a
+    /// silence waking the fleet Mirrors that select it.
+    fn fleet_watches(
+        &self,
+        fleet: &FleetStores,
+        client: &Client,
+        queue: &WorkQueue<ObjectKey>,
+    ) -> [smol::Task<()>; 2] {
+        let all = || ApiSource::new(client, None);
+        let managed = WatcherConfig::default().labels(&managed_selector());
+        let owners = {
+            let mirrors = self.mirrors.clone();
+            regardless(move |event: &Change<Placement>| match event {
+                Change::Listed(p) | Change::Applied(p) | Change::Deleted(p) => {
+                    let owner = owner_of(&p.metadata);
+                    owner
+                        .map(|o| ObjectKey::new(o.namespace, o.name))
+                        .into_iter()
+                        .collect()
+                }
+                Change::Relisting => Vec::new(),
+                // A Mirror whose Placements went while the watch was down is in no event.
+                Change::Relisted => mirrors.keys(),
+            })
+        };
+        let heard = {
+            let (mirrors, selections, silence) =
+                (self.mirrors.clone(), self.selections.clone(), fleet.silence);
+            move |event: &Change<Lease>, previous: Option<&Instant>| {
+                let (Change::Listed(lease) | Change::Applied(lease)) = event else {
+                    return Vec::new();
+                };
+                if previous.is_some_and(|at| at.elapsed() < silence) {
+                    return Vec::new();
+                }
+                let ns = lease.metadata.namespace();
+                let fleet = mirrors.list().into_iter().filter(|m| m.spec.is_fleet());
+                let selecting = fleet.filter(|m| selections.of(m).contains(ns));
+                selecting
+                    .filter_map(|m| ObjectKey::from_meta(&m.metadata))
+                    .collect()
+            }
+        };
+        let heartbeats = WatcherConfig::default().labels(HEARTBEAT_LABEL);
+        [
+            spawn_watch(all(), managed, fleet.placements.clone(), queue, owners),
+            spawn_watch(all(), heartbeats, fleet.heartbeats.clone(), queue, heard),
+        ]
+    }
+
+    /// On a member: its Placements and carriers on the hub, watched through the hub client in
+    /// its own namespace there. A Placement event moves its Mirror's selection and wakes it; a
+    /// carrier's, the Mirrors whose Placement names it.
+    fn placed_watches(
+        &self,
+        placed: &PlacedStores,
+        queue: &WorkQueue<ObjectKey>,
+    ) -> [smol::Task<()>; 2] {
+        let (client, hub) = (&placed.client, &placed.hub);
+        let placements = {
+            let (selections, name) = (self.selections.clone(), hub.name.clone());
+            move |event: &Change<Placement>, _: Option<&Placed>| {
+                selections.mirror_changed(&as_mirror_event(event, &name));
+                placed_keys(event, &name)
+            }
+        };
+        let carriers = {
+            let (stores, name) = (placed.placements.clone(), hub.name.clone());
+            regardless(move |event: &Change<Object>| carried_by(&stores, &name, event))
+        };
+        let secrets = SourceKind::Secret
+            .row()
+            .collection_path(Some(&hub.namespace));
+        let config = WatcherConfig::default();
+        [
+            spawn_watch(
+                ApiSource::new(client, Some(&hub.namespace)),
+                config.clone(),
+                placed.placements.clone(),
+                queue,
+                placements,
+            ),
+            spawn_watch(
+                ApiSource::at(client, Some(&hub.namespace), secrets),
+                config,
+                placed.carriers.clone(),
+                queue,
+                carriers,
+            ),
+        ]
     }
 }

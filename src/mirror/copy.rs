@@ -21,6 +21,12 @@ pub const MANAGED_BY_VALUE: &str = "skiff";
 pub const MIRROR_NAMESPACE_LABEL: &str = "skiff.dev/mirror-namespace";
 pub const MIRROR_NAME_LABEL: &str = "skiff.dev/mirror-name";
 pub const SOURCE_HASH_ANNOTATION: &str = "skiff.dev/source-hash";
+/// On a copy a hub placed: the hub's name (`--hub-name`) and its Mirror's namespace and name,
+/// in place of the Mirror labels, so that it never collides with a local Mirror's copy and a
+/// skiff older than the fleet reads it as an object it does not manage.
+pub const HUB_LABEL: &str = "skiff.dev/hub";
+pub const HUB_MIRROR_NAMESPACE_LABEL: &str = "skiff.dev/hub-mirror-namespace";
+pub const HUB_MIRROR_NAME_LABEL: &str = "skiff.dev/hub-mirror-name";
 
 /// The label selector that finds every copy skiff manages (the copy watch uses it).
 pub fn managed_selector() -> String {
@@ -69,25 +75,43 @@ impl CopyInfo {
     }
 }
 
-/// The Mirror named by a skiff-managed object's labels, if it is one.
+/// The Mirror named by a skiff-managed object's labels, if it is one: a local Mirror, or a
+/// hub's.
 pub fn owner_of(meta: &ObjectMeta) -> Option<Owner> {
-    if meta.labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE) {
+    let label = |key| meta.labels.get(key).map(String::as_str);
+    if label(MANAGED_BY_LABEL) != Some(MANAGED_BY_VALUE) {
         return None;
     }
+    if let Some(hub) = label(HUB_LABEL) {
+        return Some(Owner::of_hub(
+            hub,
+            label(HUB_MIRROR_NAMESPACE_LABEL)?,
+            label(HUB_MIRROR_NAME_LABEL)?,
+        ));
+    }
     Some(Owner {
-        namespace: meta.labels.get(MIRROR_NAMESPACE_LABEL)?.clone(),
-        name: meta.labels.get(MIRROR_NAME_LABEL)?.clone(),
+        namespace: label(MIRROR_NAMESPACE_LABEL)?.to_owned(),
+        name: label(MIRROR_NAME_LABEL)?.to_owned(),
     })
 }
 
 /// Metadata naming a copy `name` in `namespace` and labelling it as `owner`'s.
 pub fn labelled_for(owner: &Owner, namespace: &str, name: &str) -> ObjectMeta {
     let mut meta = ObjectMeta::named(Some(namespace), name);
-    meta.labels = BTreeMap::from([
-        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned()),
-        (MIRROR_NAMESPACE_LABEL.to_owned(), owner.namespace.clone()),
-        (MIRROR_NAME_LABEL.to_owned(), owner.name.clone()),
-    ]);
+    let managed = (MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
+    meta.labels = match owner.hub() {
+        None => BTreeMap::from([
+            managed,
+            (MIRROR_NAMESPACE_LABEL.to_owned(), owner.namespace.clone()),
+            (MIRROR_NAME_LABEL.to_owned(), owner.name.clone()),
+        ]),
+        Some((hub, namespace)) => BTreeMap::from([
+            managed,
+            (HUB_LABEL.to_owned(), hub.to_owned()),
+            (HUB_MIRROR_NAMESPACE_LABEL.to_owned(), namespace.to_owned()),
+            (HUB_MIRROR_NAME_LABEL.to_owned(), owner.name.clone()),
+        ]),
+    };
     meta
 }
 
@@ -159,6 +183,18 @@ mod tests {
     #[test]
     fn the_cached_entry_of_a_copy_takes_80_bytes() {
         assert_eq!(size_of::<CopyInfo>(), 80);
+    }
+
+    #[test]
+    fn a_hub_s_copy_names_the_hub_and_is_no_local_mirror_s() {
+        let owner = Owner::of_hub("hub-eu", "src", "ca");
+        let meta = labelled_for(&owner, "team-a", "app-ca");
+        assert_eq!(meta.labels[HUB_LABEL], "hub-eu");
+        assert!(!meta.labels.contains_key(MIRROR_NAMESPACE_LABEL));
+        assert_eq!(owner_of(&meta), Some(owner.clone()));
+        assert_ne!(owner_of(&meta), Some(Owner::of(&mirror())));
+        assert_eq!(owner.hub(), Some(("hub-eu", "src")));
+        assert_eq!(Owner::of(&mirror()).hub(), None);
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! - [`controller`]: the runnable the manager starts: watches → caches → workers.
 //! - [`reconcile`]: the Reconciler decides (refusals, the desired copy, the plan) and hands
 //!   the writes to the modules below.
+//! - [`refusals`]: why a Mirror may copy nothing at all, by whose it is.
+//! - [`fleet_status`]: a fleet Mirror's reconcile on its hub, and its status by cluster.
+//! - [`placer`]: a hub's fleet Mirrors (`spec.clusterSelector`): their Placements written in
+//!   the member clusters' namespaces, withdrawn by tombstone, and counted per cluster.
 //! - [`tenancy`]: whose the Mirror is (an admin's, or a tenant's offer), decided once per
 //!   reconcile: where its copies go and what they are named.
 //! - [`consent`]: tenant offers, which copy only where an acceptance consents, and the
@@ -33,6 +37,9 @@
 //! - [`namespace_selector`]: which namespaces a Mirror's selector selects, one at a time;
 //!   [`namespace`]: what the namespace cache keeps of a namespace to decide it.
 //! - [`acceptance`]: the `MirrorAcceptance` resource and its index.
+//! - [`placed`]: a member's share of its hub, read through the hub client: each `Placement`
+//!   read as the Mirror it stands for, and its source; [`placement`]: the `Placement`
+//!   resource.
 //!
 //! What a Mirror wants, and what a copy is:
 //! - [`secret_targets`]: the names skiff may write of a kind RBAC grants by name
@@ -58,6 +65,9 @@
 //! - [`managed`]: the labels and annotations of a copy that are skiff's, recorded on the copy.
 pub mod controller;
 pub mod reconcile;
+pub mod refusals;
+pub mod fleet_status;
+pub mod placer;
 pub mod tenancy;
 pub mod consent;
 pub mod kind_checks;
@@ -77,6 +87,8 @@ pub mod offers;
 pub mod namespace_selector;
 pub mod namespace;
 pub mod acceptance;
+pub mod placed;
+pub mod placement;
 pub mod secret_targets;
 pub mod binding_guard;
 pub mod copy_requests;

@@ -6,10 +6,27 @@
 //! namespaces up to date with them, event by event.
 
 use super::namespace::NamespaceInfo;
-use super::types::LabelSelector;
+use super::placement::MEMBER_LABEL;
+use super::types::{LabelSelector, LabelSelectorRequirement, Mirror};
 
 /// Label that opts a namespace out of every Mirror.
 pub const EXCLUDE_LABEL: &str = "skiff.dev/exclude";
+
+/// The selector a Mirror's selection is computed with: a local Mirror's `namespaceSelector`,
+/// which never selects a member cluster's namespace on a hub (a Secret copied there would be
+/// that member's to read); a fleet Mirror's `clusterSelector`, which selects only those.
+pub fn effective(mirror: &Mirror) -> Option<LabelSelector> {
+    let (mut selector, member) = match &mirror.spec.cluster_selector {
+        Some(clusters) => (clusters.clone(), "Exists"),
+        None => (mirror.spec.namespace_selector.clone()?, "DoesNotExist"),
+    };
+    selector.match_expressions.push(LabelSelectorRequirement {
+        key: MEMBER_LABEL.to_owned(),
+        operator: member.to_owned(),
+        values: Vec::new(),
+    });
+    Some(selector)
+}
 
 /// Whether a Mirror living in `mirror_namespace` with `selector` copies into `ns`.
 pub fn selects(
@@ -42,7 +59,7 @@ pub fn chooses(
 #[cfg(test)]
 pub(crate) fn expr(key: &str, operator: &str, values: &[&str]) -> LabelSelector {
     LabelSelector {
-        match_expressions: vec![super::types::LabelSelectorRequirement {
+        match_expressions: vec![LabelSelectorRequirement {
             key: key.into(),
             operator: operator.into(),
             values: values.iter().map(|v| v.to_string()).collect(),

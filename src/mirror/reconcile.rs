@@ -19,10 +19,13 @@ use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
+use super::fleet_status;
 use super::kind_checks::KindChecks;
 use super::mirror_writer::{MirrorWriter, has_finalizer};
 use super::own_writes::CopyKey;
+use super::placer::Placer;
 use super::plan::{Desired, Plan, plan};
+use super::refusals::Refusals;
 use super::secret_targets::SecretTargets;
 use super::status::{Observed, Reason, Refusal};
 use super::tenancy::Tenancy;
@@ -37,9 +40,7 @@ use std::time::Instant;
 
 pub struct Reconciler {
     caches: Caches,
-    scope: SourceScope,
-    secret_targets: SecretTargets,
-    kinds: KindChecks,
+    refusals: Refusals,
     mirrors: MirrorWriter,
     conflicts: Conflicts,
     contests: Contests,
@@ -47,30 +48,36 @@ pub struct Reconciler {
     applier: Arc<Applier>,
     /// With `--self-service`: tenant Mirrors' consents (see consent).
     consent: Option<Consent>,
+    /// With `--fleet-hub`: where fleet Mirrors' Placements are written.
+    placer: Option<Placer>,
 }
 
 impl Reconciler {
     pub fn new(
         client: Client,
         caches: Caches,
-        scope: SourceScope,
-        secret_targets: SecretTargets,
-        kinds: KindChecks,
-        recorder: Recorder,
+        (scope, secret_targets, kinds): (SourceScope, SecretTargets, KindChecks),
+        (recorder, placer): (Recorder, Option<Placer>),
         stopping: Signal,
     ) -> Reconciler {
         let requests = CopyRequests::new(client.clone());
+        let placed = caches.placed.clone();
         let consent = (caches.self_service.clone()).map(|settings| {
             let clients = (client.clone(), recorder.clone());
             Consent::new(settings, secret_targets.clone(), caches.clone(), clients)
         });
+        let hub = placer.is_some();
         Reconciler {
             consent,
+            placer,
             caches,
-            scope,
-            secret_targets,
-            kinds,
-            mirrors: MirrorWriter::new(client),
+            refusals: Refusals {
+                scope,
+                secret_targets,
+                kinds,
+                hub,
+            },
+            mirrors: MirrorWriter::new(client, placed),
             conflicts: Conflicts::new(requests.clone()),
             contests: Contests::default(),
             announce: Announcer::new(recorder),
@@ -83,16 +90,20 @@ impl Reconciler {
             namespace: key.namespace.to_string(),
             name: key.name.to_string(),
         };
-        let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
-            self.delete_all_copies(&owner).await?;
+        let Some(mirror) = self.caches.mirror(&key) else {
+            // A hub's Mirror whose Placement is not here is no sign to delete anything: only
+            // its tombstone is. Its copies stay until one comes.
+            if owner.hub().is_none() {
+                self.delete_all_copies(&owner).await?;
+            }
             self.forget(&owner);
             self.report_acceptances(&owner, None).await?;
             return Ok(Action::Done);
         };
         let mirror = self.mirrors.latest(&owner, mirror);
         let consent = self.consent.as_ref();
-        let tenancy = Tenancy::of(&mirror, (&self.scope, consent), &self.caches);
-        let refusal = self.refusal(&mirror, &tenancy);
+        let tenancy = Tenancy::of(&mirror, (&self.refusals.scope, consent), &self.caches);
+        let refusal = self.refusals.of(&mirror, &tenancy, consent);
         let refused = refusal.is_some();
         let action = self.reconcile_mirror(&mirror, &tenancy, refusal).await?;
         self.report_acceptances(&owner, tenancy.seen(&mirror, refused))
@@ -115,7 +126,8 @@ impl Reconciler {
         if let Some(refusal) = refusal {
             return self.refuse(mirror, &Observed::default(), refusal).await;
         }
-        // A tenant's offer gets no finalizer: its copies go when skiff sees it gone.
+        // A tenant's offer gets no finalizer: its copies go when skiff sees it gone. A hub's
+        // Mirror needs none either: its Placement's tombstone waits for this member.
         let mirror = match tenancy.is_offer() {
             true => mirror.clone(),
             false => self.mirrors.add_finalizer(mirror.clone()).await?,
@@ -130,33 +142,12 @@ impl Reconciler {
                 return self.refuse(&mirror, &observed, refusal).await;
             }
         };
+        if let Some(placer) = self.placer.as_ref().filter(|_| mirror.spec.is_fleet()) {
+            let want = (&desired, &tenancy.serves);
+            return fleet_status::place(placer, &self.mirrors, &mirror, want).await;
+        }
         let target = Arc::new(Target::new(owner, tenancy.names.clone(), desired));
         self.sync(&mirror, tenancy, &target).await
-    }
-
-    /// Why `mirror` may copy nothing at all: a tenant's offer of what tenants may not share
-    /// (see consent); or its sources may not be read from its namespace, it copies a kind
-    /// whose names RBAC grants one by one under a name not granted (see secret_targets), or its
-    /// kind's row refuses it (see kinds).
-    fn refusal(&self, mirror: &Mirror, tenancy: &Tenancy) -> Option<Refusal> {
-        let namespace = mirror.metadata.namespace();
-        if let Some(consent) = self.consent.as_ref().filter(|_| tenancy.is_offer()) {
-            return consent.refusal(mirror, &self.kinds);
-        }
-        if !self.scope.allows(namespace) {
-            let message = format!(
-                "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
-                self.scope.describe(),
-                namespace
-            );
-            return Some(Refusal {
-                reason: Reason::SourceNamespaceNotAllowed,
-                message,
-            });
-        }
-        self.secret_targets
-            .refusal(mirror)
-            .or_else(|| self.kinds.refusal(mirror))
     }
 
     /// Writes the status of every acceptance naming the Mirror `owner` whose verdict changed:
@@ -195,9 +186,7 @@ impl Reconciler {
             });
         };
         let selected = || tenancy.serves.clone();
-        let binding = self
-            .kinds
-            .binding_refusal(mirror, &content.payload, selected);
+        let binding = (self.refusals.kinds).binding_refusal(mirror, &content.payload, selected);
         binding.map_or_else(|| DesiredCopy::of(mirror, &content), Err)
     }
 
@@ -275,6 +264,7 @@ impl Reconciler {
             replaced: outcome.replaced.len() as u32,
             contest: Some(contest),
             private: naming == Naming::Counts,
+            clusters: None,
         };
         self.write_outcome(mirror, &observed, outcome.errors)
             .await?;
@@ -384,8 +374,12 @@ impl Reconciler {
     }
 
     /// Deletes every copy labelled for `owner` (Mirror deleted, or gone without its finalizer),
-    /// as this replica's own writes left them: a copy created a moment ago counts too.
+    /// as this replica's own writes left them: a copy created a moment ago counts too. A fleet
+    /// Mirror's Placements are withdrawn instead (tombstones, deleted once acknowledged).
     async fn delete_all_copies(&self, owner: &Owner) -> Result<(), Error> {
+        if let Some(placer) = &self.placer {
+            placer.withdraw(owner, |_| false).await?;
+        }
         self.applier.delete_all(self.owned(owner)).await
     }
 

@@ -7,7 +7,7 @@
 mod contested;
 
 use super::contest::Contest;
-use super::types::{Condition, Mirror, MirrorStatus};
+use super::types::{Clusters, Condition, Mirror, MirrorStatus};
 
 /// Why the Mirror is (not) Ready; the condition's `reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +42,14 @@ pub enum Reason {
     BindingNotAllowed,
     /// A copy name another controller keeps in every namespace (a kind's row reserves it).
     NameReserved,
+    /// A fleet Mirror whose member clusters have not all reported the current version.
+    ClustersPending,
+    /// A fleet Mirror some member cluster reported a refusal, conflict or contest for.
+    ClustersFailing,
+    /// A fleet Mirror some member cluster has not been heard from lately.
+    ClustersSilent,
+    /// A fleet Mirror (`spec.clusterSelector`) on a skiff that is no hub (`--fleet-hub`).
+    FleetNotEnabled,
     Error,
 }
 
@@ -65,6 +73,10 @@ impl Reason {
             Reason::RoleNotBindable => "RoleNotBindable",
             Reason::BindingNotAllowed => "BindingNotAllowed",
             Reason::NameReserved => "NameReserved",
+            Reason::ClustersPending => "ClustersPending",
+            Reason::ClustersFailing => "ClustersFailing",
+            Reason::ClustersSilent => "ClustersSilent",
+            Reason::FleetNotEnabled => "FleetNotEnabled",
             Reason::Error => "Error",
         }
     }
@@ -97,6 +109,8 @@ pub struct Observed {
     /// A tenant's offer: its conflicts are counted, never named (each is in a namespace of
     /// another tenant, who sees it on its own acceptance).
     pub private: bool,
+    /// A fleet Mirror's member clusters, by what they reported.
+    pub clusters: Option<Clusters>,
 }
 
 /// The status to show for `mirror` after a reconcile that ended in `reason`.
@@ -118,7 +132,7 @@ pub fn build(
     };
     let ready = reason == Reason::Synced && observed.synced == observed.selected;
     let message = match reason {
-        Reason::Synced => format!(
+        Reason::Synced if observed.clusters.is_none() => format!(
             "{} of {} selected namespaces hold an up-to-date copy",
             observed.synced, observed.selected
         ),
@@ -155,6 +169,7 @@ pub fn build(
         adopted: adopted.saturating_add(observed.adopted),
         replaced: replaced.saturating_add(observed.replaced),
         contested: contest.count(),
+        clusters: observed.clusters,
         conditions: [
             Some(condition(
                 mirror,

@@ -13,7 +13,11 @@ use super::caches::{Caches, SourceScope};
 use super::consent::{Consent, Offer, Seen};
 use super::copy::Owner;
 use super::copy_names::CopyNames;
+use super::placed::PlacedStores;
+use super::placement::FORMAT;
+use super::status::{Reason, Refusal};
 use super::types::Mirror;
+use crate::runtime::ObjectKey;
 use std::collections::BTreeSet;
 
 pub struct Tenancy {
@@ -23,6 +27,9 @@ pub struct Tenancy {
     pub serves: BTreeSet<String>,
     /// Its copies' names.
     pub names: CopyNames,
+    /// A hub's Mirror, placed for this member: it copies within the member's limits and
+    /// reports on its Placement, never on a local object.
+    pub placed: Option<PlacedStores>,
 }
 
 impl Tenancy {
@@ -34,13 +41,27 @@ impl Tenancy {
         caches: &Caches,
     ) -> Tenancy {
         let selected = caches.selections.of(mirror);
+        let names = CopyNames::new(mirror.spec.target_name());
+        let placed = caches
+            .placed
+            .as_ref()
+            .filter(|_| Owner::of(mirror).hub().is_some());
+        if let Some(placed) = placed {
+            return Tenancy {
+                offer: None,
+                serves: super::placed::eligible(placed, selected),
+                names,
+                placed: Some(placed.clone()),
+            };
+        }
         let namespace = mirror.metadata.namespace();
         let consent = consent.filter(|c| !scope.allows(namespace) && c.offers(namespace));
         let Some(consent) = consent else {
             return Tenancy {
                 offer: None,
                 serves: selected,
-                names: CopyNames::new(mirror.spec.target_name()),
+                names,
+                placed: None,
             };
         };
         let owner = Owner::of(mirror);
@@ -49,6 +70,7 @@ impl Tenancy {
             serves: consent.served(&owner, &local, &selected),
             names: local.names.clone(),
             offer: Some(Offer { local, selected }),
+            placed: None,
         }
     }
 
@@ -68,8 +90,43 @@ impl Tenancy {
     }
 
     /// How its Events speak of where: a tenant's offer only counts namespaces, which are
-    /// other tenants'.
+    /// other tenants'; a hub's Mirror has no local object to post on (its Placement's status
+    /// on the hub says it all).
     pub fn naming(&self) -> Naming {
-        Naming::counting_if(self.is_offer())
+        match self.placed {
+            Some(_) => Naming::Silent,
+            None => Naming::counting_if(self.is_offer()),
+        }
+    }
+
+    /// Why a hub's Mirror may copy nothing here, beyond what any Mirror meets: a kind this
+    /// member does not take from its hub, or a Placement format this build does not read.
+    pub fn placed_refusal(&self, mirror: &Mirror) -> Option<Refusal> {
+        let placed = self.placed.as_ref()?;
+        let kind = mirror.spec.source.kind;
+        if !placed.takes(kind) {
+            let takes: Vec<String> = (placed.hub.kinds.iter())
+                .map(|k| k.row().flag_name())
+                .collect();
+            return Some(Refusal {
+                reason: Reason::KindNotAllowed,
+                message: format!(
+                    "this member takes only {} from hub {} (--hub-kinds), not a {}; nothing is \
+                     copied. Its admin may add the kind to --hub-kinds",
+                    takes.join(","),
+                    placed.hub.name,
+                    kind.as_str()
+                ),
+            });
+        }
+        let key = ObjectKey::from_meta(&mirror.metadata)?;
+        let format = placed.get(&key)?.format;
+        (format != FORMAT).then(|| Refusal {
+            reason: Reason::SourceNotAllowed,
+            message: format!(
+                "its Placement is in format {format}, which this skiff does not read (it reads \
+                 {FORMAT}); nothing is copied until the member's skiff is upgraded"
+            ),
+        })
     }
 }

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 pub const GROUP: &str = "skiff.dev";
 pub const API_VERSION: &str = "skiff.dev/v1alpha1";
 
+/// The finalizer that makes a Mirror's deletion wait until its copies are gone.
+pub const FINALIZER: &str = "skiff.dev/cleanup";
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Mirror {
@@ -40,6 +43,10 @@ pub struct MirrorSpec {
     /// What to do when another writer keeps changing a copy back; `Restore` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conflicts: Option<ConflictPolicy>,
+    /// On a hub (`--fleet-hub`): the member clusters whose copies this Mirror places, by the
+    /// labels of their namespaces on the hub; `namespaceSelector` then selects inside each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_selector: Option<LabelSelector>,
 }
 
 /// `spec.conflicts`: restore a contested copy with backoff, or leave it to the other writer
@@ -52,6 +59,11 @@ pub enum ConflictPolicy {
 }
 
 impl MirrorSpec {
+    /// Whether this Mirror places its copies in member clusters (a hub's fleet Mirror).
+    pub fn is_fleet(&self) -> bool {
+        self.cluster_selector.is_some()
+    }
+
     pub fn target_name(&self) -> &str {
         self.target_name.as_deref().unwrap_or(&self.source.name)
     }
@@ -111,8 +123,26 @@ pub struct MirrorStatus {
     /// Copies another writer keeps changing back after skiff restores them.
     #[serde(skip_serializing_if = "is_zero")]
     pub contested: u32,
+    /// A fleet Mirror's member clusters, by what they last reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Clusters>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+/// A fleet Mirror's member clusters, by what each last reported on its Placement and whether
+/// it was heard from lately.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Clusters {
+    /// Every selected namespace of the cluster holds the current version.
+    pub current: u32,
+    /// Placed, not reported current yet.
+    pub pending: u32,
+    /// Reported a refusal, a conflict or a contest.
+    pub failing: u32,
+    /// Not heard from for longer than `--member-silence-after` (counted here only).
+    pub silent: u32,
 }
 
 fn is_zero(n: &u32) -> bool {

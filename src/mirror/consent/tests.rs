@@ -38,6 +38,7 @@ fn sharing(
         &secret_targets,
         Some(&settings),
         &Kinds::default().with_secret_targets(!secret_names.is_empty()),
+        (None, None),
     );
     for (name, labels) in namespaces {
         let ns = Namespace {
