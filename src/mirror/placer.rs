@@ -156,9 +156,11 @@ impl Placer {
         spec: &PlacementSpec,
     ) -> Result<Option<String>, Error> {
         let placement = Placement {
+            api_version: Some(super::types::API_VERSION.to_owned()),
+            kind: Some("Placement".to_owned()),
             metadata: labelled_for(owner, ns, name),
             spec: spec.clone(),
-            ..Placement::default()
+            status: None,
         };
         let created = self.client.create(&placement).await?;
         Ok(created.metadata.uid)

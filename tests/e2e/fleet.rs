@@ -25,7 +25,8 @@ fn a_member_token_reads_its_own_share_of_the_hub_and_nothing_of_another_members(
     let eu = fleet.admit("eu-1", &[("region", "eu")]);
     let us = fleet.admit("us-1", &[("region", "us")]);
     for member in [&eu, &us] {
-        let spec = json!({"kind": "ConfigMap", "targetName": "app-ca",
+        let spec = json!({"format": 1, "mirror": {"namespace": "skiff-system", "name": "app-ca"},
+            "kind": "ConfigMap", "targetName": "app-ca", "hash": "h",
             "content": {"data": {"ca.crt": format!("PEM for {}", member.cluster)}}});
         let data = json!({"tls.crt": "Y2VydA==", "tls.key": "a2V5"});
         fleet.place(member, PLACED, spec, (CARRIER, data));

@@ -19,6 +19,7 @@ mod deploy;
 mod exec_proxy;
 mod faults;
 mod fleet;
+mod fleet_copies;
 mod flowcontrol;
 mod helm;
 mod hostile_ports;

@@ -43,60 +43,6 @@ pub const MEMBER_ROLE: &str = "skiff-fleet-member";
 /// How long a member token minted by [`Fleet::admit`] lives: longer than any test.
 const TOKEN_DURATION: &str = "2h";
 
-/// What a member may do on the hub, each rule with its reason. Bound by a RoleBinding in the
-/// member's own namespace, so every rule stops at that namespace.
-pub const MEMBER_ROLE_YAML: &str = r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: skiff-fleet-member
-rules:
-# What is placed for this member: read only.
-- apiGroups: [skiff.dev]
-  resources: [placements]
-  verbs: [get, list, watch]
-# Its report on each placement: the status only, never the spec, so it cannot change what it
-# is asked to hold.
-- apiGroups: [skiff.dev]
-  resources: [placements/status]
-  verbs: [patch, update]
-# Secrets placed for it travel as Secrets (encrypted at rest like any other): read only.
-- apiGroups: [""]
-  resources: [secrets]
-  verbs: [get, list, watch]
-# Its heartbeat: the one Lease its admission created; no create, no other Lease.
-- apiGroups: [coordination.k8s.io]
-  resources: [leases]
-  resourceNames: [skiff-member]
-  verbs: [get, update, patch]
-"#;
-
-/// A stand-in for the Placement CRD until the repository ships one: what the hub places in a
-/// member's namespace, with the status subresource the member reports through.
-pub const PLACEMENT_CRD_YAML: &str = r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: placements.skiff.dev
-spec:
-  group: skiff.dev
-  names: {kind: Placement, listKind: PlacementList, plural: placements, singular: placement}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            x-kubernetes-preserve-unknown-fields: true
-          status:
-            type: object
-            x-kubernetes-preserve-unknown-fields: true
-"#;
-
 /// A Placement as the e2e suite reads and writes it: its spec and status as JSON.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -137,12 +83,16 @@ impl Fleet {
                 .collect();
             (hub, members)
         });
-        hub.once("fleet hub", |hub| {
-            hub.apply(MEMBER_ROLE_YAML);
-            hub.apply(PLACEMENT_CRD_YAML);
-            let crd = "customresourcedefinition/placements.skiff.dev";
-            hub.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
-        });
+        hub.install_manifests()
+            .install_overlay("secret-targets")
+            .install_overlay("fleet-hub")
+            .once("placements", |hub| {
+                let crd = "customresourcedefinition/placements.skiff.dev";
+                hub.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+            });
+        for member in &members {
+            member.install_manifests().install_overlay("secret-targets");
+        }
         say(&format!(
             "fleet: a hub and {} members ready in {:.1} s",
             members.len(),
@@ -152,32 +102,36 @@ impl Fleet {
     }
 
     /// Admits the member cluster `cluster` on the hub, labelled `labels`, as the hub admin
-    /// does; returns what the member admin is handed.
+    /// does (`make hub-admit`, its script run as is); returns what the member admin is handed.
     pub fn admit(&self, cluster: &str, labels: &[(&str, &str)]) -> Admission {
-        let mut namespace_labels = serde_json::Map::new();
-        namespace_labels.insert(MEMBER_LABEL.into(), cluster.into());
-        for (key, value) in labels {
-            namespace_labels.insert((*key).into(), (*value).into());
-        }
-        self.hub
-            .apply(&admission_objects(cluster, namespace_labels).to_string());
-        let token = self.hub.kubectl_ok(&[
-            "create",
-            "token",
-            MEMBER_SERVICE_ACCOUNT,
-            "-n",
-            cluster,
-            &format!("--duration={TOKEN_DURATION}"),
-        ]);
+        let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/hub-admit.sh");
+        let output = std::process::Command::new(script)
+            .args([cluster, &labels.join(","), TOKEN_DURATION])
+            .env("KUBECONFIG", self.hub.admin_kubeconfig())
+            .env("KUBECTL", super::control_plane::bin_dir().join("kubectl"))
+            .output()
+            .expect("run hack/hub-admit.sh");
+        let printed = super::kubectl::output_ok("hack/hub-admit.sh", output);
+        let secret = self.hub.kubectl_stdin(
+            &["create", "--dry-run=client", "-o", "json", "-f", "-"],
+            &printed,
+        );
+        let secret: Value = serde_json::from_slice(&secret.stdout).expect("the printed Secret");
         let dir = self.hub.dir().join("members").join(cluster);
         std::fs::create_dir_all(&dir).expect("create the member's Secret dir");
-        let admission = Admission {
+        let data = &secret["stringData"];
+        let token = data["token"].as_str().expect("a token").to_owned();
+        write(&dir.join("token"), &token);
+        write(
+            &dir.join("kubeconfig"),
+            data["kubeconfig"].as_str().expect("a kubeconfig"),
+        );
+        Admission {
             cluster: cluster.to_owned(),
-            token: token.trim().to_owned(),
+            token,
             dir,
-        };
-        admission.write_secret(self.hub);
-        admission
+        }
     }
 
     /// Places `spec` for `member` as the Placement `name` in its hub namespace, as the hub's
@@ -192,27 +146,6 @@ impl Fleet {
         ]});
         self.hub.apply(&objects.to_string());
     }
-}
-
-/// The hub objects that admit `cluster`: its namespace, its identity, the binding that confines
-/// that identity to the namespace, and its heartbeat Lease.
-fn admission_objects(cluster: &str, labels: serde_json::Map<String, Value>) -> Value {
-    let subject =
-        json!({"kind": "ServiceAccount", "name": MEMBER_SERVICE_ACCOUNT, "namespace": cluster});
-    json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": cluster, "labels": labels}},
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": MEMBER_SERVICE_ACCOUNT, "namespace": cluster}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": MEMBER_ROLE, "namespace": cluster},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MEMBER_ROLE},
-         "subjects": [subject]},
-        {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-         "metadata": {"name": HEARTBEAT_LEASE, "namespace": cluster,
-                      "labels": {HEARTBEAT_LABEL.0: HEARTBEAT_LABEL.1}},
-         "spec": {"leaseDurationSeconds": 180}},
-    ]})
 }
 
 /// What the hub admin hands the member admin: the member's identity on the hub.
@@ -253,28 +186,6 @@ impl Admission {
         ];
         succeeded(&args, self.kubectl().run(&args))
     }
-
-    /// Writes the member's hub Secret: the token, and a kubeconfig that reads it from the file
-    /// beside it (relative, as a mounted Secret's keys are).
-    fn write_secret(&self, hub: &ControlPlane) {
-        write(&self.dir.join("token"), &self.token);
-        write(&self.kubeconfig(), &member_kubeconfig(hub, &self.cluster));
-    }
-}
-
-/// A kubeconfig naming the hub and its CA, authenticating with the token in the file `token`
-/// beside it, in the member's namespace.
-fn member_kubeconfig(hub: &ControlPlane, cluster: &str) -> String {
-    use base64::Engine as _;
-    let ca = base64::engine::general_purpose::STANDARD.encode(hub.ca_pem());
-    format!(
-        "apiVersion: v1\nkind: Config\n\
-         clusters:\n- name: hub\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\n\
-         users:\n- name: {cluster}\n  user:\n    tokenFile: token\n\
-         contexts:\n- name: hub\n  context:\n    cluster: hub\n    user: {cluster}\n    namespace: {cluster}\n\
-         current-context: hub\n",
-        hub.url()
-    )
 }
 
 fn write(path: &Path, contents: &str) {
