@@ -75,7 +75,7 @@ CLIPPY ?= CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/lint $(CARGO) clippy --a
 FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large bench-bigsource compare compare-kit static size docker-build \
-	docker-push image install uninstall deploy undeploy build-installer demo clean \
+	docker-push image install uninstall deploy undeploy build-installer demo clean hub-admit \
 	static-arm64 test-arm64 docker-buildx chart helm-package fuzz test-builds test-node
 
 help: ## list the targets
@@ -111,11 +111,16 @@ test-node: ## as root: skiff's image in Pods on a real kubelet (hack/node/node.s
 	$(CARGO) test --test e2e --no-run
 	hack/node/node.sh $(CARGO) test --test e2e node:: -- --include-ignored --test-threads=1 --nocapture
 
-lint: ## rustfmt check, clippy with warnings as errors, no import cycles between source files, and the test lanes' scheduling
+lint: ## rustfmt check, clippy with warnings as errors, no import cycles between source files, each module using only those lib.rs lists after it, the test lanes' scheduling and hack/lines.py's counting
 	$(CARGO) fmt --check
-	python3 hack/cycles.py
+	python3 hack/cycles.py src src/mirror
+	python3 hack/cycles_check.py
+	python3 hack/lines_check.py
 	python3 hack/test_lanes_check.py
 	$(CLIPPY)
+
+hub-admit: ## on a hub (kubectl's context): admit member cluster CLUSTER labelled LABELS (k=v,...), printing the Secret skiff-hub its admin applies beside deploy/fleet-member (README, Across clusters)
+	@KUBECTL=$(KUBECTL) hack/hub-admit.sh "$(CLUSTER)" "$(LABELS)" $(DURATION)
 
 fmt: ## format the code
 	$(CARGO) fmt

@@ -18,6 +18,8 @@
 //! `cargo bench --bench acceptances` prints the figures; `cargo test --all-targets` runs it on
 //! 200 acceptances and only checks that the lookups answer.
 
+use skiff::flags::SelfService;
+use skiff::kind::Kinds;
 use skiff::kube::api::Namespace;
 use skiff::kube::api::ObjectMeta;
 use skiff::kube::events::Recorder;
@@ -26,8 +28,9 @@ use skiff::mirror::acceptance::{AcceptanceSpec, Acceptances, MirrorAcceptance, M
 use skiff::mirror::caches::Caches;
 use skiff::mirror::consent::Consent;
 use skiff::mirror::copy::Owner;
+use skiff::mirror::tenancy::Tenancy;
 use skiff::mirror::types::{LabelSelector, LabelSelectorRequirement, Mirror};
-use skiff::mirror::{Kinds, SecretTargets, SelfService, SourceKind, SourceScope};
+use skiff::mirror::{SecretTargets, SourceKind, SourceScope};
 use skiff::runtime::Change;
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -95,6 +98,7 @@ fn namespace(name: &str, labels: &[(&str, &str)]) -> Namespace {
 struct World {
     caches: Caches,
     consent: Consent,
+    scope: SourceScope,
 }
 
 impl World {
@@ -109,12 +113,22 @@ impl World {
         };
         let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
         let targets = SecretTargets::default();
-        let caches = Caches::new(&scope, &targets, Some(&settings), &Kinds::default());
+        let caches = Caches::new(
+            &scope,
+            &targets,
+            Some(&settings),
+            &Kinds::default(),
+            (None, None),
+        );
         let client = Client::new(Config::new("http://127.0.0.1:9".parse().expect("url")));
         let client = client.expect("a client that is never used");
         let recorder = Recorder::new(&client, "skiff", "bench");
         let consent = Consent::new(settings, targets, caches.clone(), (client, recorder));
-        let world = World { caches, consent };
+        let world = World {
+            caches,
+            consent,
+            scope,
+        };
         world.namespace(namespace("lonely-src", &[("may-offer", "yes")]));
         world.namespace(namespace("lonely-dst", &[]));
         world.mirror("lonely-src", "lonely");
@@ -166,15 +180,16 @@ impl World {
                 continue;
             };
             let owner = Owner::of(&mirror);
-            let selected = self.caches.selections.of(&mirror);
-            let local = self.consent.local_names(&owner, &mirror);
-            black_box(self.consent.served(&owner, &local, &selected));
+            let tenancy = Tenancy::of(&mirror, (&self.scope, Some(&self.consent)), &self.caches);
+            assert!(tenancy.is_offer());
             let copy = |kind, ns: &str, name: &str| self.caches.copy(kind, ns, name);
             let none = Default::default();
             for (key, accepted) in self.acceptances().of(&owner) {
-                let at = (&key, accepted.kind, &local);
-                let offer = (&owner, Some(&mirror), false);
-                black_box(self.consent.verdict(offer, at, &copy, &none));
+                let seen = tenancy.seen(&mirror, false);
+                black_box(
+                    self.consent
+                        .verdict(seen, (&key, accepted.kind), &copy, &none),
+                );
             }
         }
         woken.len()

@@ -12,8 +12,9 @@
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use skiff::kind::SourceKind;
 use skiff::kube::WatchStream;
-use skiff::kube::api::{ConfigMap, Namespace, NamespaceStatus, OwnerReference, Resource};
+use skiff::kube::api::{ConfigMap, Namespace, NamespaceStatus, Object, OwnerReference, Resource};
 use skiff::kube::watch::WatchEvent;
 use skiff::mirror::copy::CopyInfo;
 use skiff::mirror::index::{copy_store, mirror_store};
@@ -124,14 +125,16 @@ struct CacheBytes {
     selected: usize,
 }
 
-fn cache_bytes(namespaces: &[Namespace], copies: &[ConfigMap], mirrors: &[Mirror]) -> CacheBytes {
+fn cache_bytes(namespaces: &[Namespace], copies: &[Object], mirrors: &[Mirror]) -> CacheBytes {
     let namespace_store = Store::new(NamespaceEntry::of);
     let namespace = store_bytes(&namespace_store, namespaces);
-    let copy = store_bytes(&copy_store(CopyInfo::of_configmap), copies);
+    let row = SourceKind::ConfigMap.row();
+    let copy = store_bytes(&copy_store(move |o| CopyInfo::of(row, o)), copies);
     let mirror = store_bytes(&mirror_store(), mirrors);
     // One Mirror selecting every namespace.
     let one = mirror_store();
-    let selections = Selections::new(&namespace_store, &one);
+    let known = one.clone();
+    let selections = Selections::new(&namespace_store, move |key| known.contains(key));
     one.apply(&Change::Applied(mirrors[0].clone()));
     let before = LIVE.load(Relaxed);
     selections.mirror_changed(&Change::Applied(mirrors[0].clone()));
@@ -302,7 +305,8 @@ fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     let count = if bench { OBJECTS } else { SMOKE_OBJECTS };
     let (ns_figures, namespaces) = decode::<Namespace>(count, namespace_line);
-    let (copy_figures, copies) = decode::<ConfigMap>(count, copy_line);
+    let (copy_figures, copies) = decode::<Object>(count, copy_line);
+    let (typed_figures, _) = decode::<ConfigMap>(count, copy_line);
     let (_, mirrors) = decode::<Mirror>(count, mirror_line);
     let ns_before = decode_before::<before::Namespace>(count, namespace_line);
     let copy_before = decode_before::<before::ConfigMap>(count, copy_line);
@@ -345,7 +349,8 @@ fn main() {
     row("Namespace, before", &ns_before);
     row("Namespace", &ns_figures);
     row("ConfigMap (a copy), before", &copy_before);
-    row("ConfigMap (a copy)", &copy_figures);
+    row("ConfigMap (a copy), typed", &typed_figures);
+    row("ConfigMap (a copy), Object", &copy_figures);
     println!(
         "\nnamespace cache entry, heap bytes beyond the entry itself: NamespaceEntry {info} B \
          (size {} B), {own} B with a label set of its own (`team=<name>`); name + label map as \

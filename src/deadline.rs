@@ -1,36 +1,40 @@
 //! Deadlines on futures: every timeout in skiff is one of these.
 //!
 //! A request, a lease attempt or a plugin run that outlives its deadline is dropped, with the
-//! connection or process it held, and fails with [`Error::Timeout`]; nothing waits on it.
+//! connection or process it held, and fails with a [`Timeout`], which the work's own error type
+//! converts from (the API client's becomes `kube::Error::Timeout`); nothing waits on it. This
+//! file depends on nothing of skiff's, so every layer can use it.
 
 use std::future::Future;
 use std::time::Instant;
 
 use smol::Timer;
 
-use crate::kube::Error;
+/// Work that did not finish in time; the text says what it was.
+#[derive(Debug)]
+pub struct Timeout(pub String);
 
-/// `work`, failing with `Error::Timeout(describe())` if `timer` fires first (the work is then
+/// `work`, failing with `Timeout(describe())` if `timer` fires first (the work is then
 /// dropped, with whatever connection it held). A plain function, not `async`, so the work's
 /// future is stored once, not again in a wrapper's state.
-pub fn or_timeout<T>(
-    work: impl Future<Output = Result<T, Error>>,
+pub fn or_timeout<T, E: From<Timeout>>(
+    work: impl Future<Output = Result<T, E>>,
     timer: Timer,
     describe: impl FnOnce() -> String,
-) -> impl Future<Output = Result<T, Error>> {
+) -> impl Future<Output = Result<T, E>> {
     let expired = async move {
         timer.await;
-        Err(Error::Timeout(describe()))
+        Err(Timeout(describe()).into())
     };
     smol::future::or(work, expired)
 }
 
-/// `work` if it finishes by `deadline`, else `Error::Timeout` naming `what`.
-pub fn before<T>(
+/// `work` if it finishes by `deadline`, else a `Timeout` naming `what`.
+pub fn before<T, E: From<Timeout>>(
     deadline: Instant,
     what: &str,
-    work: impl Future<Output = Result<T, Error>>,
-) -> impl Future<Output = Result<T, Error>> {
+    work: impl Future<Output = Result<T, E>>,
+) -> impl Future<Output = Result<T, E>> {
     let what = what.to_owned();
     or_timeout(work, Timer::at(deadline), move || {
         format!("{what} did not finish before its deadline")
@@ -51,6 +55,7 @@ pub async fn within<T>(limit: std::time::Duration, future: impl Future<Output = 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::Error;
     use std::time::Duration;
 
     #[test]
@@ -67,7 +72,7 @@ mod tests {
                 "lease update did not finish before its deadline".into()
             ))
         );
-        let quick = smol::block_on(before(deadline, "x", async { Ok(7) }));
+        let quick = smol::block_on(before(deadline, "x", async { Ok::<_, Error>(7) }));
         assert_eq!(quick, Ok(7));
     }
 

@@ -6,6 +6,7 @@
 
 mod argv;
 mod hearing;
+mod fleet;
 mod self_service;
 #[cfg(test)]
 mod testing;
@@ -21,16 +22,17 @@ use argh::FromArgs;
 use log::LevelFilter;
 
 use crate::duration::{format_duration, parse_duration};
+use crate::kind::Kinds;
 use crate::kube::impersonate::Overrides;
 use crate::leader::{Timing, timing};
 use crate::log::{LogFormat, parse_level};
-use crate::mirror::Kinds;
 
 pub use argv::parse_bool;
+pub use fleet::{FleetHub, HubMember};
 pub use hearing::{DEFAULT_DEAFNESS_TIMEOUT, DEFAULT_WATCH_IDLE_TIMEOUT, Hearing};
 pub use self_service::{
     DEFAULT_MAX_COPIES_PER_TENANT_MIRROR, DEFAULT_OFFER_NAMESPACE_SELECTOR,
-    DEFAULT_SELF_SERVICE_KINDS,
+    DEFAULT_SELF_SERVICE_KINDS, SelfService,
 };
 
 /// Main client QPS and burst: the client's own defaults (kubebuilder's).
@@ -190,6 +192,35 @@ struct Options {
     /// policy skiff-rolebindings requires (needed with rolebindings in --kinds)
     #[argh(option, default = "String::new()")]
     binding_namespace_label: String,
+    /// on a hub: place fleet Mirrors (spec.clusterSelector) in member clusters' namespaces
+    /// (default false)
+    #[argh(switch)]
+    fleet_hub: bool,
+    /// with --fleet-hub, how long a member cluster unheard from (its heartbeat) counts as
+    /// silent (default 3m)
+    #[argh(
+        option,
+        default = "fleet::DEFAULT_MEMBER_SILENCE",
+        from_str_fn(duration_arg)
+    )]
+    member_silence_after: Duration,
+    /// with --fleet-hub, the QPS of the client that writes Placements (default 250)
+    #[argh(option, default = "fleet::DEFAULT_FLEET_QPS")]
+    fleet_qps: f32,
+    /// with --fleet-hub, its burst (default 500)
+    #[argh(option, default = "fleet::DEFAULT_FLEET_BURST")]
+    fleet_burst: u32,
+    /// on a member cluster: a kubeconfig for its hub (token or client certificate, no exec
+    /// plugin), whose context's namespace is the member's on the hub (default none)
+    #[argh(option, default = "String::new()")]
+    hub_kubeconfig: String,
+    /// with --hub-kubeconfig, the hub's name, which every copy from it carries in skiff.dev/hub
+    #[argh(option, default = "String::new()")]
+    hub_name: String,
+    /// with --hub-kubeconfig, the kinds this member takes from its hub: configmaps, secrets
+    /// (needs --secret-target-names) and kinds --kinds enables (default configmaps)
+    #[argh(option, default = "fleet::DEFAULT_HUB_KINDS.to_owned()")]
+    hub_kinds: String,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,
@@ -241,9 +272,13 @@ pub struct Settings {
     /// `--secret-target-names`, sorted and deduplicated; empty = Secret copies disabled.
     pub secret_target_names: Vec<String>,
     /// `--self-service` with its guardrails; `None` when off (the default).
-    pub self_service: Option<crate::mirror::SelfService>,
+    pub self_service: Option<SelfService>,
     /// `--kinds` and `--bindable-roles`, checked together; none by default.
     pub kinds: Kinds,
+    /// `--fleet-hub` and its settings; `None` when off.
+    pub fleet_hub: Option<FleetHub>,
+    /// `--hub-kubeconfig` and the member's terms; `None` when this is no member.
+    pub hub: Option<HubMember>,
     pub log_format: LogFormat,
     pub log_level: LevelFilter,
 }
@@ -388,7 +423,7 @@ impl fmt::Display for Settings {
                     s.kinds_flag()
                 )
             ),
-            or_none(self.kinds.enabled().map(|k| k.flag_name()).collect()),
+            or_none(self.kinds.flagged().map(|k| k.flag_name()).collect()),
             or_none(self.kinds.bindable_roles().map(str::to_owned).collect()),
             self.log_format,
             self.log_level.as_str().to_ascii_lowercase(),
@@ -397,196 +432,4 @@ impl fmt::Display for Settings {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::testing::{addr, try_parse};
-    use super::*;
-    use crate::testing::secs;
-
-    #[test]
-    fn defaults_match_the_flag_contract() {
-        let s = try_parse(&[]).expect("defaults are valid");
-        assert_eq!(s.kubeconfig, None);
-        assert_eq!(s.context, None);
-        assert_eq!(s.impersonate, Overrides::default());
-        assert_eq!((s.kube_api_qps, s.kube_api_burst.get()), (20.0, 30));
-        assert!(!s.leader_elect);
-        assert_eq!(s.leader_election_id, "skiff-leader");
-        assert_eq!(s.leader_election_namespace, None);
-        assert_eq!(
-            (
-                s.timing.lease_duration,
-                s.timing.renew_deadline,
-                s.timing.retry_period
-            ),
-            (secs(15), secs(10), secs(2))
-        );
-        assert!(s.release_on_cancel);
-        assert!(!s.require_write_policy);
-        assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (5.0, 10));
-        assert_eq!(s.health_probe_bind_address, addr("0.0.0.0:8081"));
-        assert_eq!(s.metrics_bind_address, Some(addr("0.0.0.0:8443")));
-        assert!(s.metrics_secure);
-        assert_eq!(s.metrics_cert_dir, None);
-        assert_eq!(s.graceful_shutdown_timeout, secs(30));
-        assert_eq!(s.hearing.watch_idle_timeout, secs(70));
-        assert_eq!(s.hearing.deafness_timeout, Some(secs(90)));
-        assert_eq!(s.source_namespaces, SourceNamespaces::Own);
-        assert!(s.secret_target_names.is_empty());
-        assert_eq!(
-            (s.log_format, s.log_level),
-            (LogFormat::Text, LevelFilter::Info)
-        );
-    }
-
-    #[test]
-    fn every_flag_takes_both_value_forms() {
-        let s = try_parse(&[
-            "--kubeconfig=/k",
-            "--context",
-            "kind",
-            "--as=jane",
-            "--as-uid",
-            "1234",
-            "--as-group=devs",
-            "--as-group",
-            "ops",
-            "--kube-api-qps=50.5",
-            "--kube-api-burst",
-            "60",
-            "--leader-elect",
-            "--leader-election-id=lock",
-            "--leader-election-namespace",
-            "ops",
-            "--leader-elect-lease-duration=1m",
-            "--leader-elect-renew-deadline",
-            "40s",
-            "--leader-elect-retry-period=500ms",
-            "--leader-elect-qps=7",
-            "--leader-elect-burst",
-            "3",
-            "--graceful-shutdown-timeout=1m30s",
-            "--watch-idle-timeout=2m",
-            "--deafness-timeout",
-            "3m",
-            "--require-write-policy",
-            "--log-format=json",
-            "--log-level",
-            "debug",
-        ])
-        .expect("valid flags");
-        assert_eq!(s.kubeconfig, Some(PathBuf::from("/k")));
-        assert_eq!(s.context.as_deref(), Some("kind"));
-        let impersonate = Overrides {
-            user: Some("jane".into()),
-            uid: Some("1234".into()),
-            groups: vec!["devs".into(), "ops".into()],
-        };
-        assert_eq!(s.impersonate, impersonate);
-        assert_eq!((s.kube_api_qps, s.kube_api_burst.get()), (50.5, 60));
-        assert!(s.leader_elect);
-        assert_eq!(s.leader_election_id, "lock");
-        assert_eq!(
-            (
-                s.timing.lease_duration,
-                s.timing.renew_deadline,
-                s.timing.retry_period
-            ),
-            (secs(60), secs(40), Duration::from_millis(500))
-        );
-        assert_eq!((s.leader_elect_qps, s.leader_elect_burst.get()), (7.0, 3));
-        assert_eq!(s.graceful_shutdown_timeout, secs(90));
-        assert_eq!(s.hearing.watch_idle_timeout, secs(120));
-        assert_eq!(s.hearing.deafness_timeout, Some(secs(180)));
-        assert!(s.require_write_policy);
-        assert_eq!(
-            (s.log_format, s.log_level),
-            (LogFormat::Json, LevelFilter::Debug)
-        );
-    }
-
-    #[test]
-    fn leader_elect_can_be_switched_off_explicitly() {
-        assert!(
-            !try_parse(&["--leader-elect=false"])
-                .expect("valid")
-                .leader_elect
-        );
-        assert!(
-            try_parse(&["--leader-elect=true"])
-                .expect("valid")
-                .leader_elect
-        );
-    }
-
-    #[test]
-    fn release_on_cancel_can_be_switched_off() {
-        let flag = "--leader-elect-release-on-cancel";
-        assert!(
-            !try_parse(&["--leader-elect-release-on-cancel=false"])
-                .expect("ok")
-                .release_on_cancel
-        );
-        assert!(!try_parse(&[flag, "false"]).expect("ok").release_on_cancel);
-        assert!(try_parse(&[flag]).expect("ok").release_on_cancel);
-    }
-
-    #[test]
-    fn a_bad_duration_names_the_flag_and_shows_an_example() {
-        let err = try_parse(&["--leader-elect-lease-duration=15"]).unwrap_err();
-        let text = err.to_string();
-        assert!(matches!(err, FlagError::Usage(_)), "{err:?}");
-        assert!(text.contains("--leader-elect-lease-duration"), "{text}");
-        assert!(text.contains("1m30s"), "{text}");
-    }
-
-    #[test]
-    fn unknown_flags_and_bad_choices_are_usage_errors() {
-        let err = try_parse(&["--leader-elect-lease=15s"]).unwrap_err();
-        assert!(
-            matches!(&err, FlagError::Usage(t) if t.contains("--leader-elect-lease")),
-            "{err:?}"
-        );
-        let err = try_parse(&["--log-format=yaml"]).unwrap_err();
-        assert!(err.to_string().contains("--log-format"), "{err}");
-        let err = try_parse(&["--kube-api-burst=-1"]).unwrap_err();
-        assert!(err.to_string().contains("--kube-api-burst"), "{err}");
-        assert!(matches!(try_parse(&["stray"]), Err(FlagError::Usage(_))));
-    }
-
-    #[test]
-    fn help_is_an_early_exit_listing_every_flag() {
-        let Err(FlagError::Help(text)) = try_parse(&["--help"]) else {
-            panic!("--help should be FlagError::Help");
-        };
-        for flag in [
-            "--kubeconfig",
-            "--leader-elect-release-on-cancel",
-            "--source-namespaces",
-            "--metrics-secure",
-            "--metrics-cert-dir",
-            "--version",
-            "--secret-target-names",
-            "--watch-idle-timeout",
-            "--deafness-timeout",
-            "--require-write-policy",
-        ] {
-            assert!(text.contains(flag), "help lacks {flag}: {text}");
-        }
-    }
-
-    #[test]
-    fn version_is_an_early_exit_even_with_other_flags() {
-        let err = try_parse(&["--metrics-bind-address=0", "--version"]).unwrap_err();
-        assert_eq!(err, FlagError::Version);
-        assert_eq!(err.to_string(), crate::version::describe());
-    }
-
-    #[test]
-    fn settings_display_names_flags_without_secrets_to_hide() {
-        let line = try_parse(&["--metrics-bind-address=0"])
-            .expect("valid")
-            .to_string();
-        assert!(line.contains("leader-elect-lease-duration=15s"), "{line}");
-        assert!(line.contains("metrics-bind-address=0 (disabled)"), "{line}");
-    }
-}
+mod tests;

@@ -65,10 +65,7 @@ async fn run(settings: &Settings) -> Result<(), String> {
     .load()
     .map_err(|e| e.to_string())?;
     let identity = skiff::leader::identity();
-    let kinds = settings
-        .kinds
-        .clone()
-        .in_namespace(config.namespace.clone());
+    let kinds = mirror::KindChecks::new(settings.kinds.clone(), config.namespace.clone());
     let own_namespace = config.namespace.clone();
     let replica = Replica::wire(settings, config, &identity)?;
     let required = settings.require_write_policy;
@@ -78,14 +75,16 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let probes = Arc::new(Probes::new(replica.health_checks()));
     start_servers(settings, &probes, &replica.reviewer).await?;
     let secret_targets = mirror::SecretTargets::new(settings.secret_target_names.clone());
-    let runnables = vec![mirror::runnable(
-        replica.main,
-        replica.scope,
+    let options = mirror::controller::Options {
+        scope: replica.scope,
         secret_targets,
-        settings.self_service.clone(),
+        self_service: settings.self_service.clone(),
         kinds,
-        &identity,
-    )];
+        placed: replica.placed,
+        fleet: (replica.placer.zip(settings.fleet_hub.as_ref()))
+            .map(|(client, hub)| (client, hub.member_silence_after)),
+    };
+    let runnables = vec![mirror::runnable(replica.main, options, &identity)];
     smol::spawn(skiff::heap::release_when_idle()).detach();
     smol::spawn(skiff::stack::release_periodically()).detach();
     let signal = async move {

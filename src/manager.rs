@@ -14,38 +14,16 @@
 
 use crate::leader::{Elector, LeaderLost, LeaseApi};
 use crate::metrics;
-use crate::signal::{Signal, Trigger, signal};
+use crate::runtime::Runnable;
+use crate::signal::{Trigger, signal};
 use smol::future::FutureExt as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
-
 /// How often a leader checks that its controllers hear (at most; a short retry period makes it
 /// shorter).
 pub const HEARING_CHECK_PERIOD: Duration = Duration::from_secs(1);
-
-/// A long-running part started each time this replica may act (e.g. the Mirror controller).
-pub struct Runnable {
-    name: String,
-    start: Box<dyn Fn(Signal) -> BoxFuture + Send + Sync>,
-}
-
-impl Runnable {
-    /// `start(stop)` must return once `stop` fires and its in-flight work has finished. It is
-    /// called again for each term of leadership.
-    pub fn new<F, Fut>(name: &str, start: F) -> Runnable
-    where
-        F: Fn(Signal) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        Runnable {
-            name: name.to_owned(),
-            start: Box::new(move |stop| Box::pin(start(stop))),
-        }
-    }
-}
 
 /// When a leader gives its lease up although it still renews: its controllers are deaf.
 #[derive(Clone)]
@@ -221,8 +199,8 @@ impl Running {
         let tasks = runnables
             .iter()
             .map(|r| {
-                log::info!("starting {}", r.name);
-                (r.name.clone(), smol::spawn((r.start)(receiver.clone())))
+                log::info!("starting {}", r.name());
+                (r.name().to_owned(), smol::spawn(r.start(receiver.clone())))
             })
             .collect();
         Running { tasks, stop }

@@ -15,10 +15,11 @@
 //! exactly what the binary builds.
 
 use crate::flags::{Settings, SourceNamespaces};
-use crate::kube::{Client, Config, Liveness};
+use crate::kube::{Client, Config, Liveness, WriteGuard};
 use crate::leader::{Announcer, ClientLeaseApi, DeletionCost, Elector, Fence};
 use crate::manager::{HEARING_CHECK_PERIOD, StepDown};
 use crate::mirror::SourceScope;
+use crate::mirror::placed::PlacedStores;
 use crate::serve::Check;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -34,6 +35,10 @@ pub struct Replica {
     pub elector: Option<Elector<ClientLeaseApi>>,
     /// Where Mirror sources may be read from, with "skiff's own namespace" resolved.
     pub scope: SourceScope,
+    /// On a member (`--hub-kubeconfig`): its share of the hub and its hub client.
+    pub placed: Option<PlacedStores>,
+    /// On a hub (`--fleet-hub`): the client its Placements are written through.
+    pub placer: Option<Client>,
     /// `--deafness-timeout`; `None` when off.
     deafness_timeout: Option<Duration>,
     /// `--stop-on-pod-deletion`: this replica's Pod (namespace, name); `None` when off.
@@ -61,12 +66,25 @@ impl Replica {
             )?),
             false => None,
         };
+        let own = config.namespace.clone();
+        let fleet = |guard: Option<Arc<dyn WriteGuard>>| -> Result<_, String> {
+            let placed = (settings.hub.as_ref())
+                .map(|hub| crate::fleet::member(hub, guard.clone(), own.clone()))
+                .transpose()?;
+            let placer = (settings.fleet_hub.as_ref())
+                .map(|hub| crate::fleet::placer(hub, &config, guard))
+                .transpose()?;
+            Ok((placed, placer))
+        };
         if !settings.leader_elect {
+            let (placed, placer) = fleet(None)?;
             return Ok(Replica {
                 main,
                 reviewer,
                 elector: None,
                 scope,
+                placed,
+                placer,
                 deafness_timeout,
                 own_pod,
             });
@@ -84,6 +102,7 @@ impl Replica {
                 );
             }
         }));
+        let (placed, placer) = fleet(Some(Arc::new(fence.clone())))?;
         let main = main.with_write_guard(Arc::new(fence));
         elector.announce_with(Announcer::lease_event(
             &main,
@@ -103,6 +122,8 @@ impl Replica {
             reviewer,
             elector: Some(elector),
             scope,
+            placed,
+            placer,
             deafness_timeout,
             own_pod,
         })

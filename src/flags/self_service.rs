@@ -10,10 +10,32 @@
 //! `notin`) are refused with a message saying so, rather than half understood.
 
 use super::FlagError;
-use crate::mirror::kit_table::TABLE;
-use crate::mirror::types::{LabelSelector, LabelSelectorRequirement, SourceKind};
-use crate::mirror::{Kinds, SelfService};
+use crate::kind::{EnabledBy, Kinds, SourceKind, names};
+use crate::kube::api::{LabelSelector, LabelSelectorRequirement};
 use std::collections::BTreeSet;
+
+/// The admin's guardrails (`--self-service` on).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelfService {
+    /// `--offer-namespace-selector`: the namespaces whose Mirrors are offers.
+    pub offer_selector: LabelSelector,
+    /// `--max-copies-per-tenant-mirror`.
+    pub max_copies: usize,
+    /// `--self-service-kinds`: the kinds tenants may share.
+    pub kinds: BTreeSet<SourceKind>,
+}
+
+impl SelfService {
+    pub fn shares(&self, kind: SourceKind) -> bool {
+        self.kinds.contains(&kind)
+    }
+
+    /// The kinds tenants may share, as `--self-service-kinds` spells them.
+    pub fn kinds_flag(&self) -> String {
+        let names: Vec<String> = self.kinds.iter().map(|k| k.row().flag_name()).collect();
+        names.join(",")
+    }
+}
 
 /// Namespaces an admin labelled may offer; tenants cannot label namespaces.
 pub const DEFAULT_OFFER_NAMESPACE_SELECTOR: &str = "skiff.dev/may-offer=true";
@@ -28,14 +50,14 @@ pub const DEFAULT_SELF_SERVICE_KINDS: &str = "configmaps";
 
 const KINDS_FLAG: &str = "--self-service-kinds";
 
-/// `None` when self-service is off. `enabled` are the kinds `--kinds` enables and the
-/// `--secret-target-names`, which a shared kind needs.
+/// `None` when self-service is off. `enabled` are the kinds copies are on for, which a shared
+/// kind must be.
 pub(super) fn self_service(
     on: bool,
     selector: &str,
     max_copies: u32,
     kinds: &str,
-    enabled: (&Kinds, &[String]),
+    enabled: &Kinds,
 ) -> Result<Option<SelfService>, FlagError> {
     if !on {
         return Ok(None);
@@ -55,43 +77,26 @@ pub(super) fn self_service(
 
 /// `--self-service-kinds`: each kind named, and only one skiff copies at all: a kit kind must
 /// be in `--kinds`, Secrets need `--secret-target-names` (the only names tenants share).
-fn shared_kinds(
-    text: &str,
-    (kinds, secret_names): (&Kinds, &[String]),
-) -> Result<BTreeSet<SourceKind>, FlagError> {
+fn shared_kinds(text: &str, kinds: &Kinds) -> Result<BTreeSet<SourceKind>, FlagError> {
     let mut shared = BTreeSet::new();
     for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let lower = entry.to_ascii_lowercase();
-        let (resource, group) = lower.split_once('.').unwrap_or((&lower, ""));
-        let kit = TABLE
-            .iter()
-            .find(|k| k.resource == resource && (group.is_empty() || group == k.group));
-        let kind = match (resource, kit) {
-            ("configmaps", _) => SourceKind::ConfigMap,
-            ("secrets", _) if secret_names.is_empty() => {
-                return Err(kinds_error(format!(
-                    "{KINDS_FLAG} names secrets but --secret-target-names is empty: tenants \
-                     share Secrets only under those names; set --secret-target-names (with \
-                     its RBAC) or drop secrets"
-                )));
-            }
-            ("secrets", _) => SourceKind::Secret,
-            (_, Some(k)) if !kinds.is_enabled(k.kind) => {
-                return Err(kinds_error(format!(
-                    "{KINDS_FLAG} names {entry} but --kinds does not enable it: add {} to \
-                     --kinds (with its RBAC) or drop it here",
-                    k.flag_name()
-                )));
-            }
-            (_, Some(k)) => k.kind,
-            (_, None) => {
-                return Err(kinds_error(format!(
-                    "{KINDS_FLAG} {entry:?}: not a kind skiff shares; name configmaps, \
-                     secrets or kinds --kinds enables, e.g. {KINDS_FLAG}=configmaps,secrets"
-                )));
-            }
-        };
-        shared.insert(kind);
+        let row = names::lookup(KINDS_FLAG, entry).map_err(kinds_error)?;
+        if !kinds.is_enabled(row.id) {
+            let why = match row.enabled_by {
+                EnabledBy::SecretTargetNames => format!(
+                    "--secret-target-names is empty: tenants share {}s only under those names; \
+                     set --secret-target-names (with its RBAC) or drop {entry}",
+                    row.name
+                ),
+                EnabledBy::KindsFlag | EnabledBy::Always => format!(
+                    "--kinds does not enable it: add {} to --kinds (with its RBAC) or drop it \
+                     here",
+                    row.flag_name()
+                ),
+            };
+            return Err(kinds_error(format!("{KINDS_FLAG} names {entry} but {why}")));
+        }
+        shared.insert(row.id);
     }
     if shared.is_empty() {
         return Err(kinds_error(format!(
@@ -165,13 +170,10 @@ fn checked(part: &str, whole: &str) -> Result<String, FlagError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mirror::namespace_selector::matches;
 
     fn selects(selector: &str, labels: &[(&str, &str)]) -> bool {
         let s = label_selector(selector).expect("a valid selector");
-        matches(&s, |k| {
-            labels.iter().find(|(l, _)| *l == k).map(|(_, v)| *v)
-        })
+        s.matches(|k| labels.iter().find(|(l, _)| *l == k).map(|(_, v)| *v))
     }
 
     #[test]
@@ -199,12 +201,13 @@ mod tests {
     fn on(kinds: &str, enabled: &Kinds, names: &[&str]) -> Result<SelfService, FlagError> {
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let selector = DEFAULT_OFFER_NAMESPACE_SELECTOR;
-        self_service(true, selector, 5, kinds, (enabled, &names)).map(|s| s.expect("on"))
+        let enabled = enabled.clone().with_secret_targets(!names.is_empty());
+        self_service(true, selector, 5, kinds, &enabled).map(|s| s.expect("on"))
     }
 
     #[test]
     fn off_unless_asked_and_a_cap_of_zero_is_refused() {
-        let none = (&Kinds::default(), &[][..]);
+        let none = &Kinds::default();
         assert_eq!(self_service(false, "", 0, "", none), Ok(None));
         let on = on(DEFAULT_SELF_SERVICE_KINDS, &Kinds::default(), &[]).expect("valid");
         assert_eq!(on.max_copies, 5);
@@ -239,7 +242,7 @@ mod tests {
             ("secrets", &[][..], "--secret-target-names"),
             ("rolebindings", &["app-tls"][..], "--kinds"),
             ("limitranges", &[][..], "--kinds"),
-            ("pods", &[][..], "not a kind skiff shares"),
+            ("pods", &[][..], "never copies pods"),
             ("", &[][..], "is empty"),
         ] {
             let e = on(kinds, &none, names).expect_err(kinds).to_string();

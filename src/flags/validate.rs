@@ -5,8 +5,8 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 
 use super::{FlagError, Options, Settings, SourceNamespaces};
+use crate::kind::Kinds;
 use crate::leader::Timing;
-use crate::mirror::Kinds;
 
 fn invalid(flag: &'static str, message: String) -> FlagError {
     FlagError::Invalid { flag, message }
@@ -24,6 +24,7 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
         .with_binding_namespace_label(&o.binding_namespace_label)
         .map_err(|e| invalid("--binding-namespace-label", e))?;
     let secret_target_names = secret_target_names(&o.secret_target_names)?;
+    let kinds = kinds.with_secret_targets(!secret_target_names.is_empty());
     Ok(Settings {
         kubeconfig: non_empty(o.kubeconfig).map(PathBuf::from),
         context: non_empty(o.context),
@@ -65,8 +66,17 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
             &o.offer_namespace_selector,
             o.max_copies_per_tenant_mirror,
             &o.self_service_kinds,
-            (&kinds, &secret_target_names),
+            &kinds,
         )?,
+        fleet_hub: super::fleet::fleet_hub(
+            o.fleet_hub,
+            o.member_silence_after,
+            (
+                qps("--fleet-qps", o.fleet_qps)?,
+                burst("--fleet-burst", o.fleet_burst)?.get(),
+            ),
+        )?,
+        hub: super::fleet::hub_member(&o.hub_kubeconfig, &o.hub_name, &o.hub_kinds, &kinds)?,
         secret_target_names,
         kinds,
         log_format: o.log_format,
@@ -357,9 +367,15 @@ mod tests {
     #[test]
     fn kinds_enable_kit_kinds_and_refuse_denied_ones_at_start() {
         let s = try_parse(&[]).expect("valid");
-        assert_eq!(s.kinds.enabled().count(), 0, "none by default");
-        let s = try_parse(&["--kinds=limitranges", "--kinds", "resourcequotas"]).expect("valid");
-        assert_eq!(s.kinds.enabled().count(), 2);
+        assert_eq!(s.kinds.flagged().count(), 0, "none by default");
+        let label = "--binding-namespace-label=skiff.dev/kit";
+        let s = try_parse(&["--kinds=limitranges", "--kinds", "resourcequotas", label]);
+        assert_eq!(s.expect("valid").kinds.flagged().count(), 2);
+        let (flag, _) = rejected_flag(&["--kinds=limitranges"]);
+        assert_eq!(
+            flag, "--binding-namespace-label",
+            "every kit kind's copies need the label"
+        );
         let (flag, message) = rejected_flag(&["--kinds=deployments.apps"]);
         assert_eq!(flag, "--kinds");
         assert!(message.contains("deployments.apps"), "{message}");

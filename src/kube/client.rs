@@ -41,12 +41,14 @@ pub struct Written {
     pub metadata: ObjectMeta,
 }
 
-/// How the API server reads a PATCH body: RFC 7386 merge patch, or the strategic merge patch of
-/// built-in kinds (with directives such as `$patch: replace`).
+/// How the API server reads a PATCH body: RFC 7386 merge patch, the strategic merge patch of
+/// built-in kinds (with directives such as `$patch: replace`), or an RFC 6902 JSON patch (a
+/// list of operations: what replaces a custom resource's map whole, conditionally).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchKind {
     Merge,
     Strategic,
+    Json,
 }
 
 impl PatchKind {
@@ -55,6 +57,7 @@ impl PatchKind {
         match self {
             PatchKind::Merge => "application/merge-patch+json",
             PatchKind::Strategic => "application/strategic-merge-patch+json",
+            PatchKind::Json => "application/json-patch+json",
         }
     }
 }
@@ -138,7 +141,12 @@ impl Client {
     }
 
     pub async fn get<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<K, Error> {
-        let spec = RequestSpec::new(Method::Get, K::url_path(namespace, Some(name)), "get");
+        self.get_at(K::url_path(namespace, Some(name))).await
+    }
+
+    /// A GET of the object at `path`, for a kind addressed at run time.
+    pub async fn get_at<K: Resource>(&self, path: String) -> Result<K, Error> {
+        let spec = RequestSpec::new(Method::Get, path, "get");
         decode(&self.transport.execute(&spec).await?)
     }
 
@@ -194,18 +202,14 @@ impl Client {
     /// Creates `obj`, asking for the created object's metadata only.
     pub async fn create_for_metadata<K: Resource>(&self, obj: &K) -> Result<Written, Error> {
         let namespace = obj.metadata().namespace.as_deref();
-        self.create_encoded::<K>(namespace, encode(obj)?.into())
+        self.create_encoded_at(K::url_path(namespace, None), encode(obj)?.into())
             .await
     }
 
-    /// Creates the object of kind `K` in `namespace` that `body` encodes (a head and a shared
-    /// content, say), asking for its metadata only.
-    pub async fn create_encoded<K: Resource>(
-        &self,
-        namespace: Option<&str>,
-        body: Pieces,
-    ) -> Result<Written, Error> {
-        let mut spec = RequestSpec::new(Method::Post, K::url_path(namespace, None), "create");
+    /// Creates the object `body` encodes (a head and a shared content, say) in the collection
+    /// at `path`, asking for its metadata only.
+    pub async fn create_encoded_at(&self, path: String, body: Pieces) -> Result<Written, Error> {
+        let mut spec = RequestSpec::new(Method::Post, path, "create");
         spec.body = Some((body, JSON));
         spec.accept = METADATA_ONLY;
         decode(&self.transport.execute(&spec).await?)
@@ -243,28 +247,14 @@ impl Client {
         self.patch(K::url_path(namespace, Some(name)), patch).await
     }
 
-    /// A PATCH of either kind; a strategic merge patch is for built-in kinds only.
-    pub async fn patch_as<K: Resource>(
+    /// A PATCH of `body` (already encoded, perhaps in shared pieces) of the object at `path`,
+    /// asking for its metadata only ([`METADATA_ONLY`]).
+    pub async fn patch_encoded_at(
         &self,
-        namespace: Option<&str>,
-        name: &str,
-        patch: &serde_json::Value,
-        kind: PatchKind,
-    ) -> Result<K, Error> {
-        self.patch_typed(K::url_path(namespace, Some(name)), patch, kind)
-            .await
-    }
-
-    /// A PATCH of `body` (already encoded, perhaps in shared pieces) of the object of kind `K`
-    /// named `name` in `namespace`, asking for its metadata only ([`METADATA_ONLY`]).
-    pub async fn patch_encoded<K: Resource>(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
+        path: String,
         body: Pieces,
         kind: PatchKind,
     ) -> Result<Written, Error> {
-        let path = K::url_path(namespace, Some(name));
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
         spec.body = Some((body, kind.content_type()));
         spec.accept = METADATA_ONLY;
@@ -289,29 +279,17 @@ impl Client {
         precondition_resource_version: Option<&str>,
     ) -> Result<(), Error> {
         let preconditions = precondition_resource_version.map(|rv| json!({"resourceVersion": rv}));
-        self.delete_if::<K>(namespace, name, preconditions).await
-    }
-
-    /// Deletes the object only if it is still the one with `uid`, at `resource_version`.
-    pub async fn delete_exact<K: Resource>(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        uid: &str,
-        resource_version: &str,
-    ) -> Result<(), Error> {
-        let preconditions = json!({"uid": uid, "resourceVersion": resource_version});
-        self.delete_if::<K>(namespace, name, Some(preconditions))
+        self.delete_at(K::url_path(namespace, Some(name)), preconditions)
             .await
     }
 
-    async fn delete_if<K: Resource>(
+    /// Deletes the object at `path`, if it still meets `preconditions` (a `uid`, a
+    /// `resourceVersion`): a kind addressed at run time.
+    pub async fn delete_at(
         &self,
-        namespace: Option<&str>,
-        name: &str,
+        path: String,
         preconditions: Option<serde_json::Value>,
     ) -> Result<(), Error> {
-        let path = K::url_path(namespace, Some(name));
         let mut spec = RequestSpec::new(Method::Delete, path, "delete");
         if let Some(preconditions) = preconditions {
             let options = json!({
@@ -359,6 +337,16 @@ impl Client {
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
         self.patch_typed(path, patch, PatchKind::Merge).await
+    }
+
+    /// A PATCH of `kind` of the object (or subresource) at `path`, answered with the object.
+    pub async fn patch_at<K: Resource>(
+        &self,
+        path: String,
+        patch: &serde_json::Value,
+        kind: PatchKind,
+    ) -> Result<K, Error> {
+        self.patch_typed(path, patch, kind).await
     }
 
     async fn patch_typed<K: Resource>(

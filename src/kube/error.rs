@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::deadline::Timeout;
+
 /// Everything a request to the API server can end in, other than success.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
@@ -93,6 +95,12 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<Timeout> for Error {
+    fn from(timeout: Timeout) -> Error {
+        Error::Timeout(timeout.0)
+    }
+}
 
 #[cfg(test)]
 impl Error {

@@ -18,6 +18,8 @@ use std::collections::BTreeMap;
 pub enum Naming {
     Names,
     Counts,
+    /// No Event: a hub's Mirror has no local object to post on.
+    Silent,
 }
 
 impl Naming {
@@ -36,6 +38,7 @@ impl Naming {
             (Naming::Names, _) => name_some(namespaces),
             (Naming::Counts, 1) => "1 accepting namespace".to_owned(),
             (Naming::Counts, n) => format!("{n} accepting namespaces"),
+            (Naming::Silent, _) => String::new(),
         }
     }
 }
@@ -53,7 +56,7 @@ impl Announcer {
     /// One Warning Event naming the namespaces where an object skiff does not manage holds the
     /// copy's name (those not announced before; none: no Event).
     pub async fn conflicts(&self, mirror: &Mirror, namespaces: &[String], naming: Naming) {
-        if namespaces.is_empty() {
+        if namespaces.is_empty() || naming == Naming::Silent {
             return;
         }
         let message = format!(
@@ -72,6 +75,7 @@ impl Announcer {
         let writers = match naming {
             Naming::Names => format!(", reported as {},", contest.writers.join(", ")),
             Naming::Counts => String::new(),
+            Naming::Silent => return,
         };
         let message = format!(
             "{} is changed back after each restoration by another writer{writers} in {}; \
@@ -91,7 +95,7 @@ impl Announcer {
 
     /// One Normal Event naming the namespaces where this reconcile adopted an object.
     pub async fn adopted(&self, mirror: &Mirror, namespaces: &[String], naming: Naming) {
-        if namespaces.is_empty() {
+        if namespaces.is_empty() || naming == Naming::Silent {
             return;
         }
         let message = format!(
@@ -104,6 +108,9 @@ impl Announcer {
 
     /// One Normal Event per reason this reconcile replaced copies for, naming where.
     pub async fn replaced(&self, mirror: &Mirror, replaced: &[(String, String)], naming: Naming) {
+        if naming == Naming::Silent {
+            return;
+        }
         let mut by_reason: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for (namespace, reason) in replaced {
             by_reason.entry(reason).or_default().push(namespace.clone());

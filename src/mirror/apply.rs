@@ -2,13 +2,12 @@
 //!
 //! The reconciler plans; the [`Applier`] writes. Its state is small: the requests on copies with
 //! the record of its own writes ([`CopyWriter`]), and the stop signal. Writes go out
-//! concurrently (bounded by count per tenant namespace: [`flows`], and by bytes: [`budget`]) so
+//! concurrently (bounded by count per tenant namespace: [`flows`]) so
 //! a fan-out is paced by the client's token bucket, not by round trips, and one tenant's
 //! fan-outs keep few writes ahead of another tenant's requests in that bucket. A create that meets an object goes to
 //! [`adopt`]; an update, to [`update`], and one the server refuses, to [`replace`].
 
 mod adopt;
-mod budget;
 mod copy_write;
 mod flows;
 mod progress;
@@ -24,12 +23,11 @@ use super::managed::Record;
 use super::own_writes::{CopyKey, CopyWrites};
 use super::payload::HeldMaps;
 use super::plan::Plan;
-use super::version::Version;
 use crate::kube::Error;
+use crate::kube::api::Version;
 use crate::runtime::ObjectKey;
 use crate::signal::Signal;
 use adopt::meet_existing;
-use budget::{ByteBudget, Taken, WRITE_BYTES_IN_FLIGHT, weight};
 use copy_write::{CopyWriter, Done, Wrote};
 use flows::{FlowPermit, FlowPermits};
 use progress::Progress;
@@ -87,8 +85,6 @@ pub struct Applier {
     writer: CopyWriter,
     /// The writes in flight of each namespace's Mirrors.
     flows: Arc<FlowPermits>,
-    /// The bytes every reconcile's writes in flight share.
-    budget: Arc<ByteBudget>,
     /// Set when the controller stops: writes not yet made are left to the next run.
     stopping: Signal,
 }
@@ -98,7 +94,6 @@ impl Applier {
         Applier {
             writer: CopyWriter::new(requests),
             flows: FlowPermits::new(MAX_IN_FLIGHT),
-            budget: ByteBudget::new(WRITE_BYTES_IN_FLIGHT),
             stopping,
         }
     }
@@ -121,10 +116,10 @@ impl Applier {
         let mut stopped = false;
         for job in jobs(plan) {
             // The permit is taken before the task exists, so the fan-outs of a namespace hold
-            // at most MAX_IN_FLIGHT writes, and their bytes within the budget, at once.
-            // Every write holds its head and a reply of metadata alone: creates and updates
-            // share the content (`copy_body.rs`).
-            let Some(permit) = self.permit(&target.owner.namespace, weight(0)).await else {
+            // at most MAX_IN_FLIGHT writes at once. Each holds its head and a reply of
+            // metadata alone, never the content: creates and updates share it
+            // (`copy_body.rs`), so the count bounds the bytes too.
+            let Some(permit) = self.permit(&target.owner.namespace).await else {
                 stopped = true;
                 break;
             };
@@ -152,17 +147,13 @@ impl Applier {
         outcome
     }
 
-    /// A write permit of `flow`, with `bytes` of the budget, or `None` once the controller
-    /// stops: a write not yet started is simply dropped (each is idempotent; the next run
-    /// redoes what is left).
-    async fn permit(&self, flow: &str, bytes: usize) -> Option<(FlowPermit, Taken)> {
+    /// A write permit of `flow`, or `None` once the controller stops: a write not yet started
+    /// is simply dropped (each is idempotent; the next run redoes what is left).
+    async fn permit(&self, flow: &str) -> Option<FlowPermit> {
         if self.stopping.is_fired() {
             return None;
         }
-        let permit = async {
-            let one = self.flows.take(flow).await;
-            Some((one, self.budget.take(bytes).await))
-        };
+        let permit = async { Some(self.flows.take(flow).await) };
         let stopped = async {
             self.stopping.wait().await;
             None

@@ -1,7 +1,7 @@
-//! Where skiff may write a RoleBinding, and to whom it may grant: what the shipped admission
-//! policy `skiff-rolebindings` (manifests/components/kinds/rolebinding-policy.yaml) lets skiff's
-//! own ServiceAccount do, checked here before any write, so a RoleBinding Mirror is refused
-//! with a reason rather than meeting the policy's denial.
+//! Where skiff may write a kit kind's copy, and to whom a RoleBinding may grant: what the
+//! shipped admission policies `skiff-kit-namespaces` and `skiff-rolebindings`
+//! (manifests/components/kinds/) let skiff's own ServiceAccount do, checked here before any
+//! write, so a Mirror is refused with a reason rather than meeting a policy's denial.
 //!
 //! `bind` by `resourceNames` limits the role a binding grants, not where nor to whom; the
 //! policy closes that for a stolen token. A copy goes only into namespaces carrying the label
@@ -10,6 +10,7 @@
 
 use super::status::{Reason, Refusal};
 use super::types::Mirror;
+use crate::kind::Kind;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -39,22 +40,24 @@ impl BindingGuard {
         self
     }
 
-    /// Why a RoleBinding `mirror` may select namespaces the policy refuses: its
+    /// Why `mirror`, of the kind `row`, may select namespaces the policies refuse: its
     /// namespaceSelector does not require the label.
-    pub fn selector_refusal(&self, mirror: &Mirror) -> Option<Refusal> {
+    pub fn selector_refusal(&self, row: &Kind, mirror: &Mirror) -> Option<Refusal> {
         let label = self.label.as_str();
         let requires = mirror.spec.namespace_selector.as_ref().is_some_and(|s| {
             s.match_labels.contains_key(label)
                 || (s.match_expressions.iter())
                     .any(|e| e.key == label && matches!(e.operator.as_str(), "In" | "Exists"))
         });
-        (!requires).then(|| {
-            refused(format!(
-                "a RoleBinding is copied only into namespaces labelled {label} \
+        (!requires).then(|| Refusal {
+            reason: Reason::NamespaceNotLabelled,
+            message: format!(
+                "a {} is copied only into namespaces labelled {label} \
                  (--binding-namespace-label), which only an admin sets; this Mirror's \
                  namespaceSelector does not require that label, so nothing is copied. Add \
-                 {label} to spec.namespaceSelector.matchLabels"
-            ))
+                 {label} to spec.namespaceSelector.matchLabels",
+                row.name
+            ),
         })
     }
 

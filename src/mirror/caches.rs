@@ -1,36 +1,36 @@
 //! The Mirror controller's caches: what is watched and kept.
 //!
-//! Memory must not grow with objects skiff doesn't manage, so each watch is as narrow as the
-//! API allows: Mirrors and Namespaces (small), ConfigMaps and Secrets only in the namespaces
-//! sources may come from, and copies only by skiff's `managed-by` label, keeping a hash of
-//! their content rather than the content. Secrets are watched only when Secret copies are
-//! enabled, and their copies only by allowed name (see [`super::secret_copies`]); the kit kinds
-//! only when `--kinds` enables them (see [`super::kit_caches`]).
-//!
-//! Each cache is indexed for the questions events and reconciles ask, so that their cost is
-//! what they find, not the size of the cluster: Mirrors by source and by target name, copies by
-//! owning Mirror ([`super::index`]), and each Mirror's selected namespaces ([`Selections`]).
+//! Mirrors and Namespaces (small) are cached whole or nearly; every kind skiff copies has
+//! caches of its own ([`KindCaches`]), one entry per enabled kind of a map keyed by kind, each
+//! as narrow as its row allows. Each cache is indexed for the questions events and reconciles
+//! ask, so that their cost is what they find, not the size of the cluster: Mirrors by source
+//! and by target name, copies by owning Mirror ([`super::index`]), and each Mirror's selected
+//! namespaces ([`Selections`]).
 
 use super::acceptance::{Acceptances, accepted_mirrors};
-use super::copy::{CopyInfo, Owner, managed_selector};
-use super::enqueue::{copy_owners, mirror_keys};
-use super::index::{copies_of, copy_store, mirror_store};
-use super::kinds::Kinds;
-use super::kit_caches::KitCaches;
+use super::copy::{CopyInfo, Owner, managed_selector, owner_of};
+use super::enqueue::mirror_keys;
+use super::index::mirror_store;
+use super::kind_caches::KindCaches;
 use super::namespace::NamespaceEntry;
-use super::offers::{SelfService, offer_moved};
-use super::secret_copies::SecretCopyStores;
+use super::offers::offer_moved;
+use super::placed::{Placed, PlacedStores, as_mirror_event, carried_by, placed_keys};
+use super::placement::{FleetStores, HEARTBEAT_LABEL, Placement};
 use super::secret_targets::SecretTargets;
 use super::selection::Selections;
 use super::source::SourceContent;
-pub use super::source_stores::{SourceScope, SourceStores};
-use super::source_stores::{regardless, spawn};
-use super::tenant_sources::TenantSources;
-use super::types::{Mirror, SourceKind};
+pub use super::source_stores::SourceScope;
+use super::types::Mirror;
+use crate::flags::SelfService;
+use crate::kind::{Kinds, SourceKind};
 use crate::kube::Client;
-use crate::kube::api::{ConfigMap, Namespace, Secret};
-use crate::runtime::{Change, ObjectKey, Store, WatcherConfig, WorkQueue};
+use crate::kube::api::{Lease, Namespace, Object};
+use crate::runtime::{
+    ApiSource, Change, ObjectKey, Store, WatcherConfig, WorkQueue, regardless, spawn_watch,
+};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Namespaces per page of the Namespace relist: the largest collection skiff lists (every
 /// namespace of the cluster), of small objects, so pages of 1,000 (about 1.3 MB decoded and on
@@ -44,20 +44,20 @@ pub const NAMESPACE_PAGE: u32 = 1_000;
 pub struct Caches {
     pub mirrors: Store<Mirror, Mirror>,
     pub namespaces: Store<Namespace, NamespaceEntry>,
-    pub configmap_sources: SourceStores<ConfigMap>,
-    pub secret_sources: SourceStores<Secret>,
-    pub configmap_copies: Store<ConfigMap, CopyInfo>,
-    pub secret_copies: SecretCopyStores,
-    /// Sources and copies of the kit kinds `--kinds` enables.
-    pub kits: KitCaches,
+    /// The sources and copies of each enabled kind.
+    kinds: Arc<BTreeMap<SourceKind, KindCaches>>,
     /// Which namespaces each Mirror selects, kept up to date by the Mirror and Namespace
     /// watches.
     pub selections: Selections,
-    /// With `--self-service`: the guardrails, the acceptances (indexed by the Mirror they
-    /// name) and the sources tenants offer (see [`super::consent`]).
+    /// With `--self-service`: the guardrails and the acceptances (indexed by the Mirror they
+    /// name; see [`super::consent`]).
     pub self_service: Option<SelfService>,
     pub acceptances: Option<Acceptances>,
-    pub tenant_sources: Option<TenantSources>,
+    /// On a member (`--hub-kubeconfig`): its share of the hub, read through the hub client.
+    pub placed: Option<PlacedStores>,
+    /// On a hub (`--fleet-hub`): the Placements of its fleet Mirrors and its members'
+    /// heartbeats.
+    pub fleet: Option<FleetStores>,
 }
 
 impl Caches {
@@ -66,28 +66,37 @@ impl Caches {
         secret_targets: &SecretTargets,
         self_service: Option<&SelfService>,
         kinds: &Kinds,
+        (placed, fleet): (Option<PlacedStores>, Option<FleetStores>),
     ) -> Caches {
         let mirrors = mirror_store();
         let namespaces = Store::new(NamespaceEntry::of);
-        // Without Secret copies no Mirror of a Secret is reconciled, so its source is not
-        // needed either: the default install grants no Secret access at all.
-        let secret_sources = if secret_targets.enabled() {
-            SourceStores::new(scope, SourceContent::of_secret)
-        } else {
-            SourceStores::none()
+        let kinds = kinds.enabled().map(|row| {
+            let caches = KindCaches::new(row, scope, secret_targets, self_service);
+            (row.id, caches)
+        });
+        let known = {
+            let (mirrors, placed) = (mirrors.clone(), placed.clone());
+            move |key: &ObjectKey| {
+                mirrors.contains(key) || placed.as_ref().is_some_and(|p| p.contains(key))
+            }
         };
         Caches {
-            selections: Selections::new(&namespaces, &mirrors),
+            selections: Selections::new(&namespaces, known),
             mirrors,
             namespaces,
-            configmap_sources: SourceStores::new(scope, SourceContent::of_configmap),
-            secret_sources,
-            configmap_copies: copy_store(CopyInfo::of_configmap),
-            secret_copies: SecretCopyStores::new(secret_targets),
+            kinds: Arc::new(kinds.collect()),
             self_service: self_service.cloned(),
             acceptances: self_service.map(|_| Acceptances::default()),
-            tenant_sources: self_service.map(|s| TenantSources::new(s, secret_targets)),
-            kits: KitCaches::new(scope, kinds),
+            placed,
+            fleet,
+        }
+    }
+
+    /// The Mirror `key` names: a local one, or, on a member, one its hub placed.
+    pub fn mirror(&self, key: &ObjectKey) -> Option<Mirror> {
+        match &self.placed {
+            Some(placed) if key.namespace.contains('/') => Some(placed.get(key)?.mirror),
+            _ => self.mirrors.get(&key.namespace, &key.name),
         }
     }
 
@@ -97,45 +106,43 @@ impl Caches {
         namespace: &str,
         name: &str,
     ) -> Option<Arc<SourceContent>> {
-        let admin = match kind {
-            SourceKind::ConfigMap => self.configmap_sources.get(namespace, name),
-            SourceKind::Secret => self.secret_sources.get(namespace, name),
-            kit => self.kits.source(kit, namespace, name),
-        };
-        admin.or_else(|| self.tenant_sources.as_ref()?.get(kind, namespace, name))
+        if let Some(placed) = self.placed.as_ref().filter(|_| namespace.contains('/')) {
+            return placed.source(&ObjectKey::new(namespace, name));
+        }
+        self.kinds.get(&kind)?.source(namespace, name)
     }
 
     pub fn copy(&self, kind: SourceKind, namespace: &str, name: &str) -> Option<CopyInfo> {
-        match kind {
-            SourceKind::ConfigMap => self.configmap_copies.get(namespace, name),
-            SourceKind::Secret => self.secret_copies.get(namespace, name),
-            kit => self.kits.copy(kit, namespace, name),
-        }
+        self.kinds.get(&kind)?.copy(namespace, name)
     }
 
     /// Every cached copy labelled for the Mirror `owner`, of every kind, each with its key.
     pub fn copies_of(&self, owner: &Owner) -> Vec<(ObjectKey, CopyInfo)> {
-        let mut copies = copies_of(&self.configmap_copies, owner);
-        copies.extend(self.secret_copies.copies_of(owner));
-        copies.extend(self.kits.copies_of(owner));
-        copies
+        let kinds = self.kinds.values();
+        kinds.flat_map(|caches| caches.copies_of(owner)).collect()
+    }
+
+    /// Applies `event` to the copy cache of `kind`, as its watch would.
+    #[cfg(test)]
+    pub fn apply_copy(&self, kind: SourceKind, event: &Change<crate::kube::api::Object>) {
+        self.kinds[&kind].apply_copy(event);
+    }
+
+    /// Every Mirror a cached copy names.
+    pub fn owners(&self) -> Vec<ObjectKey> {
+        self.kinds.values().flat_map(KindCaches::owners).collect()
     }
 
     /// Waits until every store holds a complete list: its first, and no relist under way.
     pub async fn wait_until_ready(&self) {
         self.mirrors.wait_until_ready().await;
         self.namespaces.wait_until_ready().await;
-        self.configmap_sources.wait_until_ready().await;
-        self.secret_sources.wait_until_ready().await;
-        self.configmap_copies.wait_until_ready().await;
-        self.secret_copies.wait_until_ready().await;
         if let Some(acceptances) = &self.acceptances {
             acceptances.store.wait_until_ready().await;
         }
-        if let Some(store) = &self.tenant_sources {
-            store.wait_until_ready().await;
+        for caches in self.kinds.values() {
+            caches.wait_until_ready().await;
         }
-        self.kits.wait_until_ready().await;
     }
 
     /// Starts one task per watch, feeding the stores and enqueueing the Mirrors each event
@@ -145,101 +152,157 @@ impl Caches {
         client: &Client,
         queue: &WorkQueue<ObjectKey>,
     ) -> Vec<smol::Task<()>> {
-        let managed = managed_selector();
-        let copies = WatcherConfig::default().labels(&managed);
+        let all = || ApiSource::new(client, None);
+        let mirrors = {
+            let caches = self.clone();
+            let (selections, keys) = (
+                self.selections.clone(),
+                mirror_keys(move || caches.owners()),
+            );
+            move |event: &Change<Mirror>, _: Option<&Mirror>| {
+                selections.mirror_changed(event);
+                keys(event)
+            }
+        };
+        let namespaces = {
+            let selections = self.selections.clone();
+            let (mirrors, self_service) = (self.mirrors.clone(), self.self_service.clone());
+            move |event: &Change<Namespace>, previous: Option<&NamespaceEntry>| {
+                let mut keys = selections.namespace_changed(event, previous);
+                if let Some(s) = &self_service {
+                    let offer = &s.offer_selector;
+                    keys.extend(offer_moved(offer, &mirrors, event, previous));
+                }
+                keys
+            }
+        };
+        let paged = WatcherConfig {
+            page_size: NAMESPACE_PAGE,
+            ..WatcherConfig::default()
+        };
         let mut tasks = vec![
-            spawn(
-                client,
-                None,
+            spawn_watch(
+                all(),
                 WatcherConfig::default(),
                 self.mirrors.clone(),
                 queue,
-                {
-                    let selections = self.selections.clone();
-                    let keys =
-                        mirror_keys(self.configmap_copies.clone(), self.secret_copies.clone());
-                    let kits = self.kits.clone();
-                    move |event: &Change<Mirror>, _: Option<&Mirror>| {
-                        selections.mirror_changed(event);
-                        let mut keys = keys(event);
-                        // As `mirror_keys` does for ConfigMap and Secret copies.
-                        if let Change::Relisted = event {
-                            keys.extend(kits.owners());
-                        }
-                        keys
-                    }
-                },
+                mirrors,
             ),
-            spawn(
-                client,
-                None,
-                WatcherConfig {
-                    page_size: NAMESPACE_PAGE,
-                    ..WatcherConfig::default()
-                },
-                self.namespaces.clone(),
-                queue,
-                {
-                    let selections = self.selections.clone();
-                    let (mirrors, self_service) = (self.mirrors.clone(), self.self_service.clone());
-                    move |event: &Change<Namespace>, previous: Option<&NamespaceEntry>| {
-                        let mut keys = selections.namespace_changed(event, previous);
-                        if let Some(s) = &self_service {
-                            let offer = &s.offer_selector;
-                            keys.extend(offer_moved(offer, &mirrors, event, previous));
-                        }
-                        keys
-                    }
-                },
-            ),
-            spawn(
-                client,
-                None,
-                copies.clone(),
-                self.configmap_copies.clone(),
-                queue,
-                regardless(copy_owners(self.mirrors.clone(), SourceKind::ConfigMap)),
-            ),
+            spawn_watch(all(), paged, self.namespaces.clone(), queue, namespaces),
         ];
-        tasks.extend(self.secret_copies.watches(&managed).map(|(config, store)| {
-            let map = regardless(copy_owners(self.mirrors.clone(), SourceKind::Secret));
-            spawn(client, None, config, store.clone(), queue, map)
-        }));
-        tasks.extend(self.configmap_sources.spawn_watches(
-            client,
-            queue,
-            &self.mirrors,
-            SourceKind::ConfigMap,
-        ));
-        tasks.extend(self.secret_sources.spawn_watches(
-            client,
-            queue,
-            &self.mirrors,
-            SourceKind::Secret,
-        ));
-        tasks.extend(self.self_service_watches(client, queue));
-        tasks.extend(
-            self.kits
-                .spawn_watches(client, queue, &self.mirrors, &copies),
-        );
+        if let Some(acceptances) = &self.acceptances {
+            let map = accepted_mirrors(acceptances.clone(), self.mirrors.clone());
+            let store = acceptances.store.clone();
+            tasks.push(spawn_watch(
+                all(),
+                WatcherConfig::default(),
+                store,
+                queue,
+                map,
+            ));
+        }
+        for caches in self.kinds.values() {
+            tasks.extend(caches.spawn_watches(client, queue, &self.mirrors));
+        }
+        if let Some(placed) = &self.placed {
+            tasks.extend(self.placed_watches(placed, queue));
+        }
+        if let Some(fleet) = &self.fleet {
+            tasks.extend(self.fleet_watches(fleet, client, queue));
+        }
         tasks
     }
 
-    /// With `--self-service`: the acceptances, and the sources tenants offer.
-    fn self_service_watches(
+    /// On a hub: the Placements of its fleet Mirrors (by skiff's label, across namespaces), each
+    /// waking the Mirror that owns it, and its members' heartbeats, a member heard again after a
+    /// silence waking the fleet Mirrors that select it.
+    fn fleet_watches(
         &self,
+        fleet: &FleetStores,
         client: &Client,
         queue: &WorkQueue<ObjectKey>,
-    ) -> Vec<smol::Task<()>> {
-        let mut tasks = Vec::new();
-        if let Some(acceptances) = &self.acceptances {
-            let map = accepted_mirrors(acceptances.clone(), self.mirrors.clone());
-            let (config, store) = (WatcherConfig::default(), acceptances.store.clone());
-            tasks.push(spawn(client, None, config, store, queue, map));
-        }
-        if let Some(sources) = &self.tenant_sources {
-            tasks.extend(sources.spawn_watches(client, queue, &self.mirrors));
-        }
-        tasks
+    ) -> [smol::Task<()>; 2] {
+        let all = || ApiSource::new(client, None);
+        let managed = WatcherConfig::default().labels(&managed_selector());
+        let owners = {
+            let mirrors = self.mirrors.clone();
+            regardless(move |event: &Change<Placement>| match event {
+                Change::Listed(p) | Change::Applied(p) | Change::Deleted(p) => {
+                    let owner = owner_of(&p.metadata);
+                    owner
+                        .map(|o| ObjectKey::new(o.namespace, o.name))
+                        .into_iter()
+                        .collect()
+                }
+                Change::Relisting => Vec::new(),
+                // A Mirror whose Placements went while the watch was down is in no event.
+                Change::Relisted => mirrors.keys(),
+            })
+        };
+        let heard = {
+            let (mirrors, selections, silence) =
+                (self.mirrors.clone(), self.selections.clone(), fleet.silence);
+            move |event: &Change<Lease>, previous: Option<&Instant>| {
+                let (Change::Listed(lease) | Change::Applied(lease)) = event else {
+                    return Vec::new();
+                };
+                if previous.is_some_and(|at| at.elapsed() < silence) {
+                    return Vec::new();
+                }
+                let ns = lease.metadata.namespace();
+                let fleet = mirrors.list().into_iter().filter(|m| m.spec.is_fleet());
+                let selecting = fleet.filter(|m| selections.of(m).contains(ns));
+                selecting
+                    .filter_map(|m| ObjectKey::from_meta(&m.metadata))
+                    .collect()
+            }
+        };
+        let heartbeats = WatcherConfig::default().labels(HEARTBEAT_LABEL);
+        [
+            spawn_watch(all(), managed, fleet.placements.clone(), queue, owners),
+            spawn_watch(all(), heartbeats, fleet.heartbeats.clone(), queue, heard),
+        ]
+    }
+
+    /// On a member: its Placements and carriers on the hub, watched through the hub client in
+    /// its own namespace there. A Placement event moves its Mirror's selection and wakes it; a
+    /// carrier's, the Mirrors whose Placement names it.
+    fn placed_watches(
+        &self,
+        placed: &PlacedStores,
+        queue: &WorkQueue<ObjectKey>,
+    ) -> [smol::Task<()>; 2] {
+        let (client, hub) = (&placed.client, &placed.hub);
+        let placements = {
+            let (selections, name) = (self.selections.clone(), hub.name.clone());
+            move |event: &Change<Placement>, _: Option<&Placed>| {
+                selections.mirror_changed(&as_mirror_event(event, &name));
+                placed_keys(event, &name)
+            }
+        };
+        let carriers = {
+            let (stores, name) = (placed.placements.clone(), hub.name.clone());
+            regardless(move |event: &Change<Object>| carried_by(&stores, &name, event))
+        };
+        let secrets = SourceKind::Secret
+            .row()
+            .collection_path(Some(&hub.namespace));
+        let config = WatcherConfig::default();
+        [
+            spawn_watch(
+                ApiSource::new(client, Some(&hub.namespace)),
+                config.clone(),
+                placed.placements.clone(),
+                queue,
+                placements,
+            ),
+            spawn_watch(
+                ApiSource::at(client, Some(&hub.namespace), secrets),
+                config,
+                placed.carriers.clone(),
+                queue,
+                carriers,
+            ),
+        ]
     }
 }

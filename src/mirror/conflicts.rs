@@ -66,7 +66,7 @@ impl Conflicts {
         }
         for ns in suspects {
             // An object handed to this Mirror is not a block: the create meets it and adopts it.
-            if let Ok(found) = self.requests.existing(kind, &ns, names.of(&ns)).await
+            if let Ok(found) = self.requests.existing(kind.row(), &ns, names.of(&ns)).await
                 && found.info.owner.is_none()
                 && found.claim(owner) == Claim::NotMine
             {

@@ -21,14 +21,13 @@ use super::acceptance::local_names::{LocalNames, NameRefused, local_names};
 use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
-use super::copy_names::CopyNames;
-use super::kinds::Kinds;
+use super::kind_checks::KindChecks;
 use super::namespace::NamespaceInfo;
-use super::namespace_selector::matches;
-use super::offers::SelfService;
 use super::secret_targets::SecretTargets;
 use super::status::{Reason, Refusal};
 use super::types::{Mirror, SourceKind};
+use crate::flags::SelfService;
+use crate::kind::NameRule;
 use crate::kube::events::{Recorder, reference_to};
 use crate::kube::{Client, Error};
 use crate::runtime::ObjectKey;
@@ -52,6 +51,9 @@ fn message(
         (Verdict::Conflict, Some(NameRefused::Taken { by, name })) => format!(
             "the acceptance {by} here already receives this offer as {kind} {name}; one namespace holds one copy of an offer, so this one is not served (accept under the same targetName, or delete one of them)"
         ),
+        (Verdict::Conflict, Some(NameRefused::Reserved(why))) => format!(
+            "{kind} {copy} is kept by another controller in every namespace ({why}); skiff never takes it, so this acceptance is not served (set spec.targetName to another name)"
+        ),
         (Verdict::Conflict, _) => format!(
             "an object named {copy} that is not skiff's is in this namespace; it is left alone (delete or rename it, or set spec.targetName, to receive the copy)"
         ),
@@ -65,6 +67,23 @@ fn message(
             "offered and accepted; the copy {copy} is not written yet (the offer may be at its cap of copies)"
         ),
     }
+}
+
+/// A tenant's offer, as its acceptances see it: what they ask, and where it is selected.
+pub struct Offer {
+    pub local: LocalNames,
+    pub selected: BTreeSet<String>,
+}
+
+/// An offer as a reconcile saw it.
+#[derive(Clone, Copy)]
+pub struct Seen<'a> {
+    pub mirror: &'a Mirror,
+    pub offer: &'a Offer,
+    /// The namespaces it copies into.
+    pub serves: &'a BTreeSet<String>,
+    /// It may copy nothing ([`Consent::refusal`]).
+    pub refused: bool,
 }
 
 /// The consent checks and acceptance statuses of one controller.
@@ -96,7 +115,7 @@ impl Consent {
     /// `--self-service-kinds`, or a Secret whose name is not in `--secret-target-names` (the
     /// only Secrets skiff may read outside the admin's source namespaces). Then the Secret
     /// target name, the kind's own checks, as for any Mirror.
-    pub fn refusal(&self, mirror: &Mirror, kinds: &Kinds) -> Option<Refusal> {
+    pub fn refusal(&self, mirror: &Mirror, kinds: &KindChecks) -> Option<Refusal> {
         let source = &mirror.spec.source;
         if !self.settings.shares(source.kind) {
             return Some(Refusal {
@@ -110,17 +129,19 @@ impl Consent {
             });
         }
         let names = &self.secret_targets;
-        if source.kind == SourceKind::Secret && !names.names().any(|n| n == source.name) {
+        let by_name = source.kind.row().names == NameRule::SecretTargetNames;
+        if by_name && !names.names().any(|n| n == source.name) {
             let listed: Vec<&str> = names.names().collect();
             return Some(Refusal {
                 reason: Reason::SecretTargetNotAllowed,
                 message: format!(
-                    "a tenant's Secret source must itself carry one of the names in \
-                     --secret-target-names ({}), the only Secrets skiff may read outside the \
+                    "a tenant's {kind} source must itself carry one of the names in \
+                     --secret-target-names ({}), the only {kind}s skiff may read outside the \
                      admin's source namespaces; {} is not one, so nothing is read or copied. \
-                     Rename the Secret",
+                     Rename the {kind}",
                     listed.join(","),
-                    source.name
+                    source.name,
+                    kind = source.kind.as_str(),
                 ),
             });
         }
@@ -134,7 +155,7 @@ impl Consent {
             .get("", namespace)
             .is_some_and(|entry| {
                 let ns = NamespaceInfo::view(namespace, &entry);
-                matches(&self.settings.offer_selector, |k| ns.label(k))
+                self.settings.offer_selector.matches(|k| ns.label(k))
             })
     }
 
@@ -147,12 +168,6 @@ impl Consent {
         local_names(of, asked, |name| {
             self.secret_targets.names().any(|n| n == name)
         })
-    }
-
-    /// The namespaces of `selected` the offer `mirror` copies into ([`Consent::served`]).
-    pub fn serves(&self, mirror: &Mirror, selected: &BTreeSet<String>) -> BTreeSet<String> {
-        let owner = Owner::of(mirror);
-        self.served(&owner, &self.local_names(&owner, mirror), selected)
     }
 
     /// The namespaces a tenant Mirror copies into: those it selects that accept it (`local`,
@@ -183,45 +198,46 @@ impl Consent {
         served
     }
 
-    /// What the acceptance `key` of `kind` of the Mirror `owner` is told. `mirror` is the
-    /// offer as the reconcile saw it (`None`: gone or not an offer) and `refused` whether it
-    /// may copy nothing ([`Consent::refusal`]); `local` what its acceptances ask; `copy`
-    /// reads a copy as this replica's own writes left it; `blocked` are the namespaces known
-    /// to hold an object of the copy's name that skiff does not manage.
+    /// What the acceptance `key` of `kind` is told of the offer `seen` (`None`: gone, or not
+    /// an offer). `copy` reads a copy as this replica's own writes left it; `blocked` are the
+    /// namespaces known to hold an object of the copy's name that skiff does not manage.
     pub fn verdict(
         &self,
-        (owner, mirror, refused): (&Owner, Option<&Mirror>, bool),
-        (key, kind, local): (&ObjectKey, SourceKind, &LocalNames),
+        seen: Option<Seen>,
+        (key, kind): (&ObjectKey, SourceKind),
         copy: &impl Fn(SourceKind, &str, &str) -> Option<CopyInfo>,
         blocked: &BTreeSet<String>,
     ) -> Verdict {
-        let Some(mirror) = mirror.filter(|m| m.metadata.deletion_timestamp.is_none()) else {
+        let live = seen.filter(|s| s.mirror.metadata.deletion_timestamp.is_none());
+        let Some(Seen {
+            mirror,
+            offer,
+            serves,
+            refused,
+        }) = live
+        else {
             return Verdict::NotAvailable;
         };
-        let selected = self.caches.selections.of(mirror);
         let (source, ns) = (&mirror.spec.source, &*key.namespace);
-        if !selected.contains(ns) || source.kind != kind {
+        if !offer.selected.contains(ns) || source.kind != kind {
             return Verdict::NotAvailable;
         }
         if refused {
             return Verdict::KindNotAllowed;
         }
         let namespace = mirror.metadata.namespace();
-        if self
-            .caches
-            .source(source.kind, namespace, &source.name)
-            .is_none()
-        {
+        if (self.caches.source(source.kind, namespace, &source.name)).is_none() {
             return Verdict::NotAvailable;
         }
-        if let Some(refused) = local.refused.get(key) {
+        if let Some(refused) = offer.local.refused.get(key) {
             return refused.verdict();
         }
-        if !self.served(owner, local, &selected).contains(ns) {
+        if !serves.contains(ns) {
             return Verdict::Pending;
         }
-        match copy(source.kind, ns, local.names.of(ns)) {
-            Some(c) if c.owner.as_deref() == Some(owner) => Verdict::Served,
+        let owner = Owner::of(mirror);
+        match copy(source.kind, ns, offer.local.names.of(ns)) {
+            Some(c) if c.owner.as_deref() == Some(&owner) => Verdict::Served,
             Some(_) => Verdict::Conflict,
             None if blocked.contains(ns) => Verdict::Conflict,
             None => Verdict::Pending,
@@ -286,14 +302,6 @@ impl Consent {
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
-    }
-}
-
-/// The names of `mirror`'s copies: for a tenant's offer (`consent`), as its acceptances ask.
-pub fn copy_names(consent: Option<&Consent>, mirror: &Mirror) -> CopyNames {
-    match consent {
-        Some(consent) => consent.local_names(&Owner::of(mirror), mirror).names,
-        None => CopyNames::new(mirror.spec.target_name()),
     }
 }
 

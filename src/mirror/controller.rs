@@ -6,57 +6,69 @@
 //! until every first list has arrived, and a reconcile waits while a relist is under way.
 
 use super::caches::{Caches, SourceScope};
-use super::kinds::Kinds;
-use super::offers::SelfService;
+use super::kind_checks::KindChecks;
+use super::placed::PlacedStores;
+use super::placement::FleetStores;
+use super::placer::Placer;
 use super::reconcile::Reconciler;
 use super::secret_targets::SecretTargets;
+use crate::flags::SelfService;
 use crate::kube::Client;
 use crate::kube::events::Recorder;
-use crate::manager::Runnable;
-use crate::runtime::{Action, Controller};
+use crate::runtime::Runnable;
+use crate::runtime::{Action, Controller, ObjectKey};
 use crate::signal::Signal;
 use smol::future::FutureExt as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Mirrors reconciled at once. Each reconcile fans out its own writes, so a few suffice.
 pub const WORKERS: usize = 4;
 
+/// What the admin set the Mirror controller to copy, and from where.
+#[derive(Clone)]
+pub struct Options {
+    pub scope: SourceScope,
+    pub secret_targets: SecretTargets,
+    pub self_service: Option<SelfService>,
+    pub kinds: KindChecks,
+    /// On a member: its hub's share for it, and the client it reads and reports through.
+    pub placed: Option<PlacedStores>,
+    /// On a hub: the client its Placements are written through, and `--member-silence-after`.
+    pub fleet: Option<(Client, Duration)>,
+}
+
 /// The Mirror controller, writing through `client` (the fenced main client).
-pub fn runnable(
-    client: Client,
-    scope: SourceScope,
-    secret_targets: SecretTargets,
-    self_service: Option<SelfService>,
-    kinds: Kinds,
-    identity: &str,
-) -> Runnable {
+pub fn runnable(client: Client, options: Options, identity: &str) -> Runnable {
     let identity = identity.to_owned();
     Runnable::new("mirror controller", move |stop| {
-        run(
-            client.clone(),
-            scope.clone(),
-            secret_targets.clone(),
-            self_service.clone(),
-            kinds.clone(),
-            identity.clone(),
-            stop,
-        )
+        run(client.clone(), options.clone(), identity.clone(), stop)
     })
 }
 
-async fn run(
-    client: Client,
-    scope: SourceScope,
-    secret_targets: SecretTargets,
-    self_service: Option<SelfService>,
-    kinds: Kinds,
-    identity: String,
-    stop: Signal,
-) {
+async fn run(client: Client, options: Options, identity: String, stop: Signal) {
     let controller = Controller::new("mirror", WORKERS);
     super::contest::declare_metric();
-    let caches = Caches::new(&scope, &secret_targets, self_service.as_ref(), &kinds);
+    let Options {
+        scope,
+        secret_targets,
+        self_service,
+        kinds,
+        placed,
+        fleet,
+    } = options;
+    let stores = fleet
+        .as_ref()
+        .map(|(_, silence)| FleetStores::new(*silence));
+    let caches = Caches::new(
+        &scope,
+        &secret_targets,
+        self_service.as_ref(),
+        &kinds.kinds,
+        (placed, stores.clone()),
+    );
     let _watches = caches.spawn_watches(&client, &controller.queue());
+    let _heartbeat = (caches.placed.clone()).map(|p| smol::spawn(p.heartbeat(identity.clone())));
     if !until_listed(&caches, &stop).await {
         return;
     }
@@ -66,17 +78,18 @@ async fn run(
     let client = client.with_cancel(stop.clone());
     let recorder = Recorder::new(&client, "skiff", &identity);
     let listed = Arc::new(caches.clone());
+    let placer = (fleet.zip(stores)).map(|((writes, silence), stores)| {
+        Placer::new(writes.with_cancel(stop.clone()), stores, silence)
+    });
     let reconciler = Arc::new(Reconciler::new(
         client,
         caches,
-        scope,
-        secret_targets,
-        kinds,
-        recorder,
+        (scope, secret_targets, kinds),
+        (recorder, placer),
         stop.clone(),
     ));
     let gate_stop = stop.clone();
-    let reconcile = move |key| {
+    let reconcile = move |key: ObjectKey| {
         let (reconciler, listed, stop) = (
             Arc::clone(&reconciler),
             Arc::clone(&listed),
@@ -84,6 +97,17 @@ async fn run(
         );
         async move {
             if !until_listed(&listed, &stop).await {
+                return Ok(Action::Done);
+            }
+            // A hub's Mirror waits for the whole of this member's share of the hub; a local
+            // one never waits for the hub, which may be down.
+            let placed = listed
+                .placed
+                .as_ref()
+                .filter(|_| key.namespace.contains('/'));
+            if let Some(placed) = placed
+                && !until(placed.wait_until_ready(), &stop).await
+            {
                 return Ok(Action::Done);
             }
             reconciler.reconcile(key).await
@@ -96,11 +120,16 @@ async fn run(
 
 /// Waits until every cache holds a complete list; false if `stop` came first.
 async fn until_listed(caches: &Caches, stop: &Signal) -> bool {
-    let listed = async {
-        caches.wait_until_ready().await;
+    until(caches.wait_until_ready(), stop).await
+}
+
+/// Waits for `ready`; false if `stop` came first.
+async fn until(ready: impl Future<Output = ()>, stop: &Signal) -> bool {
+    let ready = async {
+        ready.await;
         true
     };
-    listed
+    ready
         .or(async {
             stop.wait().await;
             false

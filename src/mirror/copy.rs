@@ -10,8 +10,9 @@ pub use super::owners::Owner;
 use super::owners::shared;
 use super::payload::{Digest, HeldMaps, Payload};
 use super::types::{Mirror, SourceKind};
-use super::version::Version;
-use crate::kube::api::{ConfigMap, FieldManager, KitObject, ObjectMeta, Secret};
+use crate::kind::Kind;
+use crate::kube::api::Version;
+use crate::kube::api::{FieldManager, Object, ObjectMeta};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -20,6 +21,12 @@ pub const MANAGED_BY_VALUE: &str = "skiff";
 pub const MIRROR_NAMESPACE_LABEL: &str = "skiff.dev/mirror-namespace";
 pub const MIRROR_NAME_LABEL: &str = "skiff.dev/mirror-name";
 pub const SOURCE_HASH_ANNOTATION: &str = "skiff.dev/source-hash";
+/// On a copy a hub placed: the hub's name (`--hub-name`) and its Mirror's namespace and name,
+/// in place of the Mirror labels, so that it never collides with a local Mirror's copy and a
+/// skiff older than the fleet reads it as an object it does not manage.
+pub const HUB_LABEL: &str = "skiff.dev/hub";
+pub const HUB_MIRROR_NAMESPACE_LABEL: &str = "skiff.dev/hub-mirror-namespace";
+pub const HUB_MIRROR_NAME_LABEL: &str = "skiff.dev/hub-mirror-name";
 
 /// The label selector that finds every copy skiff manages (the copy watch uses it).
 pub fn managed_selector() -> String {
@@ -45,17 +52,10 @@ pub struct CopyInfo {
 }
 
 impl CopyInfo {
-    pub fn of_configmap(cm: &ConfigMap) -> CopyInfo {
-        CopyInfo::written(&cm.metadata, &Payload::of_configmap(cm))
-    }
-
-    pub fn of_secret(secret: &Secret) -> CopyInfo {
-        CopyInfo::written(&secret.metadata, &Payload::of_secret(secret))
-    }
-
-    /// A copy of the kit kind `kind`: the hash of its user-set `fields`, never the fields.
-    pub fn of_kit_object(kind: SourceKind, object: &KitObject, fields: &[&str]) -> CopyInfo {
-        CopyInfo::written(&object.metadata, &Payload::of_kit(kind, object, fields))
+    /// A copy of the kind `row` describes, as the server holds it: the hash of what it
+    /// carries, never the content.
+    pub fn of(row: &'static Kind, object: &Object) -> CopyInfo {
+        CopyInfo::written(&object.metadata, &Payload::of(row, object))
     }
 
     /// A copy whose metadata is `meta` holding `payload`: one just written with that payload,
@@ -75,25 +75,43 @@ impl CopyInfo {
     }
 }
 
-/// The Mirror named by a skiff-managed object's labels, if it is one.
+/// The Mirror named by a skiff-managed object's labels, if it is one: a local Mirror, or a
+/// hub's.
 pub fn owner_of(meta: &ObjectMeta) -> Option<Owner> {
-    if meta.labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE) {
+    let label = |key| meta.labels.get(key).map(String::as_str);
+    if label(MANAGED_BY_LABEL) != Some(MANAGED_BY_VALUE) {
         return None;
     }
+    if let Some(hub) = label(HUB_LABEL) {
+        return Some(Owner::of_hub(
+            hub,
+            label(HUB_MIRROR_NAMESPACE_LABEL)?,
+            label(HUB_MIRROR_NAME_LABEL)?,
+        ));
+    }
     Some(Owner {
-        namespace: meta.labels.get(MIRROR_NAMESPACE_LABEL)?.clone(),
-        name: meta.labels.get(MIRROR_NAME_LABEL)?.clone(),
+        namespace: label(MIRROR_NAMESPACE_LABEL)?.to_owned(),
+        name: label(MIRROR_NAME_LABEL)?.to_owned(),
     })
 }
 
 /// Metadata naming a copy `name` in `namespace` and labelling it as `owner`'s.
 pub fn labelled_for(owner: &Owner, namespace: &str, name: &str) -> ObjectMeta {
     let mut meta = ObjectMeta::named(Some(namespace), name);
-    meta.labels = BTreeMap::from([
-        (MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned()),
-        (MIRROR_NAMESPACE_LABEL.to_owned(), owner.namespace.clone()),
-        (MIRROR_NAME_LABEL.to_owned(), owner.name.clone()),
-    ]);
+    let managed = (MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
+    meta.labels = match owner.hub() {
+        None => BTreeMap::from([
+            managed,
+            (MIRROR_NAMESPACE_LABEL.to_owned(), owner.namespace.clone()),
+            (MIRROR_NAME_LABEL.to_owned(), owner.name.clone()),
+        ]),
+        Some((hub, namespace)) => BTreeMap::from([
+            managed,
+            (HUB_LABEL.to_owned(), hub.to_owned()),
+            (HUB_MIRROR_NAMESPACE_LABEL.to_owned(), namespace.to_owned()),
+            (HUB_MIRROR_NAME_LABEL.to_owned(), owner.name.clone()),
+        ]),
+    };
     meta
 }
 
@@ -134,12 +152,17 @@ mod tests {
         }
     }
 
-    fn copy(data: &[(&str, &str)]) -> ConfigMap {
-        ConfigMap {
+    fn copy(data: &[(&str, &str)]) -> Object {
+        let mut copy = Object {
             metadata: copy_meta(&mirror(), "team-a", "h", None),
-            data: map(data),
-            ..ConfigMap::default()
-        }
+            ..Object::default()
+        };
+        copy.set_field("data", serde_json::to_value(map(data)).expect("a map"));
+        copy
+    }
+
+    fn info(copy: &Object) -> CopyInfo {
+        CopyInfo::of(SourceKind::ConfigMap.row(), copy)
     }
 
     #[test]
@@ -147,9 +170,12 @@ mod tests {
         let copy = copy(&[("k", "v")]);
         assert_eq!(copy.metadata.name(), "app-ca");
         assert_eq!(copy.metadata.namespace(), "team-a");
-        let info = CopyInfo::of_configmap(&copy);
+        let info = info(&copy);
         assert_eq!(info.owner.as_deref(), Some(&Owner::of(&mirror())));
-        assert_eq!(info.content_hash, Payload::of_configmap(&copy).hash());
+        assert_eq!(
+            info.content_hash,
+            Payload::of(SourceKind::ConfigMap.row(), &copy).hash()
+        );
         assert_eq!(info.record, None);
         assert_eq!(info.resource_version, Version::new(""));
     }
@@ -157,6 +183,18 @@ mod tests {
     #[test]
     fn the_cached_entry_of_a_copy_takes_80_bytes() {
         assert_eq!(size_of::<CopyInfo>(), 80);
+    }
+
+    #[test]
+    fn a_hub_s_copy_names_the_hub_and_is_no_local_mirror_s() {
+        let owner = Owner::of_hub("hub-eu", "src", "ca");
+        let meta = labelled_for(&owner, "team-a", "app-ca");
+        assert_eq!(meta.labels[HUB_LABEL], "hub-eu");
+        assert!(!meta.labels.contains_key(MIRROR_NAMESPACE_LABEL));
+        assert_eq!(owner_of(&meta), Some(owner.clone()));
+        assert_ne!(owner_of(&meta), Some(Owner::of(&mirror())));
+        assert_eq!(owner.hub(), Some(("hub-eu", "src")));
+        assert_eq!(Owner::of(&mirror()).hub(), None);
     }
 
     #[test]
@@ -173,10 +211,10 @@ mod tests {
         copy.metadata
             .annotations
             .insert(MANAGED_LABELS_ANNOTATION.into(), "team".into());
-        let before = CopyInfo::of_configmap(&copy).content_hash;
+        let before = info(&copy).content_hash;
         copy.metadata.labels.insert("theirs".into(), "x".into());
-        assert_eq!(CopyInfo::of_configmap(&copy).content_hash, before);
+        assert_eq!(info(&copy).content_hash, before);
         copy.metadata.labels.insert("team".into(), "b".into());
-        assert_ne!(CopyInfo::of_configmap(&copy).content_hash, before);
+        assert_ne!(info(&copy).content_hash, before);
     }
 }

@@ -8,11 +8,10 @@
 use super::copy::Owner;
 use super::desired::DesiredCopy;
 use super::payload::{HeldMaps, Payload};
-use super::render::{NO_KEYS, new_copy_meta};
+use super::render::new_copy_meta;
 use crate::kube::Pieces;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The body of the create of [`super::render::new_copy`]: its own metadata, and `content`
@@ -78,27 +77,28 @@ pub fn update_body(
 /// The members of each of `payload`'s maps, without the braces, as [`update_body`] shares them.
 pub fn map_members(payload: &Payload) -> Result<Vec<MapMembers>, serde_json::Error> {
     let maps = payload.maps().into_iter();
-    maps.map(|(field, map)| Ok((field, members(map)?.into())))
+    maps.map(|(field, map)| Ok((field, map.map_or(Ok(Vec::new()), members)?.into())))
         .collect()
 }
 
-/// A payload as the members of a copy's JSON object, without the braces: `"data"`,
-/// `"binaryData"`, a Secret's `"type"` and `"immutable"`, or a kit kind's fields, as
-/// [`super::render::new_copy`] has them.
+/// A payload as the members of a copy's JSON object, without the braces: each field it holds,
+/// in its row's order, as [`super::render::new_copy`] has them.
 pub fn content_members(payload: &Payload) -> Result<Vec<u8>, serde_json::Error> {
-    let (type_, data, binary_data) = match payload {
-        Payload::ConfigMap {
-            data, binary_data, ..
-        } => (None, data, binary_data),
-        Payload::Secret { type_, data, .. } => (type_.as_deref(), data, NO_KEYS),
-        Payload::Kit { fields, .. } => return members(fields),
-    };
-    members(&Content {
-        type_,
-        data,
-        binary_data,
-        immutable: payload.immutable().then_some(true),
-    })
+    members(&Held(payload))
+}
+
+/// The fields a payload holds, serialized by reference (a 900 KB source is not copied).
+struct Held<'a>(&'a Payload);
+
+impl Serialize for Held<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        for (field, value) in self.0.held() {
+            map.serialize_entry(field.name, value)?;
+        }
+        map.end()
+    }
 }
 
 /// `value`'s JSON object without its braces.
@@ -109,30 +109,12 @@ fn members(value: &impl Serialize) -> Result<Vec<u8>, serde_json::Error> {
     Ok(bytes)
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Content<'a> {
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    type_: Option<&'a str>,
-    #[serde(skip_serializing_if = "no_keys")]
-    data: &'a BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "no_keys")]
-    binary_data: &'a BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    immutable: Option<bool>,
-}
-
-fn no_keys(map: &&BTreeMap<String, String>) -> bool {
-    map.is_empty()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::api::{ConfigMap, KitObject, Secret};
-    use crate::mirror::fixtures::map;
-    use crate::mirror::render::{CopyObject, new_copy};
-    use crate::mirror::source::SourceContent;
+    use crate::kube::api::{ConfigMap, Secret};
+    use crate::mirror::fixtures::{self, map};
+    use crate::mirror::render::new_copy_meta;
     use crate::mirror::types::{Mirror, MirrorSpec, SourceKind, SourceRef};
 
     fn owner() -> Owner {
@@ -142,24 +124,9 @@ mod tests {
         }
     }
 
-    /// The body `new_copy_body` sends, and the object `new_copy` builds, as JSON values.
-    fn both(desired: &DesiredCopy) -> (serde_json::Value, serde_json::Value) {
-        let content = content_members(desired.payload()).expect("content").into();
-        let body = new_copy_body(&owner(), "team-a", "app-ca", desired, &content).expect("body");
-        let sent = serde_json::from_slice(&body.to_vec()).expect("the body is JSON");
-        let built = match new_copy(&owner(), "team-a", "app-ca", desired) {
-            CopyObject::ConfigMap(cm) => serde_json::to_value(cm),
-            CopyObject::Secret(secret) => serde_json::to_value(secret),
-            CopyObject::Kit(_, object) => serde_json::to_value(KitObject {
-                api_version: None,
-                kind: None,
-                ..object
-            }),
-        };
-        (sent, built.expect("encode"))
-    }
-
-    fn desired(kind: SourceKind, source: Arc<SourceContent>) -> DesiredCopy {
+    /// The body `new_copy_body` sends for a copy of the source `typed`, and what `typed` with
+    /// the copy's metadata encodes as: the same object.
+    fn both(kind: SourceKind, typed: &impl Serialize) -> (Value, Value) {
         let mirror = Mirror {
             spec: MirrorSpec {
                 source: SourceRef {
@@ -171,7 +138,15 @@ mod tests {
             },
             ..Mirror::default()
         };
-        DesiredCopy::of(&mirror, &source).expect("desired")
+        let source = fixtures::source(kind, typed);
+        let desired = DesiredCopy::of(&mirror, &source).expect("desired");
+        let content = content_members(desired.payload()).expect("content").into();
+        let body = new_copy_body(&owner(), "team-a", "app-ca", &desired, &content).expect("body");
+        let sent = serde_json::from_slice(&body.to_vec()).expect("the body is JSON");
+        let mut expected = serde_json::to_value(typed).expect("encodes");
+        let meta = new_copy_meta(&owner(), "team-a", "app-ca", &desired);
+        expected["metadata"] = serde_json::to_value(meta).expect("encodes");
+        (sent, expected)
     }
 
     #[test]
@@ -182,39 +157,24 @@ mod tests {
             immutable: Some(true),
             ..ConfigMap::default()
         };
-        let (sent, built) = both(&desired(
-            SourceKind::ConfigMap,
-            SourceContent::of_configmap(&cm),
-        ));
+        let (sent, built) = both(SourceKind::ConfigMap, &cm);
         assert_eq!(sent, built);
         cm.data.clear();
         cm.binary_data.clear();
         cm.immutable = None;
-        let (sent, built) = both(&desired(
-            SourceKind::ConfigMap,
-            SourceContent::of_configmap(&cm),
-        ));
+        let (sent, built) = both(SourceKind::ConfigMap, &cm);
         assert_eq!(sent, built, "no content at all");
         let secret = Secret {
             type_: Some("kubernetes.io/tls".into()),
             data: map(&[("tls.crt", "Qw=="), ("tls.key", "Sw==")]),
             ..Secret::default()
         };
-        let (sent, built) = both(&desired(
-            SourceKind::Secret,
-            SourceContent::of_secret(&secret),
-        ));
+        let (sent, built) = both(SourceKind::Secret, &secret);
         assert_eq!(sent, built);
-        let binding = KitObject {
-            subjects: Some(serde_json::json!([{"kind": "Group", "name": "team-a",
-                "apiGroup": "rbac.authorization.k8s.io"}])),
-            role_ref: Some(serde_json::json!({"apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole", "name": "edit"})),
-            ..KitObject::default()
-        };
-        let fields = ["subjects", "roleRef"];
-        let source = SourceContent::of_kit(SourceKind::RoleBinding, &binding, &fields);
-        let (sent, built) = both(&desired(SourceKind::RoleBinding, source));
+        let binding = json!({"metadata": {},
+            "subjects": [{"kind": "Group", "name": "team-a", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}});
+        let (sent, built) = both(SourceKind::RoleBinding, &binding);
         assert_eq!(sent, built, "a kit kind's fields");
         assert_eq!(sent["roleRef"]["name"], "edit");
     }

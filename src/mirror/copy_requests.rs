@@ -1,17 +1,15 @@
-//! The API requests skiff makes on a copy, whatever its kind.
+//! The API requests skiff makes on a copy, addressed through its kind's row.
 //!
-//! A copy is a ConfigMap or a Secret, or an object of a kit kind, and the client's requests are
-//! generic over the type. Each request is written here once per kind (once for all kit kinds,
-//! through [`with_kit_type!`]), so the rest of the controller asks by [`SourceKind`] and the
-//! request code is compiled in once per kind, not once per caller.
+//! Every kind is the same object type ([`Object`]) at its own path, so each request is written
+//! once, for all kinds, and the row says the rest (its path, and which patch it takes).
 
 use super::copy::CopyInfo;
 use super::existing::Existing;
-use super::kit_types::{KitResource, with_kit_type};
 use super::payload::Payload;
-use super::types::SourceKind;
-use crate::kube::api::{ConfigMap, Secret};
-use crate::kube::{Client, Error, PatchKind, Pieces};
+use crate::kind::Kind;
+use crate::kube::api::Object;
+use crate::kube::{Client, Error, Pieces};
+use serde_json::json;
 
 /// Requests on copies, through one client (the fenced main client).
 #[derive(Clone)]
@@ -24,27 +22,15 @@ impl CopyRequests {
         CopyRequests { client }
     }
 
-    /// Reads the object of `kind` named `name` in `ns` from the server (not the cache).
+    /// Reads the object of kind `row` named `name` in `ns` from the server (not the cache).
     pub async fn existing(
         &self,
-        kind: SourceKind,
+        row: &'static Kind,
         ns: &str,
         name: &str,
     ) -> Result<Existing, Error> {
-        match kind {
-            SourceKind::ConfigMap => self
-                .client
-                .get::<ConfigMap>(Some(ns), name)
-                .await
-                .map(|c| Existing::of_configmap(&c)),
-            SourceKind::Secret => self
-                .client
-                .get::<Secret>(Some(ns), name)
-                .await
-                .map(|s| Existing::of_secret(&s)),
-            kit => with_kit_type!(kit, K => self.client.get::<K>(Some(ns), name).await
-                .map(|o| Existing::of_kit(kit, o.object())), else Err(unreachable_kind(kit))),
-        }
+        let object: Object = self.client.get_at(row.object_path(ns, name)).await?;
+        Ok(Existing::of(row, &object))
     }
 
     /// Creates the copy `body` encodes in `ns`, holding `payload`; what the cache would keep of
@@ -56,19 +42,14 @@ impl CopyRequests {
         body: Pieces,
         payload: &Payload,
     ) -> Result<CopyInfo, Error> {
-        let client = &self.client;
-        let created = match payload.kind() {
-            SourceKind::ConfigMap => client.create_encoded::<ConfigMap>(Some(ns), body).await?,
-            SourceKind::Secret => client.create_encoded::<Secret>(Some(ns), body).await?,
-            kit => with_kit_type!(kit, K => client.create_encoded::<K>(Some(ns), body).await?,
-                else return Err(unreachable_kind(kit))),
-        };
+        let path = payload.row().collection_path(Some(ns));
+        let created = self.client.create_encoded_at(path, body).await?;
         Ok(CopyInfo::written(&created.metadata, payload))
     }
 
-    /// A strategic merge patch (`body`) of the copy named `name` in `ns`, which then holds
-    /// `payload`; what the cache would keep of it. As a create's, the reply is asked for the
-    /// metadata alone.
+    /// A patch (`body`, of the kind the row takes) of the copy named `name` in `ns`, which then
+    /// holds `payload`; what the cache would keep of it. As a create's, the reply is asked for
+    /// the metadata alone.
     pub async fn patch(
         &self,
         ns: &str,
@@ -76,74 +57,39 @@ impl CopyRequests {
         body: Pieces,
         payload: &Payload,
     ) -> Result<CopyInfo, Error> {
-        let (client, strategic) = (&self.client, PatchKind::Strategic);
-        let patched = match payload.kind() {
-            SourceKind::ConfigMap => {
-                client
-                    .patch_encoded::<ConfigMap>(Some(ns), name, body, strategic)
-                    .await?
-            }
-            SourceKind::Secret => {
-                client
-                    .patch_encoded::<Secret>(Some(ns), name, body, strategic)
-                    .await?
-            }
-            kit => with_kit_type!(kit, K => client.patch_encoded::<K>(Some(ns), name, body,
-                strategic).await?, else return Err(unreachable_kind(kit))),
-        };
+        let row = payload.row();
+        let patched = (self.client)
+            .patch_encoded_at(row.object_path(ns, name), body, row.patch)
+            .await?;
         Ok(CopyInfo::written(&patched.metadata, payload))
     }
 
     /// Deletes the copy named `name` in `ns`, if it is still at version `rv`.
     pub async fn delete(
         &self,
-        kind: SourceKind,
+        row: &'static Kind,
         ns: &str,
         name: &str,
         rv: &str,
     ) -> Result<(), Error> {
-        match kind {
-            SourceKind::ConfigMap => {
-                self.client
-                    .delete::<ConfigMap>(Some(ns), name, Some(rv))
-                    .await
-            }
-            SourceKind::Secret => self.client.delete::<Secret>(Some(ns), name, Some(rv)).await,
-            kit => {
-                with_kit_type!(kit, K => self.client.delete::<K>(Some(ns), name, Some(rv)).await,
-                else Err(unreachable_kind(kit)))
-            }
-        }
+        let preconditions = json!({"resourceVersion": rv});
+        (self.client)
+            .delete_at(row.object_path(ns, name), Some(preconditions))
+            .await
     }
 
     /// Deletes the object named `name` in `ns` only if it is still the one read: uid `uid` at
     /// version `rv`.
     pub async fn delete_exact(
         &self,
-        kind: SourceKind,
+        row: &'static Kind,
         ns: &str,
         name: &str,
-        uid: &str,
-        rv: &str,
+        (uid, rv): (&str, &str),
     ) -> Result<(), Error> {
-        match kind {
-            SourceKind::ConfigMap => {
-                self.client
-                    .delete_exact::<ConfigMap>(Some(ns), name, uid, rv)
-                    .await
-            }
-            SourceKind::Secret => {
-                self.client
-                    .delete_exact::<Secret>(Some(ns), name, uid, rv)
-                    .await
-            }
-            kit => with_kit_type!(kit, K => self.client.delete_exact::<K>(Some(ns), name, uid, rv)
-                .await, else Err(unreachable_kind(kit))),
-        }
+        let preconditions = json!({"uid": uid, "resourceVersion": rv});
+        (self.client)
+            .delete_at(row.object_path(ns, name), Some(preconditions))
+            .await
     }
-}
-
-/// A ConfigMap or Secret where a kit kind was matched: never reached.
-fn unreachable_kind(kind: SourceKind) -> Error {
-    Error::Refused(format!("{} is not a kit kind", kind.as_str()))
 }

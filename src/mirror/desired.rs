@@ -1,28 +1,18 @@
 //! What one Mirror wants each of its copies to hold, from its source and its spec: the keys it
 //! picks, the labels and annotations it sets or carries over, and the hash of it all.
 //!
-//! Or why it must copy nothing: a ServiceAccount token, a listed key the source lacks, or a
-//! list of keys without one a typed Secret requires. Then the copies keep their last good
+//! Or why it must copy nothing: a source of a type its row refuses (a ServiceAccount token), a
+//! listed key the source lacks, or a list of keys without one its type requires. Then the copies keep their last good
 //! content, as when the source is missing.
 
 use super::carry::carried;
 use super::managed::Managed;
 use super::payload::{Digest, Payload};
-use super::source::{SERVICE_ACCOUNT_TOKEN, SourceContent};
+use super::source::SourceContent;
 use super::status::{Reason, Refusal};
 use super::types::Mirror;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// The keys each Secret type must hold, as the API server validates them: every group needs
-/// at least one of its keys.
-const REQUIRED_KEYS: [(&str, &[&[&str]]); 5] = [
-    ("kubernetes.io/tls", &[&["tls.crt"], &["tls.key"]]),
-    ("kubernetes.io/dockerconfigjson", &[&[".dockerconfigjson"]]),
-    ("kubernetes.io/dockercfg", &[&[".dockercfg"]]),
-    ("kubernetes.io/ssh-auth", &[&["ssh-privatekey"]]),
-    ("kubernetes.io/basic-auth", &[&["username", "password"]]),
-];
 
 /// A copy as its Mirror wants it.
 #[derive(Debug)]
@@ -39,7 +29,7 @@ pub struct DesiredCopy {
 impl DesiredCopy {
     /// The copy `mirror` wants of `source`, or the condition to report instead.
     pub fn of(mirror: &Mirror, source: &Arc<SourceContent>) -> Result<DesiredCopy, Refusal> {
-        refuse_service_account_token(mirror, source)?;
+        refuse_type(mirror, source)?;
         let keys = &mirror.spec.source.keys;
         let picked = if keys.is_empty() {
             None
@@ -73,16 +63,15 @@ impl DesiredCopy {
     }
 }
 
-fn refuse_service_account_token(mirror: &Mirror, source: &SourceContent) -> Result<(), Refusal> {
-    if !source.is_service_account_token() {
+fn refuse_type(mirror: &Mirror, source: &SourceContent) -> Result<(), Refusal> {
+    let Some((type_, why)) = source.refused_type() else {
         return Ok(());
-    }
+    };
     Err(Refusal {
         reason: Reason::SourceNotAllowed,
         message: format!(
-            "Secret {}/{} is a ServiceAccount token ({SERVICE_ACCOUNT_TOKEN}); skiff never copies \
-             one, as each copy would hand that ServiceAccount's credentials to its namespace. \
-             Nothing is copied",
+            "{} {}/{} is of type {type_}; skiff never copies one, as {why}. Nothing is copied",
+            source.payload.row().name,
             mirror.metadata.namespace(),
             mirror.spec.source.name
         ),
@@ -117,10 +106,11 @@ fn pick(mirror: &Mirror, source: &SourceContent, keys: &[String]) -> Result<Payl
 /// Refuses a pick that leaves out a key the Secret's type requires (the API server would
 /// refuse every copy).
 fn required_keys_listed(picked: &Payload) -> Result<(), Refusal> {
-    let Some(type_) = picked.secret_type() else {
+    let Some(type_) = picked.text("type") else {
         return Ok(());
     };
-    let Some((_, groups)) = REQUIRED_KEYS.iter().find(|(t, _)| *t == type_) else {
+    let required = picked.row().required_keys.iter();
+    let Some((_, groups)) = required.into_iter().find(|(t, _)| *t == type_) else {
         return Ok(());
     };
     let unmet: Vec<String> = groups
@@ -135,8 +125,9 @@ fn required_keys_listed(picked: &Payload) -> Result<(), Refusal> {
     Err(Refusal {
         reason: Reason::RequiredKeyNotListed,
         message: format!(
-            "a Secret of type {type_} must hold {}, but spec.source.keys leaves out {}; nothing \
+            "a {} of type {type_} must hold {}, but spec.source.keys leaves out {}; nothing \
              is copied. Add it to spec.source.keys, or remove the list to copy every key",
+            picked.row().name,
             and_list(&required),
             and_list(&unmet)
         ),

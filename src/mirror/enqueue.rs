@@ -7,33 +7,23 @@
 //! the labels naming its Mirror), so those enqueue more widely: a reconcile with nothing to do
 //! writes nothing. Namespace events are mapped by [`Selections`](super::selection::Selections).
 
-use super::copy::{CopyInfo, owner_of};
+use super::copy::owner_of;
 use super::index::{mirrors_reading, mirrors_writing};
-use super::secret_copies::SecretCopyStores;
 use super::types::{Mirror, SourceKind};
-use crate::kube::api::{ConfigMap, Resource};
+use crate::kube::api::Resource;
 use crate::runtime::{Change, ObjectKey, Store, object_keys};
 use std::collections::BTreeSet;
 
 /// The Mirrors a Mirror event concerns. At the end of a relist, every Mirror a cached copy
-/// names: a Mirror that vanished while the watch was down is in no list, and only its
-/// leftover copies remember it.
+/// names too (`owners`): a Mirror that vanished while the watch was down is in no list, and
+/// only its leftover copies remember it.
 pub fn mirror_keys(
-    configmap_copies: Store<ConfigMap, CopyInfo>,
-    secret_copies: SecretCopyStores,
+    owners: impl Fn() -> Vec<ObjectKey> + Send + 'static,
 ) -> impl Fn(&Change<Mirror>) -> Vec<ObjectKey> + Send + 'static {
     move |event| {
         let mut keys: BTreeSet<ObjectKey> = object_keys(event).into_iter().collect();
         if let Change::Relisted = event {
-            let copies = configmap_copies
-                .list()
-                .into_iter()
-                .chain(secret_copies.list());
-            keys.extend(
-                copies
-                    .filter_map(|c| c.owner)
-                    .map(|o| ObjectKey::new(&o.namespace, &o.name)),
-            );
+            keys.extend(owners());
         }
         keys.into_iter().collect()
     }
@@ -100,7 +90,7 @@ pub fn mirrors_of_source<K: Resource>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::api::ObjectMeta;
+    use crate::kube::api::{ConfigMap, ObjectMeta};
     use crate::mirror::copy::copy_meta;
     use crate::mirror::index::mirror_store;
 
@@ -189,10 +179,7 @@ mod tests {
 
     #[test]
     fn a_mirror_relist_enqueues_mirrors_only_leftover_copies_remember() {
-        let copies: Store<ConfigMap, CopyInfo> = Store::new(CopyInfo::of_configmap);
-        let orphan = copy_of("gone");
-        copies.relist(vec![orphan]);
-        let map = mirror_keys(copies, SecretCopyStores::new(&Default::default()));
+        let map = mirror_keys(|| vec![ObjectKey::new("src", "gone")]);
         let relist = Change::relist(vec![mirror("src", "m")]);
         let keys: Vec<_> = relist.iter().map(&map).collect();
         assert_eq!(

@@ -7,10 +7,9 @@
 
 use super::copy::{CopyInfo, Owner};
 use super::desired::DesiredCopy;
-use super::kit_table::kit;
 use super::payload::{Digest, Payload};
-use super::types::SourceKind;
-use crate::kube::api::{ConfigMap, KitObject, ObjectMeta, Secret};
+use crate::kind::Kind;
+use crate::kube::api::Object;
 use serde_json::Value;
 
 /// The annotation by which a user hands an object skiff does not manage to a Mirror:
@@ -23,12 +22,11 @@ pub struct Existing {
     pub uid: String,
     /// The Mirror its adopt annotation hands it to, if it has one that names a Mirror.
     adopt_for: Option<Owner>,
-    /// The hash of its payload alone, and what of the payload the server may refuse to change.
+    /// The hash of its payload alone, and what of the payload the server may refuse to change:
+    /// whether it is sealed, and the fields its row says are fixed, as the server stores them.
     payload_hash: Digest,
     immutable: bool,
-    secret_type: Option<String>,
-    /// A RoleBinding's `roleRef`, which cannot change.
-    role_ref: Option<Value>,
+    fixed: Vec<(&'static str, Value)>,
 }
 
 /// Whose the object is, as far as `me` (a Mirror) is concerned.
@@ -43,41 +41,17 @@ pub enum Claim {
 }
 
 impl Existing {
-    pub fn of_configmap(cm: &ConfigMap) -> Existing {
-        Existing::new(
-            &cm.metadata,
-            CopyInfo::of_configmap(cm),
-            Payload::of_configmap(cm),
-        )
-    }
-
-    pub fn of_secret(secret: &Secret) -> Existing {
-        let info = CopyInfo::of_secret(secret);
-        Existing::new(&secret.metadata, info, Payload::of_secret(secret))
-    }
-
-    pub fn of_kit(kind: SourceKind, object: &KitObject) -> Existing {
-        let fields = kit(kind).map_or(&[][..], |k| k.fields);
-        let info = CopyInfo::of_kit_object(kind, object, fields);
-        Existing::new(
-            &object.metadata,
-            info,
-            Payload::of_kit(kind, object, fields),
-        )
-    }
-
-    fn new(meta: &ObjectMeta, info: CopyInfo, payload: Payload) -> Existing {
+    /// The object `object`, of the kind `row` describes.
+    pub fn of(row: &'static Kind, object: &Object) -> Existing {
+        let meta = &object.metadata;
+        let payload = Payload::of(row, object);
         Existing {
-            info,
+            info: CopyInfo::written(meta, &payload),
             uid: meta.uid.clone().unwrap_or_default(),
-            adopt_for: meta
-                .annotations
-                .get(ADOPT_ANNOTATION)
-                .and_then(|v| parse_owner(v)),
+            adopt_for: (meta.annotations.get(ADOPT_ANNOTATION)).and_then(|v| parse_owner(v)),
             payload_hash: payload.hash(),
             immutable: payload.immutable(),
-            secret_type: payload.secret_type().map(str::to_owned),
-            role_ref: payload.field("roleRef").cloned(),
+            fixed: fixed_fields(&payload),
         }
     }
 
@@ -94,21 +68,16 @@ impl Existing {
     /// deleted and created again; `None` when an update can do it.
     pub fn replacement_reason(&self, desired: &DesiredCopy) -> Option<String> {
         let wanted = desired.payload();
-        if let (Some(held), Some(wanted)) = (&self.secret_type, wanted.secret_type())
-            && held != wanted
-        {
-            return Some(format!(
-                "its type {held} differs from the source's {wanted}, and a Secret's type cannot change"
-            ));
-        }
-        if let (Some(held), Some(wanted)) = (&self.role_ref, wanted.field("roleRef"))
-            && held != wanted
-        {
-            return Some(format!(
-                "its roleRef {} differs from the source's {}, and a RoleBinding's roleRef \
-                 cannot change",
-                held["name"], wanted["name"]
-            ));
+        let kind = wanted.row().name;
+        for (name, value) in fixed_fields(wanted) {
+            let held = self.fixed.iter().find(|(held, _)| *held == name);
+            if let Some((_, held)) = held.filter(|(_, held)| *held != value) {
+                let (held, value) = (shown(held), shown(&value));
+                return Some(format!(
+                    "its {name} {held} differs from the source's {value}, and a {kind}'s \
+                     {name} cannot change"
+                ));
+            }
         }
         if !self.immutable || self.payload_hash == wanted.hash() {
             return None;
@@ -119,6 +88,26 @@ impl Existing {
             "it is immutable and its source no longer is".to_owned()
         })
     }
+}
+
+/// The fields of `payload` its row says the server never changes, as the server stores them
+/// (a text field's default where it holds none).
+fn fixed_fields(payload: &Payload) -> Vec<(&'static str, Value)> {
+    let fixed = payload.row().content.iter().filter(|f| f.fixed);
+    let value = |name| match payload.text(name) {
+        Some(text) => Some(Value::from(text)),
+        None => payload.field(name).cloned(),
+    };
+    fixed
+        .filter_map(|f| Some((f.name, value(f.name)?)))
+        .collect()
+}
+
+/// A value as a message shows it: a string as it is, anything else as JSON.
+fn shown(value: &Value) -> String {
+    value
+        .as_str()
+        .map_or_else(|| value.to_string(), str::to_owned)
 }
 
 /// `namespace/name` as an owner; `None` for anything else.

@@ -8,13 +8,13 @@
 
 use super::copy::Owner;
 use super::own_writes::MirrorWrites;
+use super::placed::PlacedStores;
 use super::status::{self, Observed, Reason};
 use super::types::Mirror;
 use crate::kube::{Client, Error};
 use serde_json::json;
 
-/// The finalizer that makes a Mirror's deletion wait until its copies are gone.
-pub const FINALIZER: &str = "skiff.dev/cleanup";
+pub use super::types::FINALIZER;
 
 /// Whether `mirror` carries skiff's finalizer.
 pub fn has_finalizer(mirror: &Mirror) -> bool {
@@ -24,15 +24,25 @@ pub fn has_finalizer(mirror: &Mirror) -> bool {
 /// The Mirror writes of one replica, and what it wrote until the cache catches up.
 pub struct MirrorWriter {
     client: Client,
+    /// On a member: where the Mirrors its hub placed report (their Placements' status).
+    placed: Option<PlacedStores>,
     written: MirrorWrites,
 }
 
 impl MirrorWriter {
-    pub fn new(client: Client) -> MirrorWriter {
+    pub fn new(client: Client, placed: Option<PlacedStores>) -> MirrorWriter {
         MirrorWriter {
             client,
+            placed,
             written: MirrorWrites::default(),
         }
+    }
+
+    /// The hub's stores, when `mirror` is one a hub placed.
+    fn placed_of(&self, mirror: &Mirror) -> Option<&PlacedStores> {
+        self.placed
+            .as_ref()
+            .filter(|_| Owner::of(mirror).hub().is_some())
     }
 
     /// The Mirror as this replica last wrote it, or as cached when the cache has caught up.
@@ -65,16 +75,22 @@ impl MirrorWriter {
         if mirror.status.as_ref() == Some(&status) {
             return Ok(());
         }
-        let mut updated = mirror.clone();
-        updated.status = Some(status);
-        let written = self.client.replace_status(&updated).await?;
+        let written = match self.placed_of(mirror) {
+            Some(placed) => placed.report(mirror, status).await?,
+            None => {
+                let mut updated = mirror.clone();
+                updated.status = Some(status);
+                self.client.replace_status(&updated).await?
+            }
+        };
         self.remember(mirror, written);
         Ok(())
     }
 
-    /// `mirror` with skiff's finalizer, added if it lacks it.
+    /// `mirror` with skiff's finalizer, added if it lacks it. A hub's Mirror needs none: its
+    /// Placement's tombstone is its deletion, and waits for the member's acknowledgement.
     pub async fn add_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {
-        if has_finalizer(&mirror) {
+        if has_finalizer(&mirror) || self.placed_of(&mirror).is_some() {
             return Ok(mirror);
         }
         let mut finalizers = mirror.metadata.finalizers.clone();
@@ -82,8 +98,12 @@ impl MirrorWriter {
         self.patch_finalizers(&mirror, finalizers).await
     }
 
-    /// Removes skiff's finalizer, letting the Mirror's deletion finish.
+    /// Removes skiff's finalizer, letting the Mirror's deletion finish; for a hub's Mirror,
+    /// acknowledges its Placement's tombstone.
     pub async fn remove_finalizer(&self, mirror: &Mirror) -> Result<(), Error> {
+        if let Some(placed) = self.placed_of(mirror) {
+            return placed.acknowledge(mirror).await;
+        }
         let rest = mirror
             .metadata
             .finalizers

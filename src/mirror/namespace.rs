@@ -8,8 +8,8 @@
 //! entry is one pointer: the labels packed into one string, and the label every namespace
 //! carries with its own name kept as a flag, so that it does not make every set distinct.
 
-use super::interner::Interner;
 use crate::kube::api::Namespace;
+use crate::runtime::Interner;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;

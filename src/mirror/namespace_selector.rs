@@ -1,39 +1,31 @@
 //! Which namespaces a Mirror's `namespaceSelector` selects: Kubernetes label selector
-//! semantics, minus the namespaces that must never get a copy (the Mirror's own, those opted
-//! out, those terminating).
+//! semantics ([`LabelSelector::matches`]), minus the namespaces that must never get a copy (the
+//! Mirror's own, those opted out, those terminating).
 //!
 //! These are the rules for one namespace; [`super::selection`] keeps each Mirror's selected
 //! namespaces up to date with them, event by event.
 
 use super::namespace::NamespaceInfo;
-use super::types::{LabelSelector, LabelSelectorRequirement};
+use super::placement::MEMBER_LABEL;
+use super::types::{LabelSelector, LabelSelectorRequirement, Mirror};
 
 /// Label that opts a namespace out of every Mirror.
 pub const EXCLUDE_LABEL: &str = "skiff.dev/exclude";
 
-/// Whether the labels `label(key)` reads satisfy `selector` (Kubernetes `metav1.LabelSelector`
-/// semantics). An unknown operator matches nothing: the CRD schema rejects it, so this is only
-/// a guard.
-pub fn matches<'a>(selector: &LabelSelector, label: impl Fn(&str) -> Option<&'a str>) -> bool {
-    selector
-        .match_labels
-        .iter()
-        .all(|(k, v)| label(k) == Some(v.as_str()))
-        && selector
-            .match_expressions
-            .iter()
-            .all(|req| requirement_matches(req, label(&req.key)))
-}
-
-fn requirement_matches(req: &LabelSelectorRequirement, value: Option<&str>) -> bool {
-    let listed = |v: &str| req.values.iter().any(|listed| listed == v);
-    match req.operator.as_str() {
-        "In" => value.is_some_and(listed),
-        "NotIn" => value.is_none_or(|v| !listed(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        _ => false,
-    }
+/// The selector a Mirror's selection is computed with: a local Mirror's `namespaceSelector`,
+/// which never selects a member cluster's namespace on a hub (a Secret copied there would be
+/// that member's to read); a fleet Mirror's `clusterSelector`, which selects only those.
+pub fn effective(mirror: &Mirror) -> Option<LabelSelector> {
+    let (mut selector, member) = match &mirror.spec.cluster_selector {
+        Some(clusters) => (clusters.clone(), "Exists"),
+        None => (mirror.spec.namespace_selector.clone()?, "DoesNotExist"),
+    };
+    selector.match_expressions.push(LabelSelectorRequirement {
+        key: MEMBER_LABEL.to_owned(),
+        operator: member.to_owned(),
+        values: Vec::new(),
+    });
+    Some(selector)
 }
 
 /// Whether a Mirror living in `mirror_namespace` with `selector` copies into `ns`.
@@ -60,7 +52,7 @@ pub fn chooses(
     let Some(selector) = selector else {
         return false;
     };
-    ns.name != mirror_namespace && matches(selector, |key| ns.label(key))
+    ns.name != mirror_namespace && selector.matches(|key| ns.label(key))
 }
 
 /// A selector of one requirement `key operator values` (for tests).
@@ -89,7 +81,7 @@ mod tests {
 
     /// `matches` over a plain map, as the selector tests write their labels.
     fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-        super::matches(selector, |k| labels.get(k).map(String::as_str))
+        selector.matches(|k| labels.get(k).map(String::as_str))
     }
 
     use super::expr;

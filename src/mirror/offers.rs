@@ -1,55 +1,20 @@
-//! Who may offer to tenants, and what: the admin's guardrails of `--self-service`, and the
-//! Mirrors a namespace's offer label wakes when it comes or goes. The caches and the consent
-//! checks ([`super::consent`]) both read them.
+//! Which sources tenants offer (their label), and the Mirrors a namespace's offer label wakes
+//! when it comes or goes. The admin's guardrails of `--self-service` are
+//! [`crate::flags::SelfService`]; the caches and the consent checks ([`super::consent`]) read
+//! both.
 
 use super::copy::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
-use super::kit_table::kit;
 use super::namespace::{NamespaceEntry, NamespaceInfo};
-use super::namespace_selector::matches;
-use super::types::{LabelSelector, Mirror, SourceKind};
+use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
 use crate::runtime::{Change, ObjectKey, Store};
-use std::collections::BTreeSet;
 
 /// The label a tenant's ConfigMap must carry (`true`) to be offered.
 pub const SOURCE_LABEL: &str = "skiff.dev/offered";
 
-/// The admin's guardrails (`--self-service` on).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SelfService {
-    /// `--offer-namespace-selector`: the namespaces whose Mirrors are offers.
-    pub offer_selector: LabelSelector,
-    /// `--max-copies-per-tenant-mirror`.
-    pub max_copies: usize,
-    /// `--self-service-kinds`: the kinds tenants may share.
-    pub kinds: BTreeSet<SourceKind>,
-}
-
-impl SelfService {
-    pub fn shares(&self, kind: SourceKind) -> bool {
-        self.kinds.contains(&kind)
-    }
-
-    /// The kinds tenants may share, as `--self-service-kinds` spells them.
-    pub fn kinds_flag(&self) -> String {
-        let names: Vec<String> = self.kinds.iter().map(|k| kind_flag_name(*k)).collect();
-        names.join(",")
-    }
-
-    /// The label selector of the tenant source watch: offered, and not a skiff copy.
-    pub fn source_selector() -> String {
-        format!("{SOURCE_LABEL}=true,{MANAGED_BY_LABEL}!={MANAGED_BY_VALUE}")
-    }
-}
-
-/// `kind` as `--self-service-kinds` and `--kinds` spell it: `configmaps`, `secrets`, or a kit
-/// kind's `resource.group`.
-pub fn kind_flag_name(kind: SourceKind) -> String {
-    match (kind, kit(kind)) {
-        (_, Some(entry)) => entry.flag_name(),
-        (SourceKind::Secret, None) => "secrets".to_owned(),
-        _ => "configmaps".to_owned(),
-    }
+/// The label selector of the tenant source watch: offered, and not a skiff copy.
+pub fn offered_selector() -> String {
+    format!("{SOURCE_LABEL}=true,{MANAGED_BY_LABEL}!={MANAGED_BY_VALUE}")
 }
 
 /// The Mirrors a Namespace event concerns beyond its selections: those of a namespace that
@@ -67,7 +32,7 @@ pub fn offer_moved(
     if previous.is_none() && matches!(event, Change::Listed(_)) {
         return Vec::new();
     }
-    let offers = |info: &NamespaceInfo| matches(offer, |k| info.label(k));
+    let offers = |info: &NamespaceInfo| offer.matches(|k| info.label(k));
     let was = previous.map(|e| NamespaceInfo::view(ns.metadata.name(), e));
     if was.as_ref().is_some_and(offers) == offers(&NamespaceInfo::of(ns)) {
         return Vec::new();

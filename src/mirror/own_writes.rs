@@ -15,7 +15,7 @@
 
 use super::copy::{CopyInfo, Owner};
 use super::types::{Mirror, SourceKind};
-use super::version::Version;
+use crate::kube::api::Version;
 use crate::runtime::ObjectKey;
 use std::collections::HashMap;
 use std::hash::Hash;

@@ -4,9 +4,13 @@
 //! about a hundred bytes per copy (at 10,000 copies, a megabyte) repeating a handful of
 //! names; shared ([`Interner`]), it is a pointer, and the table stays the size of the Mirrors
 //! that have copies.
+//!
+//! A Mirror placed by a hub (a member's copy of a hub's fleet Mirror) is owned by the hub's
+//! Mirror, named `<hub>/<namespace>`: a namespace has no `/`, so such an owner never equals a
+//! local Mirror, and its copies carry the hub's identity ([`super::copy::labelled_for`]).
 
-use super::interner::Interner;
 use super::types::Mirror;
+use crate::runtime::Interner;
 use std::sync::Arc;
 
 /// Who a copy belongs to, read from its labels (see [`super::copy::owner_of`]).
@@ -22,6 +26,19 @@ impl Owner {
             namespace: mirror.metadata.namespace().to_owned(),
             name: mirror.metadata.name().to_owned(),
         }
+    }
+
+    /// The Mirror `namespace/name` of the hub named `hub`.
+    pub fn of_hub(hub: &str, namespace: &str, name: &str) -> Owner {
+        Owner {
+            namespace: format!("{hub}/{namespace}"),
+            name: name.to_owned(),
+        }
+    }
+
+    /// For a hub's Mirror: the hub's name and the Mirror's namespace there.
+    pub fn hub(&self) -> Option<(&str, &str)> {
+        self.namespace.split_once('/')
     }
 }
 

@@ -1,17 +1,18 @@
-//! The content a copy carries (its data, and a Secret's type, and whether it is immutable; or a
-//! kit kind's user-set fields), and the hash that tells whether a copy still holds what its
-//! Mirror wants.
+//! The content a copy carries, as its kind's row lists it, and the hash that tells whether a
+//! copy still holds what its Mirror wants.
 //!
 //! The hash is taken over a canonical JSON form, the same on both sides: of what the Mirror
-//! wants, and of what a copy in the cache holds. A copy without any label or annotation of its
-//! own from skiff hashes exactly as skiff's copies always have, so an upgrade rewrites nothing.
+//! wants, and of what a copy in the cache holds. The form is the row's (`kind::HashHead` and
+//! each field's `Shape` say how an absent field reads), and it is what skiff has always
+//! hashed, so an upgrade rewrites nothing (`golden.rs` pins it per kind). A copy without any
+//! label or annotation of its own from skiff hashes as the payload alone.
 
-use super::types::SourceKind;
-use crate::kube::api::{ConfigMap, KitObject, Secret};
+use crate::kind::{HashHead, Kind, Shape, SourceKind};
+use crate::kube::api::Object;
 use serde::Serialize;
-use serde_json::Value;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// A sha256, kept as its 32 bytes (a copy cache entry holds one; hex only for the status).
@@ -34,168 +35,103 @@ impl fmt::Debug for Digest {
     }
 }
 
-/// The content a copy carries. Field order is the hash's canonical order; `immutable` appears
-/// only when true, so the hash of a mutable copy is what it always was.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind")]
-pub enum Payload {
-    ConfigMap {
-        data: BTreeMap<String, String>,
-        #[serde(rename = "binaryData")]
-        binary_data: BTreeMap<String, String>,
-        #[serde(skip_serializing_if = "is_false")]
-        immutable: bool,
-    },
-    Secret {
-        #[serde(rename = "type")]
-        type_: Option<String>,
-        data: BTreeMap<String, String>,
-        #[serde(skip_serializing_if = "is_false")]
-        immutable: bool,
-    },
-    /// A kit kind's user-set fields (see [`super::kinds`]), as the server stores them: the
-    /// source's fields are already defaulted, so a copy the server defaults again hashes the
-    /// same, and no default looks like drift.
-    Kit {
-        of: SourceKind,
-        #[serde(flatten)]
-        fields: BTreeMap<String, Value>,
-    },
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
+/// The content a copy carries: each field of its row's `content`, in the row's order, `None`
+/// where the object does not hold it (an empty map, a `null` and a false `immutable` are the
+/// same to the API server, and so are held as absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payload {
+    kind: SourceKind,
+    fields: Box<[Option<Value>]>,
 }
 
 impl Payload {
-    /// The maps an update replaces whole, by field: a ConfigMap's `data` and `binaryData`, a
-    /// Secret's `data`; none of a kit kind (its fields are set as values).
-    pub fn maps(&self) -> Vec<(&'static str, &BTreeMap<String, String>)> {
-        match self {
-            Payload::ConfigMap {
-                data, binary_data, ..
-            } => vec![("data", data), ("binaryData", binary_data)],
-            Payload::Secret { data, .. } => vec![("data", data)],
-            Payload::Kit { .. } => Vec::new(),
+    /// The content of `object`, an object of the kind `row` describes.
+    pub fn of(row: &'static Kind, object: &Object) -> Payload {
+        let held = |field: &crate::kind::Field| {
+            let value = object.field(field.name)?;
+            let holds = match (&field.shape, value) {
+                (_, Value::Null) => false,
+                (Shape::Keys, Value::Object(map)) => !map.is_empty(),
+                (Shape::Seal, value) => value == &Value::Bool(true),
+                _ => true,
+            };
+            holds.then(|| value.clone())
+        };
+        Payload {
+            kind: row.id,
+            fields: row.content.iter().map(held).collect(),
         }
-    }
-
-    pub fn of_configmap(cm: &ConfigMap) -> Payload {
-        Payload::ConfigMap {
-            data: cm.data.clone(),
-            binary_data: cm.binary_data.clone(),
-            immutable: cm.immutable == Some(true),
-        }
-    }
-
-    pub fn of_secret(secret: &Secret) -> Payload {
-        Payload::Secret {
-            type_: secret.type_.clone(),
-            data: secret.data.clone(),
-            immutable: secret.immutable == Some(true),
-        }
-    }
-
-    /// The `fields` of a kit object of kind `of` (absent ones are not part of it).
-    pub fn of_kit(of: SourceKind, object: &KitObject, fields: &[&str]) -> Payload {
-        let fields = fields
-            .iter()
-            .filter_map(|f| Some(((*f).to_owned(), object.field(f)?.clone())))
-            .collect();
-        Payload::Kit { of, fields }
     }
 
     pub fn kind(&self) -> SourceKind {
-        match self {
-            Payload::ConfigMap { .. } => SourceKind::ConfigMap,
-            Payload::Secret { .. } => SourceKind::Secret,
-            Payload::Kit { of, .. } => *of,
-        }
+        self.kind
     }
 
-    pub fn immutable(&self) -> bool {
-        match self {
-            Payload::ConfigMap { immutable, .. } | Payload::Secret { immutable, .. } => *immutable,
-            Payload::Kit { .. } => false,
-        }
+    pub fn row(&self) -> &'static Kind {
+        self.kind.row()
     }
 
-    /// A kit payload's field named as on the wire (`spec`, `roleRef`).
+    /// The fields the payload holds, with their row entry.
+    pub fn held(&self) -> impl Iterator<Item = (&'static crate::kind::Field, &Value)> {
+        let row = self.row().content.iter();
+        row.zip(self.fields.iter())
+            .filter_map(|(field, value)| Some((field, value.as_ref()?)))
+    }
+
+    /// A field named as on the wire (`spec`, `roleRef`, `type`).
     pub fn field(&self, name: &str) -> Option<&Value> {
-        match self {
-            Payload::Kit { fields, .. } => fields.get(name),
-            Payload::ConfigMap { .. } | Payload::Secret { .. } => None,
+        self.held().find(|(f, _)| f.name == name).map(|(_, v)| v)
+    }
+
+    /// A text field's value as the API server stores it: its default when absent.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        let field = self.row().field(name)?;
+        match (&field.shape, self.field(name)) {
+            (_, Some(value)) => value.as_str(),
+            (Shape::Text { default }, None) => *default,
+            _ => None,
         }
     }
 
-    /// A Secret's type as the API server stores it (`Opaque` when none was given).
-    pub fn secret_type(&self) -> Option<&str> {
-        match self {
-            Payload::Secret { type_, .. } => Some(type_.as_deref().unwrap_or(OPAQUE)),
-            Payload::ConfigMap { .. } | Payload::Kit { .. } => None,
-        }
+    /// The maps of keys, by field, each `None` where the payload holds none: an update
+    /// replaces them whole.
+    pub fn maps(&self) -> Vec<(&'static str, Option<&Map<String, Value>>)> {
+        let row = self.row().content.iter();
+        row.zip(self.fields.iter())
+            .filter(|(field, _)| field.shape == Shape::Keys)
+            .map(|(field, value)| (field.name, value.as_ref().and_then(Value::as_object)))
+            .collect()
     }
 
-    /// Whether the payload holds `key` (in `data`, or a ConfigMap's `binaryData`).
+    /// Whether the payload is sealed (`immutable: true`).
+    pub fn immutable(&self) -> bool {
+        self.held().any(|(f, _)| f.shape == Shape::Seal)
+    }
+
+    /// Whether one of the payload's maps holds `key`.
     pub fn has_key(&self, key: &str) -> bool {
-        match self {
-            Payload::ConfigMap {
-                data, binary_data, ..
-            } => data.contains_key(key) || binary_data.contains_key(key),
-            Payload::Secret { data, .. } => data.contains_key(key),
-            Payload::Kit { .. } => false,
-        }
+        self.maps()
+            .iter()
+            .any(|(_, map)| map.is_some_and(|m| m.contains_key(key)))
     }
 
-    /// The bytes of data the payload carries, keys and values as the API sends them.
-    pub fn bytes(&self) -> usize {
-        let size = |map: &BTreeMap<String, String>| -> usize {
-            map.iter().map(|(k, v)| k.len() + v.len()).sum()
-        };
-        match self {
-            Payload::ConfigMap {
-                data, binary_data, ..
-            } => size(data) + size(binary_data),
-            Payload::Secret { data, .. } => size(data),
-            // Kit objects are small (a spec); their JSON length is what they weigh.
-            Payload::Kit { fields, .. } => fields
-                .iter()
-                .map(|(k, v)| k.len() + v.to_string().len())
-                .sum(),
-        }
-    }
-
-    /// The same payload holding only `keys` (those it has).
+    /// The same payload with its maps holding only `keys` (those they have).
     pub fn only(&self, keys: &[String]) -> Payload {
-        // Inserted, not collected: see `carry::only`.
-        let pick = |map: &BTreeMap<String, String>| {
-            let mut picked = BTreeMap::new();
+        let row = self.row().content.iter();
+        let fields = row.zip(self.fields.iter()).map(|(field, value)| {
+            let (Shape::Keys, Some(Value::Object(map))) = (&field.shape, value) else {
+                return value.clone();
+            };
+            // Inserted, not collected: see `carry::only`.
+            let mut picked = Map::new();
             for (k, v) in keys.iter().filter_map(|k| map.get_key_value(k)) {
                 picked.insert(k.clone(), v.clone());
             }
-            picked
-        };
-        match self {
-            Payload::ConfigMap {
-                data,
-                binary_data,
-                immutable,
-            } => Payload::ConfigMap {
-                data: pick(data),
-                binary_data: pick(binary_data),
-                immutable: *immutable,
-            },
-            Payload::Secret {
-                type_,
-                data,
-                immutable,
-            } => Payload::Secret {
-                type_: type_.clone(),
-                data: pick(data),
-                immutable: *immutable,
-            },
-            // Copied whole: a Mirror listing keys of one is refused (see `kinds`).
-            Payload::Kit { .. } => self.clone(),
+            (!picked.is_empty()).then_some(Value::Object(picked))
+        });
+        Payload {
+            kind: self.kind,
+            fields: fields.collect(),
         }
     }
 
@@ -216,12 +152,36 @@ impl Payload {
     }
 
     fn canonical(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
+        serde_json::to_vec(&Canonical(self)).unwrap_or_default()
     }
 }
 
-/// The type the API server gives a Secret created without one.
-pub const OPAQUE: &str = "Opaque";
+/// The canonical form of a payload: its row's head, then each field as its shape reads it.
+struct Canonical<'a>(&'a Payload);
+
+impl Serialize for Canonical<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let row = self.0.row();
+        let mut map = serializer.serialize_map(None)?;
+        match row.hash {
+            HashHead::Kind => map.serialize_entry("kind", row.name)?,
+            HashHead::KitOf => {
+                map.serialize_entry("kind", "Kit")?;
+                map.serialize_entry("of", row.name)?;
+            }
+        }
+        let empty = Value::Object(Map::new());
+        for (field, value) in row.content.iter().zip(self.0.fields.iter()) {
+            match (&field.shape, value) {
+                (_, Some(value)) => map.serialize_entry(field.name, value)?,
+                (Shape::Keys, None) => map.serialize_entry(field.name, &empty)?,
+                (Shape::Text { .. }, None) => map.serialize_entry(field.name, &Value::Null)?,
+                (Shape::Seal | Shape::Value, None) => {}
+            }
+        }
+        map.end()
+    }
+}
 
 /// Which of an object's [`Payload::maps`] it holds at all, a bit each (an absent map and an
 /// empty one are the same to the API server). A strategic patch's `$patch: replace` of a map
@@ -233,9 +193,7 @@ impl HeldMaps {
     pub fn of(payload: &Payload) -> HeldMaps {
         let maps = payload.maps();
         let held = maps.iter().enumerate();
-        HeldMaps(held.fold(0, |bits, (i, (_, map))| {
-            bits | u8::from(!map.is_empty()) << i
-        }))
+        HeldMaps(held.fold(0, |bits, (i, (_, map))| bits | u8::from(map.is_some()) << i))
     }
 
     /// Whether the object holds the `index`th of its [`Payload::maps`].
@@ -245,79 +203,4 @@ impl HeldMaps {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::mirror::fixtures::map;
-
-    fn cm(data: &[(&str, &str)]) -> ConfigMap {
-        ConfigMap {
-            data: map(data),
-            ..ConfigMap::default()
-        }
-    }
-
-    #[test]
-    fn hash_changes_with_content_and_not_with_metadata() {
-        let a = cm(&[("k", "v")]);
-        let mut b = a.clone();
-        b.metadata.name = Some("other".into());
-        assert_eq!(
-            Payload::of_configmap(&a).hash(),
-            Payload::of_configmap(&b).hash()
-        );
-        assert_ne!(
-            Payload::of_configmap(&a).hash(),
-            Payload::of_configmap(&cm(&[("k", "w")])).hash()
-        );
-    }
-
-    #[test]
-    fn a_mutable_configmap_hashes_as_it_always_has() {
-        let payload = Payload::of_configmap(&cm(&[("ca.crt", "PEM")]));
-        let canonical = r#"{"kind":"ConfigMap","data":{"ca.crt":"PEM"},"binaryData":{}}"#;
-        assert_eq!(payload.hash(), Digest::of(canonical.as_bytes()));
-        assert_eq!(payload.hash().hex().len(), 64);
-        assert_eq!(payload.hash_with::<()>(None), payload.hash());
-    }
-
-    #[test]
-    fn immutability_and_managed_metadata_change_the_hash() {
-        let mut source = cm(&[("k", "v")]);
-        let mutable = Payload::of_configmap(&source);
-        source.immutable = Some(true);
-        let immutable = Payload::of_configmap(&source);
-        assert!(immutable.immutable());
-        assert_ne!(mutable.hash(), immutable.hash());
-        let labels = BTreeMap::from([("team", "a")]);
-        assert_ne!(mutable.hash_with(Some(&labels)), mutable.hash());
-    }
-
-    #[test]
-    fn a_secret_and_a_configmap_with_equal_data_hash_differently() {
-        let data: BTreeMap<_, _> = [("k".to_string(), "dg==".to_string())].into();
-        let s = Secret {
-            data: data.clone(),
-            ..Secret::default()
-        };
-        let c = ConfigMap {
-            data,
-            ..ConfigMap::default()
-        };
-        assert_ne!(
-            Payload::of_secret(&s).hash(),
-            Payload::of_configmap(&c).hash()
-        );
-        assert_eq!(Payload::of_secret(&s).secret_type(), Some(OPAQUE));
-    }
-
-    #[test]
-    fn only_keeps_the_listed_keys_from_data_and_binary_data() {
-        let mut source = cm(&[("a", "1"), ("b", "2")]);
-        source.binary_data.insert("c".into(), "Aw==".into());
-        let payload = Payload::of_configmap(&source);
-        let picked = payload.only(&["b".into(), "c".into(), "absent".into()]);
-        assert!(picked.has_key("b") && picked.has_key("c"));
-        assert!(!picked.has_key("a") && !picked.has_key("absent"));
-        assert_eq!(payload.only(&["a".into(), "b".into(), "c".into()]), payload);
-    }
-}
+mod tests;

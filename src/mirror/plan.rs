@@ -9,8 +9,8 @@ use super::managed::Record;
 use super::own_writes::CopyKey;
 use super::payload::{Digest, HeldMaps};
 use super::types::SourceKind;
-use super::version::Version;
 use crate::kube::api::FieldManager;
+use crate::kube::api::Version;
 use crate::runtime::ObjectKey;
 use std::collections::BTreeSet;
 

@@ -9,21 +9,26 @@
 //! `Conflicts` keeps what is known of objects skiff must not touch, and [`Contests`] holds
 //! back the restorations of copies another writer keeps changing back.
 
+use super::acceptance::local_names::LocalNames;
 use super::announce::{Announcer, Naming};
 use super::apply::{Applier, Outcome, ProgressReport, Target};
 use super::caches::{Caches, SourceScope};
 use super::conflicts::Conflicts;
-use super::consent::{Consent, copy_names};
+use super::consent::{Consent, Seen};
 use super::contest::{Contests, Gate};
 use super::copy::{CopyInfo, Owner};
 use super::copy_requests::CopyRequests;
 use super::desired::DesiredCopy;
-use super::kinds::Kinds;
+use super::fleet_status;
+use super::kind_checks::KindChecks;
 use super::mirror_writer::{MirrorWriter, has_finalizer};
 use super::own_writes::CopyKey;
+use super::placer::Placer;
 use super::plan::{Desired, Plan, plan};
+use super::refusals::Refusals;
 use super::secret_targets::SecretTargets;
 use super::status::{Observed, Reason, Refusal};
+use super::tenancy::Tenancy;
 use super::types::Mirror;
 use crate::kube::events::Recorder;
 use crate::kube::{Client, Error};
@@ -35,9 +40,7 @@ use std::time::Instant;
 
 pub struct Reconciler {
     caches: Caches,
-    scope: SourceScope,
-    secret_targets: SecretTargets,
-    kinds: Kinds,
+    refusals: Refusals,
     mirrors: MirrorWriter,
     conflicts: Conflicts,
     contests: Contests,
@@ -45,30 +48,36 @@ pub struct Reconciler {
     applier: Arc<Applier>,
     /// With `--self-service`: tenant Mirrors' consents (see consent).
     consent: Option<Consent>,
+    /// With `--fleet-hub`: where fleet Mirrors' Placements are written.
+    placer: Option<Placer>,
 }
 
 impl Reconciler {
     pub fn new(
         client: Client,
         caches: Caches,
-        scope: SourceScope,
-        secret_targets: SecretTargets,
-        kinds: Kinds,
-        recorder: Recorder,
+        (scope, secret_targets, kinds): (SourceScope, SecretTargets, KindChecks),
+        (recorder, placer): (Recorder, Option<Placer>),
         stopping: Signal,
     ) -> Reconciler {
         let requests = CopyRequests::new(client.clone());
+        let placed = caches.placed.clone();
         let consent = (caches.self_service.clone()).map(|settings| {
             let clients = (client.clone(), recorder.clone());
             Consent::new(settings, secret_targets.clone(), caches.clone(), clients)
         });
+        let hub = placer.is_some();
         Reconciler {
             consent,
+            placer,
             caches,
-            scope,
-            secret_targets,
-            kinds,
-            mirrors: MirrorWriter::new(client),
+            refusals: Refusals {
+                scope,
+                secret_targets,
+                kinds,
+                hub,
+            },
+            mirrors: MirrorWriter::new(client, placed),
             conflicts: Conflicts::new(requests.clone()),
             contests: Contests::default(),
             announce: Announcer::new(recorder),
@@ -81,109 +90,88 @@ impl Reconciler {
             namespace: key.namespace.to_string(),
             name: key.name.to_string(),
         };
-        let action = self.reconcile_mirror(key).await?;
-        self.report_acceptances(&owner).await?;
+        let Some(mirror) = self.caches.mirror(&key) else {
+            // A hub's Mirror whose Placement is not here is no sign to delete anything: only
+            // its tombstone is. Its copies stay until one comes.
+            if owner.hub().is_none() {
+                self.delete_all_copies(&owner).await?;
+            }
+            self.forget(&owner);
+            self.report_acceptances(&owner, None).await?;
+            return Ok(Action::Done);
+        };
+        let mirror = self.mirrors.latest(&owner, mirror);
+        let consent = self.consent.as_ref();
+        let tenancy = Tenancy::of(&mirror, (&self.refusals.scope, consent), &self.caches);
+        let refusal = self.refusals.of(&mirror, &tenancy, consent);
+        let refused = refusal.is_some();
+        let action = self.reconcile_mirror(&mirror, &tenancy, refusal).await?;
+        self.report_acceptances(&owner, tenancy.seen(&mirror, refused))
+            .await?;
         Ok(action)
     }
 
-    async fn reconcile_mirror(&self, key: ObjectKey) -> Result<Action, Error> {
-        let Some(mirror) = self.caches.mirrors.get(&key.namespace, &key.name) else {
-            let owner = Owner {
-                namespace: key.namespace.into(),
-                name: key.name.into(),
-            };
-            self.delete_all_copies(&owner).await?;
-            self.forget(&owner);
-            return Ok(Action::Done);
-        };
-        let owner = Owner::of(&mirror);
-        let mirror = self.mirrors.latest(&owner, mirror);
+    async fn reconcile_mirror(
+        &self,
+        mirror: &Mirror,
+        tenancy: &Tenancy,
+        refusal: Option<Refusal>,
+    ) -> Result<Action, Error> {
+        let owner = Owner::of(mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
-            return self.finalize(&mirror, &owner).await;
+            return self.finalize(mirror, &owner).await;
         }
         // A Mirror whose sources may not be read writes no copy, so it gets no finalizer:
         // its deletion would have nothing to clean up.
-        if let Some(refusal) = self.refusal(&mirror) {
-            return self.refuse(&mirror, &Observed::default(), refusal).await;
+        if let Some(refusal) = refusal {
+            return self.refuse(mirror, &Observed::default(), refusal).await;
         }
-        // A tenant's offer gets no finalizer: its copies go when skiff sees it gone.
-        let mirror = match self.offer(&mirror) {
-            Some(_) => mirror,
-            None => self.mirrors.add_finalizer(mirror).await?,
+        // A tenant's offer gets no finalizer: its copies go when skiff sees it gone. A hub's
+        // Mirror needs none either: its Placement's tombstone waits for this member.
+        let mirror = match tenancy.is_offer() {
+            true => mirror.clone(),
+            false => self.mirrors.add_finalizer(mirror.clone()).await?,
         };
-        let desired = match self.desired(&mirror) {
+        let desired = match self.desired(&mirror, tenancy) {
             Ok(desired) => desired,
             Err(refusal) => {
                 let observed = Observed {
-                    selected: self.selected(&mirror).len() as u32,
+                    selected: tenancy.serves.len() as u32,
                     ..Observed::default()
                 };
                 return self.refuse(&mirror, &observed, refusal).await;
             }
         };
-        let names = copy_names(self.offer(&mirror), &mirror);
-        let target = Arc::new(Target::new(owner, names, desired));
-        self.sync(&mirror, &target).await
-    }
-
-    /// Why `mirror` may copy nothing at all: its sources may not be read from its namespace,
-    /// it is a Secret Mirror whose target name RBAC does not cover (see secret_targets), or its
-    /// kind is not enabled (see kinds).
-    fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
-        let namespace = mirror.metadata.namespace();
-        if let Some(consent) = self.offer(mirror) {
-            return consent.refusal(mirror, &self.kinds);
+        if let Some(placer) = self.placer.as_ref().filter(|_| mirror.spec.is_fleet()) {
+            let want = (&desired, &tenancy.serves);
+            return fleet_status::place(placer, &self.mirrors, &mirror, want).await;
         }
-        if !self.scope.allows(namespace) {
-            let message = format!(
-                "sources may only be read from namespaces {} (--source-namespaces); nothing is copied from {}",
-                self.scope.describe(),
-                namespace
-            );
-            return Some(Refusal {
-                reason: Reason::SourceNamespaceNotAllowed,
-                message,
-            });
-        }
-        self.secret_targets
-            .refusal(mirror)
-            .or_else(|| self.kinds.refusal(mirror))
+        let target = Arc::new(Target::new(owner, tenancy.names.clone(), desired));
+        self.sync(&mirror, tenancy, &target).await
     }
 
-    /// The consent checks, when `mirror` is a tenant's offer: self-service is on, its
-    /// namespace is not an admin's source namespace, and it matches the offer selector.
-    fn offer(&self, mirror: &Mirror) -> Option<&Consent> {
-        let namespace = mirror.metadata.namespace();
-        let consent = self.consent.as_ref()?;
-        (!self.scope.allows(namespace) && consent.offers(namespace)).then_some(consent)
-    }
-
-    /// Writes the status of every acceptance naming the Mirror `owner` whose verdict changed.
-    async fn report_acceptances(&self, owner: &Owner) -> Result<(), Error> {
+    /// Writes the status of every acceptance naming the Mirror `owner` whose verdict changed:
+    /// `seen` is the offer as this reconcile saw it; `None` when it is gone or not an offer.
+    async fn report_acceptances(&self, owner: &Owner, seen: Option<Seen<'_>>) -> Result<(), Error> {
         let Some(consent) = &self.consent else {
             return Ok(());
         };
-        let cached = self.caches.mirrors.get(&owner.namespace, &owner.name);
-        let mirror = cached.filter(|m| self.offer(m).is_some());
         let written = self.applier.written();
         let copy = |kind, ns: &str, name: &str| {
             let key = CopyKey::new(kind, ns, name);
             written.resolve(&key, self.caches.copy(kind, ns, name))
         };
-        let local =
-            (mirror.as_ref()).map_or_else(Default::default, |m| consent.local_names(owner, m));
-        let refused = mirror.as_ref().is_some_and(|m| self.refusal(m).is_some());
         let blocked = self.conflicts.blocked(owner);
-        let offer = (owner, mirror.as_ref(), refused);
-        let verdict =
-            |key: &ObjectKey, kind| consent.verdict(offer, (key, kind, &local), &copy, &blocked);
-        consent.report(owner, verdict, &local).await
+        let verdict = |key: &ObjectKey, kind| consent.verdict(seen, (key, kind), &copy, &blocked);
+        let none = LocalNames::default();
+        let local = seen.map_or(&none, |s| &s.offer.local);
+        consent.report(owner, verdict, local).await
     }
 
     /// What `mirror`'s copies should hold, or why they keep what they hold: its source is
     /// missing, or it may not be copied as the Mirror asks (see desired), or it is a RoleBinding
     /// skiff may not write (see kinds: its role, subjects or the namespaces selected).
-    fn desired(&self, mirror: &Mirror) -> Result<DesiredCopy, Refusal> {
+    fn desired(&self, mirror: &Mirror, tenancy: &Tenancy) -> Result<DesiredCopy, Refusal> {
         let (source, namespace) = (&mirror.spec.source, mirror.metadata.namespace());
         let Some(content) = self.caches.source(source.kind, namespace, &source.name) else {
             let message = format!(
@@ -197,10 +185,8 @@ impl Reconciler {
                 message,
             });
         };
-        let selected = || self.selected(mirror);
-        let binding = self
-            .kinds
-            .binding_refusal(mirror, &content.payload, selected);
+        let selected = || tenancy.serves.clone();
+        let binding = (self.refusals.kinds).binding_refusal(mirror, &content.payload, selected);
         binding.map_or_else(|| DesiredCopy::of(mirror, &content), Err)
     }
 
@@ -217,17 +203,22 @@ impl Reconciler {
         Ok(Action::Done)
     }
 
-    async fn sync(&self, mirror: &Mirror, target: &Arc<Target>) -> Result<Action, Error> {
+    async fn sync(
+        &self,
+        mirror: &Mirror,
+        tenancy: &Tenancy,
+        target: &Arc<Target>,
+    ) -> Result<Action, Error> {
         let (owner, hash) = (&target.owner, target.desired.hash);
         let first_sight = self.conflicts.first_sight(owner);
-        let selected = self.selected(mirror);
+        let selected = &tenancy.serves;
         let (kind, names) = (mirror.spec.source.kind, &target.names);
         let cached = |ns: &str| self.caches.copy(kind, ns, names.of(ns)).is_some();
         let unmanaged = self
             .conflicts
-            .find_unmanaged((mirror, owner, names), &selected, first_sight, cached)
+            .find_unmanaged((mirror, owner, names), selected, first_sight, cached)
             .await;
-        let mut plan = self.plan(mirror, target, &selected, &unmanaged);
+        let mut plan = self.plan(mirror, target, selected, &unmanaged);
         let policy = mirror.spec.conflict_policy();
         let gate = self
             .contests
@@ -255,7 +246,7 @@ impl Reconciler {
         conflicts.extend(outcome.new_conflicts.iter().cloned());
         conflicts.sort();
         // A tenant's offer counts where, never names it: those namespaces are other tenants'.
-        let naming = Naming::counting_if(self.offer(mirror).is_some());
+        let naming = tenancy.naming();
         self.announce_outcome(mirror, owner, &conflicts, &outcome, first_sight, naming)
             .await;
         let contest = gate.contest();
@@ -273,6 +264,7 @@ impl Reconciler {
             replaced: outcome.replaced.len() as u32,
             contest: Some(contest),
             private: naming == Naming::Counts,
+            clusters: None,
         };
         self.write_outcome(mirror, &observed, outcome.errors)
             .await?;
@@ -330,16 +322,6 @@ impl Reconciler {
         owned
     }
 
-    /// The namespaces `mirror` copies into: those it selects, and for a tenant's offer only
-    /// those that accept it.
-    fn selected(&self, mirror: &Mirror) -> BTreeSet<String> {
-        let selected = self.caches.selections.of(mirror);
-        match self.offer(mirror) {
-            Some(consent) => consent.serves(mirror, &selected),
-            None => selected,
-        }
-    }
-
     /// The Events of a finished fan-out: conflicts not announced yet, adoptions, replacements.
     async fn announce_outcome(
         &self,
@@ -392,8 +374,12 @@ impl Reconciler {
     }
 
     /// Deletes every copy labelled for `owner` (Mirror deleted, or gone without its finalizer),
-    /// as this replica's own writes left them: a copy created a moment ago counts too.
+    /// as this replica's own writes left them: a copy created a moment ago counts too. A fleet
+    /// Mirror's Placements are withdrawn instead (tombstones, deleted once acknowledged).
     async fn delete_all_copies(&self, owner: &Owner) -> Result<(), Error> {
+        if let Some(placer) = &self.placer {
+            placer.withdraw(owner, |_| false).await?;
+        }
         self.applier.delete_all(self.owned(owner)).await
     }
 

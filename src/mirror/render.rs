@@ -11,74 +11,31 @@
 //! `roleRef`) are replaced whole the same way; a RoleBinding whose `roleRef` must change is
 //! replaced instead (the server refuses the patch, see `apply/replace.rs`).
 
-use super::copy::{CopyInfo, Owner, SOURCE_HASH_ANNOTATION, labelled_for};
+use super::copy::{Owner, SOURCE_HASH_ANNOTATION, labelled_for};
 use super::desired::DesiredCopy;
-use super::kit_table::kit;
 use super::managed::{Record, record_annotations};
-use super::payload::Payload;
-use super::types::SourceKind;
-use crate::kube::api::{ConfigMap, KitObject, ObjectMeta, Secret};
+use crate::kind::Shape;
+use crate::kube::api::ObjectMeta;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
-
-/// A Secret's `binaryData`: it has none.
-pub const NO_KEYS: &BTreeMap<String, String> = &BTreeMap::new();
-
-/// A copy to create, or as the server answered a write, of either kind.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CopyObject {
-    ConfigMap(ConfigMap),
-    Secret(Secret),
-    Kit(SourceKind, KitObject),
-}
-
-impl CopyObject {
-    pub fn info(&self) -> CopyInfo {
-        match self {
-            CopyObject::ConfigMap(cm) => CopyInfo::of_configmap(cm),
-            CopyObject::Secret(secret) => CopyInfo::of_secret(secret),
-            CopyObject::Kit(kind, object) => {
-                let fields = kit(*kind).map_or(&[][..], |k| k.fields);
-                CopyInfo::of_kit_object(*kind, object, fields)
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 /// The copy of `desired` for `owner`, named `name` in `namespace`, as an object (a create sends
 /// it as [`super::copy_body`] encodes it).
-pub fn new_copy(owner: &Owner, namespace: &str, name: &str, desired: &DesiredCopy) -> CopyObject {
-    let meta = new_copy_meta(owner, namespace, name, desired);
-    let immutable = desired.payload().immutable().then_some(true);
-    match desired.payload() {
-        Payload::ConfigMap {
-            data, binary_data, ..
-        } => CopyObject::ConfigMap(ConfigMap {
-            metadata: meta,
-            data: data.clone(),
-            binary_data: binary_data.clone(),
-            immutable,
-            ..ConfigMap::default()
-        }),
-        Payload::Secret { type_, data, .. } => CopyObject::Secret(Secret {
-            metadata: meta,
-            type_: type_.clone(),
-            data: data.clone(),
-            immutable,
-            ..Secret::default()
-        }),
-        Payload::Kit { of, fields } => {
-            let mut object = KitObject {
-                metadata: meta,
-                ..KitObject::default()
-            };
-            for (field, value) in fields {
-                object.set_field(field, value.clone());
-            }
-            CopyObject::Kit(*of, object)
-        }
+pub fn new_copy(
+    owner: &Owner,
+    namespace: &str,
+    name: &str,
+    desired: &DesiredCopy,
+) -> crate::kube::api::Object {
+    let mut object = crate::kube::api::Object {
+        metadata: new_copy_meta(owner, namespace, name, desired),
+        ..crate::kube::api::Object::default()
+    };
+    for (field, value) in desired.payload().held() {
+        object.set_field(field.name, value.clone());
     }
+    object
 }
 
 /// The metadata of the copy of `desired` for `owner`, named `name` in `namespace`.
@@ -132,35 +89,34 @@ pub fn update_patch(
         "labels": labels,
         "annotations": annotations,
     }});
-    let immutable = if desired.payload().immutable() {
-        Value::Bool(true)
-    } else {
-        Value::Null
-    };
-    patch["immutable"] = immutable;
-    match desired.payload() {
-        Payload::ConfigMap { .. } => {}
-        Payload::Secret { .. } => {
-            // The type cannot change: a different one makes the server refuse the patch, and
-            // skiff replaces the copy instead (see `apply/replace.rs`).
-            let type_ = desired.payload().secret_type().unwrap_or_default();
-            patch["type"] = type_.into();
-        }
-        Payload::Kit { of, fields } => {
-            if let Some(patch) = patch.as_object_mut() {
-                patch.remove("immutable");
-            }
-            // A field the source leaves out (a ServiceAccount without
-            // `automountServiceAccountToken`) is removed from the copy.
-            for field in kit(*of).map_or(&[][..], |k| k.fields) {
-                patch[*field] = fields.get(*field).map_or(Value::Null, replace_value);
-            }
-        }
+    for (field, value) in content_patch(desired) {
+        patch[field] = value;
     }
     patch
 }
 
-/// A kit field the patch sets whole: a map replaced (`$patch: replace`), so fields the copy
+/// What an update sets of the content, but for its maps of keys (see
+/// [`super::copy_body::update_body`]): each field as its shape says.
+fn content_patch(desired: &DesiredCopy) -> Vec<(&'static str, Value)> {
+    let payload = desired.payload();
+    let row = payload.row().content.iter();
+    row.filter_map(|field| {
+        let value = match (&field.shape, payload.field(field.name)) {
+            (Shape::Keys, _) => return None,
+            // A fixed text (a Secret's type) that differs makes the server refuse the patch,
+            // and skiff replaces the copy instead (see `apply/replace.rs`).
+            (Shape::Text { .. }, _) => payload.text(field.name).map_or(Value::Null, Value::from),
+            (Shape::Seal, held) => held.cloned().unwrap_or(Value::Null),
+            // A field the source leaves out (a ServiceAccount without
+            // `automountServiceAccountToken`) is removed from the copy.
+            (Shape::Value, held) => held.map_or(Value::Null, replace_value),
+        };
+        Some((field.name, value))
+    })
+    .collect()
+}
+
+/// A field the patch sets whole: a map replaced (`$patch: replace`), so fields the copy
 /// holds that the source does not (a hand edit) go; any other value (a RoleBinding's
 /// `subjects`, a list without a merge key) the patch replaces anyway.
 fn replace_value(value: &Value) -> Value {

@@ -7,7 +7,8 @@
 //! reads nor watches any Secret.
 
 use super::status::{Reason, Refusal};
-use super::types::{Mirror, SourceKind};
+use super::types::Mirror;
+use crate::kind::NameRule;
 use std::collections::BTreeSet;
 
 /// Where the RBAC for Secret copies comes from, as the refusal messages name it.
@@ -34,9 +35,10 @@ impl SecretTargets {
         self.names.iter().map(String::as_str)
     }
 
-    /// `None` when `mirror` may write: it copies a ConfigMap, or a Secret to a listed name.
+    /// `None` when `mirror` may write: its kind may take any name, or its target name is
+    /// listed.
     pub fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
-        if mirror.spec.source.kind != SourceKind::Secret {
+        if mirror.spec.source.kind.row().names != NameRule::SecretTargetNames {
             return None;
         }
         let target = mirror.spec.target_name();
@@ -79,6 +81,7 @@ fn disabled(target: &str) -> Refusal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::SourceKind;
     use crate::kube::api::ObjectMeta;
     use crate::testing::assert_mentions;
 

@@ -18,7 +18,7 @@
 mod by_label;
 
 use super::namespace::{NamespaceEntry, NamespaceInfo};
-use super::namespace_selector::{chooses, eligible, selects};
+use super::namespace_selector::{chooses, effective, eligible, selects};
 use super::types::{LabelSelector, Mirror};
 use crate::kube::api::Namespace;
 use crate::runtime::{Change, ObjectKey, Store};
@@ -40,15 +40,14 @@ impl Selection {
     fn for_mirror(mirror: &Mirror) -> Selection {
         Selection {
             mirror_namespace: mirror.metadata.namespace().to_owned(),
-            selector: mirror.spec.namespace_selector.clone(),
+            selector: effective(mirror),
             namespaces: BTreeSet::new(),
             pending: false,
         }
     }
 
     fn computed_for(&self, mirror: &Mirror) -> bool {
-        self.mirror_namespace == mirror.metadata.namespace()
-            && self.selector == mirror.spec.namespace_selector
+        self.mirror_namespace == mirror.metadata.namespace() && self.selector == effective(mirror)
     }
 
     fn selects(&self, ns: &NamespaceInfo) -> bool {
@@ -119,23 +118,29 @@ impl Index {
     }
 }
 
+/// Whether a Mirror is still cached, by its key: a Mirror relist drops the selections of those
+/// that are not.
+type Known = Arc<dyn Fn(&ObjectKey) -> bool + Send + Sync>;
+
 /// The selection index; clones share it.
 #[derive(Clone)]
 pub struct Selections {
     index: Arc<Mutex<Index>>,
     namespaces: Store<Namespace, NamespaceEntry>,
-    mirrors: Store<Mirror, Mirror>,
+    known: Known,
 }
 
 impl Selections {
+    /// The selections of the Mirrors `known` says are cached (local ones, and on a member those
+    /// its hub placed), over `namespaces`.
     pub fn new(
         namespaces: &Store<Namespace, NamespaceEntry>,
-        mirrors: &Store<Mirror, Mirror>,
+        known: impl Fn(&ObjectKey) -> bool + Send + Sync + 'static,
     ) -> Selections {
         Selections {
             index: Arc::default(),
             namespaces: namespaces.clone(),
-            mirrors: mirrors.clone(),
+            known: Arc::new(known),
         }
     }
 
@@ -192,7 +197,7 @@ impl Selections {
             Change::Relisted => {
                 let mut index = self.lock();
                 let gone: Vec<ObjectKey> = (index.selections.keys())
-                    .filter(|key| !self.mirrors.contains(key))
+                    .filter(|key| !(self.known)(key))
                     .cloned()
                     .collect();
                 for key in &gone {

@@ -2,18 +2,16 @@
 //! annotations a Mirror may ask its copies to carry.
 //!
 //! Made once when the source enters the cache: every reconcile of every Mirror reading it
-//! shares this one (through an `Arc`). A ServiceAccount token Secret is kept without its data:
-//! skiff never copies one (see [`super::desired`]), so it holds no token either.
+//! shares this one (through an `Arc`). A source of a type its row refuses (a ServiceAccount
+//! token Secret) is kept without its keys: skiff never copies one (see [`super::desired`]), so
+//! it holds no token either.
 
 use super::carry::copyable;
 use super::payload::{Digest, Payload};
-use super::types::SourceKind;
-use crate::kube::api::{ConfigMap, KitObject, ObjectMeta, Secret};
+use crate::kind::Kind;
+use crate::kube::api::Object;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// The type of the Secrets that hold a ServiceAccount's token.
-pub const SERVICE_ACCOUNT_TOKEN: &str = "kubernetes.io/service-account-token";
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct SourceContent {
@@ -26,70 +24,66 @@ pub struct SourceContent {
 }
 
 impl SourceContent {
-    pub fn of_configmap(cm: &ConfigMap) -> Arc<SourceContent> {
-        SourceContent::new(&cm.metadata, Payload::of_configmap(cm))
-    }
-
-    pub fn of_secret(secret: &Secret) -> Arc<SourceContent> {
-        let mut payload = Payload::of_secret(secret);
-        if let Payload::Secret { data, .. } = &mut payload
-            && secret.type_.as_deref() == Some(SERVICE_ACCOUNT_TOKEN)
-        {
-            data.clear();
+    /// A source of the kind `row` describes.
+    pub fn of(row: &'static Kind, object: &Object) -> Arc<SourceContent> {
+        let mut payload = Payload::of(row, object);
+        if refused_type(&payload).is_some() {
+            payload = payload.only(&[]);
         }
-        SourceContent::new(&secret.metadata, payload)
-    }
-
-    /// A source of the kit kind `of`: its user-set `fields`.
-    pub fn of_kit(of: SourceKind, object: &KitObject, fields: &[&str]) -> Arc<SourceContent> {
-        SourceContent::new(&object.metadata, Payload::of_kit(of, object, fields))
-    }
-
-    fn new(meta: &ObjectMeta, payload: Payload) -> Arc<SourceContent> {
-        let hash = payload.hash();
+        let meta = &object.metadata;
         Arc::new(SourceContent {
+            hash: payload.hash(),
             payload,
-            hash,
             labels: copyable(&meta.labels),
             annotations: copyable(&meta.annotations),
         })
     }
 
-    pub fn is_service_account_token(&self) -> bool {
-        self.payload.secret_type() == Some(SERVICE_ACCOUNT_TOKEN)
+    /// The refused type the source is of, and why its row refuses it.
+    pub fn refused_type(&self) -> Option<(&'static str, &'static str)> {
+        refused_type(&self.payload)
     }
+}
+
+fn refused_type(payload: &Payload) -> Option<(&'static str, &'static str)> {
+    let (refused, why) = payload.row().refused_type?;
+    (payload.text("type") == Some(refused)).then_some((refused, why))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::SourceKind;
+    use serde_json::json;
+
+    fn source(kind: SourceKind, object: serde_json::Value) -> Arc<SourceContent> {
+        let object: Object = serde_json::from_value(object).expect("an object");
+        SourceContent::of(kind.row(), &object)
+    }
 
     #[test]
     fn a_service_account_token_is_kept_without_its_token() {
-        let mut secret = Secret {
-            type_: Some(SERVICE_ACCOUNT_TOKEN.into()),
-            data: [("token".to_string(), "c2VjcmV0".to_string())].into(),
-            ..Secret::default()
+        let token = "kubernetes.io/service-account-token";
+        let secret = |type_: &str| {
+            let object = json!({"metadata": {}, "type": type_, "data": {"token": "c2VjcmV0"}});
+            source(SourceKind::Secret, object)
         };
-        let source = SourceContent::of_secret(&secret);
-        assert!(source.is_service_account_token());
-        assert!(!source.payload.has_key("token"));
-        secret.type_ = Some("Opaque".into());
-        let opaque = SourceContent::of_secret(&secret);
-        assert!(!opaque.is_service_account_token() && opaque.payload.has_key("token"));
+        let kept = secret(token);
+        assert_eq!(kept.refused_type().map(|(t, _)| t), Some(token));
+        assert!(!kept.payload.has_key("token"));
+        let opaque = secret("Opaque");
+        assert!(opaque.refused_type().is_none() && opaque.payload.has_key("token"));
     }
 
     #[test]
     fn metadata_that_is_never_copied_is_not_kept() {
-        let mut cm = ConfigMap::default();
-        cm.metadata.labels.insert("team".into(), "a".into());
-        cm.metadata.annotations.insert(
-            "kubectl.kubernetes.io/last-applied-configuration".into(),
-            "{\"data\":{}}".into(),
+        let cm = source(
+            SourceKind::ConfigMap,
+            json!({"metadata": {"labels": {"team": "a"}, "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{}}"}}}),
         );
-        let source = SourceContent::of_configmap(&cm);
-        assert_eq!(source.labels.len(), 1);
-        assert!(source.annotations.is_empty());
-        assert_eq!(source.hash, source.payload.hash());
+        assert_eq!(cm.labels.len(), 1);
+        assert!(cm.annotations.is_empty());
+        assert_eq!(cm.hash, cm.payload.hash());
     }
 }

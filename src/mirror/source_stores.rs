@@ -1,15 +1,9 @@
 //! Where sources are read from, and the stores that keep them: one store per watched namespace
-//! for each kind read, each filled by exactly one watch. Shared by the caches of every kind
-//! ([`super::caches`], [`super::kit_caches`]).
+//! for each kind read, each filled by exactly one watch.
 
-use super::enqueue::mirrors_of_source;
 use super::source::SourceContent;
-use super::types::{Mirror, SourceKind};
-use crate::kube::Client;
-use crate::kube::api::Resource;
-use crate::runtime::{
-    ApiSource, Change, ObjectKey, Store, Watcher, WatcherConfig, WorkQueue, feed,
-};
+use crate::kube::api::Object;
+use crate::runtime::Store;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -44,18 +38,18 @@ impl SourceScope {
     }
 }
 
-/// Source payloads of one kind, one store per watched namespace (a store is filled by exactly
-/// one watcher, whose relist replaces its whole content).
+/// Sources of one kind, one store per watched namespace (a store is filled by exactly one
+/// watcher, whose relist replaces its whole content).
 #[derive(Clone)]
-pub struct SourceStores<K: Resource> {
-    stores: HashMap<Option<String>, Store<K, Arc<SourceContent>>>,
+pub struct SourceStores {
+    stores: HashMap<Option<String>, Store<Object, Arc<SourceContent>>>,
 }
 
-impl<K: Resource + Clone> SourceStores<K> {
+impl SourceStores {
     pub fn new(
         scope: &SourceScope,
-        project: impl Fn(&K) -> Arc<SourceContent> + Clone + Send + Sync + 'static,
-    ) -> SourceStores<K> {
+        project: impl Fn(&Object) -> Arc<SourceContent> + Clone + Send + Sync + 'static,
+    ) -> SourceStores {
         let stores = scope
             .watch_namespaces()
             .into_iter()
@@ -64,40 +58,11 @@ impl<K: Resource + Clone> SourceStores<K> {
         SourceStores { stores }
     }
 
-    /// No store and no watch: sources of this kind are never read.
-    pub fn none() -> SourceStores<K> {
-        SourceStores {
-            stores: HashMap::new(),
-        }
-    }
-
-    /// One watch per store, each enqueueing the Mirrors that read the changed source.
-    pub fn spawn_watches(
+    /// Each store with the namespace its watch reads (`None`: every namespace).
+    pub fn stores(
         &self,
-        client: &Client,
-        queue: &WorkQueue<ObjectKey>,
-        mirrors: &Store<Mirror, Mirror>,
-        kind: SourceKind,
-    ) -> Vec<smol::Task<()>> {
-        self.spawn_watches_from(queue, mirrors, kind, |ns| ApiSource::new(client, ns))
-    }
-
-    /// As [`SourceStores::spawn_watches`], each watch reading from `source(namespace)`.
-    pub fn spawn_watches_from(
-        &self,
-        queue: &WorkQueue<ObjectKey>,
-        mirrors: &Store<Mirror, Mirror>,
-        kind: SourceKind,
-        source: impl Fn(Option<&str>) -> ApiSource,
-    ) -> Vec<smol::Task<()>> {
-        self.stores
-            .iter()
-            .map(|(ns, store)| {
-                let map = regardless(mirrors_of_source(mirrors.clone(), kind));
-                let config = WatcherConfig::default();
-                spawn_from(source(ns.as_deref()), config, store.clone(), queue, map)
-            })
-            .collect()
+    ) -> impl Iterator<Item = (Option<&str>, &Store<Object, Arc<SourceContent>>)> {
+        self.stores.iter().map(|(ns, store)| (ns.as_deref(), store))
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<SourceContent>> {
@@ -113,36 +78,6 @@ impl<K: Resource + Clone> SourceStores<K> {
             store.wait_until_ready().await;
         }
     }
-}
-
-pub fn spawn<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
-    client: &Client,
-    namespace: Option<&str>,
-    config: WatcherConfig,
-    store: Store<K, P>,
-    queue: &WorkQueue<ObjectKey>,
-    map: impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static,
-) -> smol::Task<()> {
-    spawn_from(ApiSource::new(client, namespace), config, store, queue, map)
-}
-
-/// As [`spawn`], reading from `source`.
-pub fn spawn_from<K: Resource + Clone, P: Clone + Send + Sync + 'static>(
-    source: ApiSource,
-    config: WatcherConfig,
-    store: Store<K, P>,
-    queue: &WorkQueue<ObjectKey>,
-    map: impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static,
-) -> smol::Task<()> {
-    let watcher = Watcher::new(source, config);
-    smol::spawn(feed(watcher, store, queue.clone(), map))
-}
-
-/// A mapping that does not need what the store held before the event.
-pub fn regardless<K, P>(
-    map: impl Fn(&Change<K>) -> Vec<ObjectKey> + Send + 'static,
-) -> impl Fn(&Change<K>, Option<&P>) -> Vec<ObjectKey> + Send + 'static {
-    move |event, _previous| map(event)
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
 //! The `Mirror` custom resource (skiff.dev/v1alpha1) as it is stored in the API server.
 
+pub use crate::kind::SourceKind;
 use crate::kube::api::ObjectMeta;
+pub use crate::kube::api::{LabelSelector, LabelSelectorRequirement};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 pub const GROUP: &str = "skiff.dev";
 pub const API_VERSION: &str = "skiff.dev/v1alpha1";
+
+/// The finalizer that makes a Mirror's deletion wait until its copies are gone.
+pub const FINALIZER: &str = "skiff.dev/cleanup";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -39,6 +43,10 @@ pub struct MirrorSpec {
     /// What to do when another writer keeps changing a copy back; `Restore` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conflicts: Option<ConflictPolicy>,
+    /// On a hub (`--fleet-hub`): the member clusters whose copies this Mirror places, by the
+    /// labels of their namespaces on the hub; `namespaceSelector` then selects inside each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_selector: Option<LabelSelector>,
 }
 
 /// `spec.conflicts`: restore a contested copy with backoff, or leave it to the other writer
@@ -51,6 +59,11 @@ pub enum ConflictPolicy {
 }
 
 impl MirrorSpec {
+    /// Whether this Mirror places its copies in member clusters (a hub's fleet Mirror).
+    pub fn is_fleet(&self) -> bool {
+        self.cluster_selector.is_some()
+    }
+
     pub fn target_name(&self) -> &str {
         self.target_name.as_deref().unwrap_or(&self.source.name)
     }
@@ -62,41 +75,6 @@ impl MirrorSpec {
     /// The labels and annotations `spec.target.metadata` sets on every copy.
     pub fn target_metadata(&self) -> Option<&ObjectMeta> {
         self.target.as_ref().map(|t| &t.metadata)
-    }
-}
-
-/// The kind a Mirror copies: a ConfigMap or a Secret, or a "namespace kit" kind the admin
-/// enables with `--kinds` (see [`super::kinds`]).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-pub enum SourceKind {
-    #[default]
-    ConfigMap,
-    Secret,
-    NetworkPolicy,
-    LimitRange,
-    ResourceQuota,
-    RoleBinding,
-    ServiceAccount,
-}
-
-impl SourceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceKind::ConfigMap => "ConfigMap",
-            SourceKind::Secret => "Secret",
-            SourceKind::NetworkPolicy => "NetworkPolicy",
-            SourceKind::LimitRange => "LimitRange",
-            SourceKind::ResourceQuota => "ResourceQuota",
-            SourceKind::RoleBinding => "RoleBinding",
-            SourceKind::ServiceAccount => "ServiceAccount",
-        }
-    }
-
-    /// A kit kind: copied whole (its user-set fields), only when `--kinds` enables it.
-    pub fn is_kit(self) -> bool {
-        !matches!(self, SourceKind::ConfigMap | SourceKind::Secret)
     }
 }
 
@@ -124,26 +102,6 @@ pub struct TargetSpec {
     pub metadata: ObjectMeta,
 }
 
-/// A Kubernetes `metav1.LabelSelector`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct LabelSelector {
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub match_labels: BTreeMap<String, String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub match_expressions: Vec<LabelSelectorRequirement>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct LabelSelectorRequirement {
-    pub key: String,
-    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
-    pub operator: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub values: Vec<String>,
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct MirrorStatus {
@@ -165,8 +123,26 @@ pub struct MirrorStatus {
     /// Copies another writer keeps changing back after skiff restores them.
     #[serde(skip_serializing_if = "is_zero")]
     pub contested: u32,
+    /// A fleet Mirror's member clusters, by what they last reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Clusters>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+/// A fleet Mirror's member clusters, by what each last reported on its Placement and whether
+/// it was heard from lately.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Clusters {
+    /// Every selected namespace of the cluster holds the current version.
+    pub current: u32,
+    /// Placed, not reported current yet.
+    pub pending: u32,
+    /// Reported a refusal, a conflict or a contest.
+    pub failing: u32,
+    /// Not heard from for longer than `--member-silence-after` (counted here only).
+    pub silent: u32,
 }
 
 fn is_zero(n: &u32) -> bool {

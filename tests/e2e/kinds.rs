@@ -390,32 +390,54 @@ fn a_service_account_is_copied_without_its_secrets_and_they_are_no_drift() {
     });
 }
 
-/// Every namespace has a `default` ServiceAccount the controller-manager made (made by hand
-/// here: the test control plane runs none): a Mirror of `default` meets an object skiff does
-/// not own, reports `Conflict` naming the namespace, and leaves it as it is.
+/// A copy may not take a name the controller-manager keeps in every namespace: the
+/// ServiceAccount `default` (every Pod that names none runs as it) and the ConfigMap
+/// `kube-root-ca.crt` (the cluster's root CA). Refused before any write, with the reason
+/// `NameReserved`, whether or not the namespace holds one yet: this control plane runs no
+/// controller-manager, so one namespace holds a hand-made `default` and the other holds none,
+/// and neither gains or changes one.
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
-fn a_mirror_of_the_default_service_account_is_a_conflict_and_touches_nothing() {
+fn a_copy_may_not_take_a_name_the_controller_manager_keeps_in_every_namespace() {
     require_e2e_binaries();
     let _turn = one_replica_at_a_time();
     let cp = control_plane();
     let label = "kit-default";
-    let namespaces = kit_namespaces(cp, label, 1);
+    let namespaces = kit_namespaces(cp, label, 2);
     let ns = namespaces[0].as_str();
     cp.apply(&format!(
         r#"{{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {{"name": "default", "namespace": "{ns}"}}}}"#
     ));
     let before = versions(cp, &SERVICE_ACCOUNT, "default", &namespaces);
+    assert!(
+        before[1].is_null(),
+        "the second namespace holds no default yet"
+    );
     source(cp, &SERVICE_ACCOUNT, "default", SERVICE_ACCOUNT.content);
+    cp.apply(&format!(
+        r#"{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "root-ca", "namespace": "{OPERATOR_NAMESPACE}"}}, "data": {{"ca.crt": "x"}}}}"#
+    ));
+    let root_ca = "kit-root-ca";
     running(cp, label, &KIT_FLAGS, |_| {
         kit_mirror(cp, label, "ServiceAccount", "default", label);
-        wait_until("the Mirror reports the conflict", || {
-            ready_says(cp, label, "Conflict", ns)
+        let renamed = r#""targetName": "kube-root-ca.crt","#;
+        mirror(cp, root_ca, "ConfigMap", "root-ca", renamed, label);
+        wait_until("both Mirrors report the name reserved", || {
+            ready_says(cp, label, "NameReserved", "default")
+                && ready_says(cp, root_ca, "NameReserved", "kube-root-ca.crt")
         });
         std::thread::sleep(QUIET);
         let after = versions(cp, &SERVICE_ACCOUNT, "default", &namespaces);
-        assert_eq!(after, before, "skiff changed the namespace's default");
-        cp.kubectl_ok(&["delete", "mirror", label, "-n", OPERATOR_NAMESPACE]);
+        assert_eq!(after, before, "skiff made or changed a namespace's default");
+        for ns in &namespaces {
+            assert!(
+                absent(cp, "configmaps", ns, "kube-root-ca.crt"),
+                "skiff wrote kube-root-ca.crt in {ns}"
+            );
+        }
+        for name in [label, root_ca] {
+            cp.kubectl_ok(&["delete", "mirror", name, "-n", OPERATOR_NAMESPACE]);
+        }
     });
 }
 
@@ -459,7 +481,7 @@ fn role_bindings_rbac_or_the_policy_would_deny_and_a_kind_not_enabled_are_refuse
         ("kit-self", "BindingNotAllowed", "ServiceAccount skiff"),
         (
             "kit-anywhere",
-            "BindingNotAllowed",
+            "NamespaceNotLabelled",
             "does not require that label",
         ),
         ("kit-kube", "BindingNotAllowed", kube.as_str()),
@@ -524,7 +546,10 @@ fn copies_of_a_kind_no_longer_enabled_stay_until_the_documented_command_deletes_
         wait_until("the copy", || copied(cp, kit, name, &namespaces[0]));
     });
     let before = versions(cp, kit, name, &namespaces);
-    let flags = ["--kinds=networkpolicies.networking.k8s.io"];
+    let flags = [
+        "--kinds=networkpolicies.networking.k8s.io",
+        "--binding-namespace-label=skiff.dev/kit",
+    ];
     running(cp, &format!("{name}-b"), &flags, |_| {
         wait_until("the Mirror reports KindNotEnabled", || {
             ready_says(cp, name, "KindNotEnabled", "limitranges")

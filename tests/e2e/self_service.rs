@@ -674,11 +674,12 @@ fn revocations(cp: &ControlPlane, w: &World, a: &Tenant, b: &Tenant) {
 }
 
 /// skiff's flags for the kit kind share: NetworkPolicies enabled and shared, no Secrets.
-const KIT_FLAGS: [&str; 6] = [
+const KIT_FLAGS: [&str; 7] = [
     "--source-namespaces=skiff-system",
     "--self-service",
     "--self-service-kinds=configmaps,networkpolicies.networking.k8s.io",
     "--kinds=networkpolicies.networking.k8s.io",
+    "--binding-namespace-label=skiff.dev/kit",
     "--health-probe-bind-address=127.0.0.1:0",
     "--metrics-bind-address=0",
 ];
@@ -713,8 +714,10 @@ fn tenants_share_a_kit_kind_the_admin_enables() {
         "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: deny-ingress\n  namespace: {src}\n  labels:\n    skiff.dev/offered: \"true\"\nspec:\n  podSelector: {{}}\n  policyTypes: [Ingress]\n"
     );
     a.apply(&policy).expect("a creates its NetworkPolicy");
-    a.apply(&offer(&src, "policy", "NetworkPolicy", "deny-ingress"))
-        .expect("a offers it");
+    // A kit kind's offer selects only namespaces an admin labelled for kit copies.
+    let kit_offer = offer(&src, "policy", "NetworkPolicy", "deny-ingress")
+        .replace("      shares-with-a: \"yes\"\n", "      shares-with-a: \"yes\"\n      skiff.dev/kit: b\n");
+    a.apply(&kit_offer).expect("a offers it");
     b.apply(&accept).expect("b accepts a NetworkPolicy");
 
     let dir = TempDir::new("e2e-self-service-kit");

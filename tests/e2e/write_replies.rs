@@ -8,7 +8,7 @@
 //! Only the real server shows that its create and patch handlers honour the negotiated type.
 
 use crate::support::control_plane::{ControlPlane, require_e2e_binaries};
-use skiff::kube::api::{ConfigMap, ObjectMeta};
+use skiff::kube::api::{ConfigMap, ObjectMeta, Resource};
 use skiff::kube::{Client, PatchKind, Pieces, load_kubeconfig_files};
 use std::collections::BTreeMap;
 
@@ -77,7 +77,11 @@ fn a_patch_asked_for_metadata_only_is_answered_with_metadata_only() {
             "labels": {"team": "a"}}, "data": {"$patch": "replace", "ca.crt": "y".repeat(900 * 1024)}});
         let body = Pieces::from(serde_json::to_vec(&patch).expect("encode"));
         let written = client
-            .patch_encoded::<ConfigMap>(Some(&namespace), "patched", body, PatchKind::Strategic)
+            .patch_encoded_at(
+                ConfigMap::url_path(Some(&namespace), Some("patched")),
+                body,
+                PatchKind::Strategic,
+            )
             .await
             .expect("patch");
         assert_eq!(written.kind, "PartialObjectMetadata");

@@ -14,6 +14,7 @@ use crate::support::helm::{Helm, chart_dir, container_args, find, object_key, pa
 use crate::support::kubectl::output_ok;
 use crate::support::skiff::TempDir;
 use serde_json::{Value, json};
+use skiff::kind::{EnabledBy, Guard, Kind, TABLE};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const REGENERATE: &str = "run `make chart` to regenerate charts/skiff from manifests/";
@@ -227,6 +228,51 @@ fn each_kind_gets_exactly_its_rbac_and_none_without_kinds() {
     let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
     assert!(args.contains("--kinds=resourcequotas"), "{args}");
     assert!(!args.contains("--bindable-roles"), "{args}");
+}
+
+/// The chart cannot call Rust, so it is checked against the kind table here: every row
+/// `--kinds` enables is a name the schema allows, and rendered alone gives exactly that row's
+/// rule (its API group and resource) and that `--kinds` entry; the schema allows no other.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_chart_names_and_grants_each_kind_as_the_kind_table_has_it() {
+    require_e2e_binaries();
+    let flagged: Vec<&Kind> = (TABLE.iter())
+        .filter(|k| k.enabled_by == EnabledBy::KindsFlag)
+        .collect();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(chart_dir().join("values.schema.json")).expect("the schema"),
+    )
+    .expect("JSON");
+    let allowed = &schema["properties"]["kinds"]["items"]["enum"];
+    let names: Vec<String> = flagged.iter().map(|k| k.flag_name()).collect();
+    assert_eq!(
+        allowed,
+        &json!(names),
+        "values.schema.json's kinds vs the kind table"
+    );
+    for kind in flagged {
+        let mut values = vec![format!("kinds={{{}}}", kind.flag_name())];
+        if kind.guard == Guard::BindableRoles {
+            values.push("bindableRoles={edit}".to_owned());
+        }
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        let objects = skiff_system(&Helm::new(), &sets(&values));
+        let role = objects
+            .iter()
+            .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "skiff-kinds")
+            .expect("the kinds ClusterRole");
+        let rule = &role["rules"][0];
+        assert_eq!(rule["apiGroups"], json!([kind.group]), "{}", kind.name);
+        assert_eq!(rule["resources"], json!([kind.resource]), "{}", kind.name);
+        let deployment = find(&objects, "Deployment", "skiff");
+        let args = container_args(deployment);
+        assert!(
+            args.contains(&format!("--kinds={}", kind.flag_name())),
+            "{}: {args:?}",
+            kind.name
+        );
+    }
 }
 
 /// The policy on skiff's RoleBinding writes comes with rolebindings and only then, and names

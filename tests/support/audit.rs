@@ -13,7 +13,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 /// Logs every request of skiff's ServiceAccount and of the comparison's peer and Kyverno
-/// controllers, once its response is complete (watches: once the response started, as they
+/// controllers, and of any other ServiceAccount (a fleet member's identity on a hub), once its
+/// response is complete (watches: once the response started, as they
 /// never complete within a test).
 pub const POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -23,6 +24,8 @@ rules:
   users: [\"system:serviceaccount:skiff-system:skiff\", \"system:serviceaccount:skiff-peer:skiff-peer\",
     \"system:serviceaccount:kyverno:kyverno-admission-controller\",
     \"system:serviceaccount:kyverno:kyverno-background-controller\"]
+- level: Metadata
+  userGroups: [\"system:serviceaccounts\"]
 - level: None
 ";
 

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod control_plane;
 pub mod fake;
 pub mod fault_proxy;
+pub mod fleet;
 pub mod flood;
 pub mod helm;
 pub mod hostile_proxy;

@@ -105,7 +105,7 @@ Deployment always includes this, so combinations of values that cannot work fail
   (list "self-service-kinds" (ternary (join "," .Values.selfService.kinds) "" (and .Values.selfService.enable (ne (join "," .Values.selfService.kinds) "configmaps"))))
   (list "kinds" (join "," .Values.kinds))
   (list "bindable-roles" (join "," .Values.bindableRoles))
-  (list "binding-namespace-label" (ternary .Values.bindingNamespaceLabel "" (has "rolebindings.rbac.authorization.k8s.io" .Values.kinds)))
+  (list "binding-namespace-label" (ternary .Values.bindingNamespaceLabel "" (not (empty .Values.kinds))))
   (list "metrics-secure" (ternary "false" "" (and .Values.metrics.enable (not .Values.metrics.secure))))
   (list "metrics-cert-dir" (ternary (include "skiff.metricsCertDir" .) "" (and .Values.metrics.enable (ne .Values.metrics.certSecret ""))))
 }}

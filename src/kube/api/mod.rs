@@ -9,24 +9,28 @@
 
 mod core;
 mod field_manager;
-mod kit;
+mod label_selector;
 mod lease;
 mod meta;
 mod meta_decode;
+mod object;
 mod review;
+mod version;
 
 pub use core::{
     ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, PodMeta, Secret,
 };
 pub use field_manager::{FieldManager, OWN_MANAGER};
-pub use kit::{KitObject, LimitRange, NetworkPolicy, ResourceQuota, RoleBinding, ServiceAccount};
+pub use label_selector::{LabelSelector, LabelSelectorRequirement};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchFrame};
 pub use meta_decode::MANAGED_FIELDS;
+pub use object::Object;
 pub use review::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
     TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
 };
+pub use version::Version;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

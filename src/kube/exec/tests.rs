@@ -1,5 +1,6 @@
 //! Plugins are shell scripts written here; each counts its runs in a file beside it.
 
+use super::credential::EXPIRY_MARGIN;
 use super::*;
 use crate::kube::test_dir::temp_dir;
 use std::os::unix::fs::PermissionsExt;

@@ -9,8 +9,8 @@
 //! `Conflict`, naming the winner (an object of their own namespace).
 
 use super::{Accepted, Verdict};
+use crate::kind::{NameRule, SourceKind};
 use crate::mirror::copy_names::CopyNames;
-use crate::mirror::types::SourceKind;
 use crate::runtime::ObjectKey;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub enum NameRefused {
     /// A Secret under a name not in `--secret-target-names`.
     SecretName,
+    /// A name another controller keeps in every namespace (the kind's row reserves it), and
+    /// who keeps it.
+    Reserved(&'static str),
     /// Another acceptance of the same offer in its namespace, the one named, comes first.
     Taken { by: String, name: String },
 }
@@ -27,6 +30,7 @@ impl NameRefused {
     pub fn verdict(&self) -> Verdict {
         match self {
             NameRefused::SecretName => Verdict::KindNotAllowed,
+            NameRefused::Reserved(_) => Verdict::Conflict,
             NameRefused::Taken { .. } => Verdict::Conflict,
         }
     }
@@ -57,7 +61,14 @@ pub fn local_names(
     let mut first: BTreeMap<String, (String, &str)> = BTreeMap::new();
     for (key, accepted) in acceptances.iter().filter(|(_, a)| a.kind == kind) {
         let name = accepted.target_name().unwrap_or(usual);
-        if kind == SourceKind::Secret && name != usual && !allowed_secret(name) {
+        let row = kind.row();
+        if let Some(reserved) = row.reserved(name) {
+            let refused = NameRefused::Reserved(reserved.why);
+            local.refused.insert(key.clone(), refused);
+            continue;
+        }
+        let by_name = row.names == NameRule::SecretTargetNames;
+        if by_name && name != usual && !allowed_secret(name) {
             local.refused.insert(key.clone(), NameRefused::SecretName);
             continue;
         }
@@ -147,6 +158,22 @@ mod tests {
         assert_eq!(refused, Some(&NameRefused::SecretName));
         assert_eq!(local.accepting, BTreeSet::from(["team-c".to_owned()]));
         assert_eq!(local.names.of("team-c"), "app-tls");
+    }
+
+    #[test]
+    fn a_name_another_controller_keeps_is_never_served() {
+        let asks = [
+            ("team-b", "a", Some("default")),
+            ("team-c", "a", Some("builder")),
+        ];
+        let local = of(&asks, SourceKind::ServiceAccount);
+        let refused = local.refused.get(&ObjectKey::new("team-b", "a"));
+        assert!(
+            matches!(refused, Some(NameRefused::Reserved(_))),
+            "{refused:?}"
+        );
+        assert_eq!(refused.map(NameRefused::verdict), Some(Verdict::Conflict));
+        assert_eq!(local.accepting, BTreeSet::from(["team-c".to_owned()]));
     }
 
     #[test]

@@ -128,9 +128,8 @@ impl CopyWriter {
 
     /// Reads the object holding the copy's name in `ns` from the server.
     pub async fn existing(&self, target: &Target, ns: &str) -> Result<Existing, Error> {
-        self.requests
-            .existing(target.kind(), ns, target.name(ns))
-            .await
+        let row = target.kind().row();
+        self.requests.existing(row, ns, target.name(ns)).await
     }
 
     /// Creates the copy in `ns`.
@@ -164,8 +163,8 @@ impl CopyWriter {
 
     /// Deletes the copy `key`, if it is still at version `rv`.
     pub async fn delete(&self, key: CopyKey, rv: &str) -> Result<(), Error> {
-        let (kind, ns, name) = (key.kind, &*key.object.namespace, &*key.object.name);
-        self.requests.delete(kind, ns, name, rv).await?;
+        let (row, ns, name) = (key.kind.row(), &*key.object.namespace, &*key.object.name);
+        self.requests.delete(row, ns, name, rv).await?;
         self.written.record(key, Some(rv), None);
         Ok(())
     }
@@ -179,8 +178,8 @@ impl CopyWriter {
         uid: &str,
         rv: &str,
     ) -> Result<(), Error> {
-        let (kind, name) = (target.kind(), target.name(ns));
-        self.requests.delete_exact(kind, ns, name, uid, rv).await?;
+        let (row, name) = (target.kind().row(), target.name(ns));
+        self.requests.delete_exact(row, ns, name, (uid, rv)).await?;
         self.written.record(target.key(ns), Some(rv), None);
         Ok(())
     }

@@ -36,7 +36,10 @@ fn a_selector_must_require_the_label_the_policy_requires() {
         expression("skiff.dev/kit", "In"),
         expression("skiff.dev/kit", "Exists"),
     ] {
-        assert_eq!(guard().selector_refusal(&selecting(Some(selector))), None);
+        assert_eq!(
+            guard().selector_refusal(SourceKind::RoleBinding.row(), &selecting(Some(selector))),
+            None
+        );
     }
     for selector in [
         None,
@@ -45,9 +48,9 @@ fn a_selector_must_require_the_label_the_policy_requires() {
         Some(expression("team", "In")),
     ] {
         let refusal = guard()
-            .selector_refusal(&selecting(selector.clone()))
+            .selector_refusal(SourceKind::RoleBinding.row(), &selecting(selector.clone()))
             .unwrap_or_else(|| panic!("{selector:?} selects unlabelled namespaces"));
-        assert_eq!(refusal.reason, Reason::BindingNotAllowed);
+        assert_eq!(refusal.reason, Reason::NamespaceNotLabelled);
         assert_mentions(
             &refusal.message,
             &[

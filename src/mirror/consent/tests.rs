@@ -1,12 +1,15 @@
 use super::*;
+use crate::flags::SelfService;
+use crate::kind::Kinds;
 use crate::kube::api::{Namespace, ObjectMeta};
 use crate::mirror::SecretTargets;
-use crate::mirror::acceptance::local_names::{LocalNames, NameRefused};
+use crate::mirror::acceptance::local_names::NameRefused;
 use crate::mirror::acceptance::{AcceptanceSpec, MirrorRef};
 use crate::mirror::caches::SourceScope;
 use crate::mirror::fixtures::map;
+use crate::mirror::kind_checks::KindChecks;
 use crate::mirror::namespace_selector::expr;
-use crate::mirror::offers::SelfService;
+use crate::mirror::tenancy::Tenancy;
 use crate::mirror::types::LabelSelector;
 use crate::runtime::Change;
 
@@ -34,7 +37,8 @@ fn sharing(
         &scope,
         &secret_targets,
         Some(&settings),
-        &crate::mirror::Kinds::default(),
+        &Kinds::default().with_secret_targets(!secret_names.is_empty()),
+        (None, None),
     );
     for (name, labels) in namespaces {
         let ns = Namespace {
@@ -139,6 +143,12 @@ fn the_cap_bounds_the_copies_of_one_offer_whatever_the_acceptances() {
     );
 }
 
+/// Whose `mirror` is, as a reconcile decides it.
+fn tenancy(consent: &Consent, mirror: &Mirror) -> Tenancy {
+    let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
+    Tenancy::of(mirror, (&scope, Some(consent)), &consent.caches)
+}
+
 /// A Mirror `share` in team-a of `kind`, selecting every namespace.
 fn offered(kind: SourceKind, source: &str) -> Mirror {
     let mut mirror = crate::mirror::fixtures::mirror_of("share", kind);
@@ -150,21 +160,21 @@ fn offered(kind: SourceKind, source: &str) -> Mirror {
 
 #[test]
 fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
-    let consent = world(10, &[("team-b", &[])]);
+    let consent = world(10, &[("team-a", &[("offers", "yes")]), ("team-b", &[])]);
     let none = |_: SourceKind, _: &str, _: &str| None;
-    let (owner, key) = (offer(), ObjectKey::new("team-b", "accept"));
-    let local = LocalNames::default();
-    let b = (&key, SourceKind::ConfigMap, &local);
-    let verdict = |mirror: Option<&Mirror>, b| {
-        consent.verdict((&owner, mirror, false), b, &none, &BTreeSet::new())
-    };
+    let key = ObjectKey::new("team-b", "accept");
+    let b = (&key, SourceKind::ConfigMap);
+    let verdict = |seen: Option<Seen>, b| consent.verdict(seen, b, &none, &BTreeSet::new());
     assert_eq!(verdict(None, b), Verdict::NotAvailable);
     let mirror = offered(SourceKind::ConfigMap, "share");
+    let tenancy = tenancy(&consent, &mirror);
+    assert!(tenancy.is_offer());
+    let seen = tenancy.seen(&mirror, false);
     // Selected, but the source is not there (or not labelled): the same answer.
-    assert_eq!(verdict(Some(&mirror), b), Verdict::NotAvailable);
+    assert_eq!(verdict(seen, b), Verdict::NotAvailable);
     // An acceptance of another kind than the offer's: the same answer again.
     assert_eq!(
-        verdict(Some(&mirror), (&key, SourceKind::Secret, &local)),
+        verdict(seen, (&key, SourceKind::Secret)),
         Verdict::NotAvailable
     );
     let kind = SourceKind::ConfigMap;
@@ -176,9 +186,9 @@ fn an_acceptance_of_what_was_never_offered_is_told_not_available() {
 
 #[test]
 fn an_offer_of_a_kind_tenants_may_not_share_is_refused_and_its_acceptances_told_why() {
-    let consent = world(10, &[("team-b", &[])]);
+    let consent = world(10, &[("team-a", &[("offers", "yes")]), ("team-b", &[])]);
     let mirror = offered(SourceKind::Secret, "app-tls");
-    let kinds = crate::mirror::Kinds::default();
+    let kinds = KindChecks::default();
     let refusal = consent.refusal(&mirror, &kinds).expect("refused");
     assert_eq!(refusal.reason, Reason::KindNotAllowed);
     assert!(
@@ -186,10 +196,11 @@ fn an_offer_of_a_kind_tenants_may_not_share_is_refused_and_its_acceptances_told_
         "{refusal:?}"
     );
     let none = |_: SourceKind, _: &str, _: &str| None;
-    let (key, local) = (ObjectKey::new("team-b", "accept"), LocalNames::default());
-    let b = (&key, SourceKind::Secret, &local);
+    let key = ObjectKey::new("team-b", "accept");
+    let tenancy = tenancy(&consent, &mirror);
+    let seen = tenancy.seen(&mirror, true);
     assert_eq!(
-        consent.verdict((&offer(), Some(&mirror), true), b, &none, &BTreeSet::new()),
+        consent.verdict(seen, (&key, SourceKind::Secret), &none, &BTreeSet::new()),
         Verdict::KindNotAllowed
     );
     assert_eq!(
@@ -202,7 +213,7 @@ fn an_offer_of_a_kind_tenants_may_not_share_is_refused_and_its_acceptances_told_
 fn a_tenant_secret_is_shared_only_under_an_allowed_name() {
     let shared = [SourceKind::ConfigMap, SourceKind::Secret];
     let consent = sharing(&shared, &["app-tls"], 10, &[]);
-    let kinds = crate::mirror::Kinds::default();
+    let kinds = KindChecks::new(Kinds::default().with_secret_targets(true), None);
     assert_eq!(
         consent.refusal(&offered(SourceKind::Secret, "app-tls"), &kinds),
         None
@@ -245,10 +256,10 @@ fn a_copy_already_served_keeps_its_place_under_the_cap() {
         metadata: crate::mirror::copy::copy_meta(&mirror, "zz-late", "h", Some("1")),
         ..Default::default()
     };
+    let held = crate::mirror::fixtures::object(&held);
     consent
         .caches
-        .configmap_copies
-        .apply(&Change::Applied(held));
+        .apply_copy(SourceKind::ConfigMap, &Change::Applied(held));
     for ns in ["aa", "bb", "zz-late"] {
         accept(&consent, ns, &offer());
     }

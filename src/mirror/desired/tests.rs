@@ -1,5 +1,6 @@
 use super::*;
 use crate::kube::api::{ConfigMap, ObjectMeta, Secret};
+use crate::mirror::fixtures;
 use crate::mirror::fixtures::{map, mirror_of};
 use crate::mirror::types::{SourceKind, TargetSpec};
 use crate::testing::assert_mentions;
@@ -18,15 +19,18 @@ fn configmap(data: &[(&str, &str)], labels: &[(&str, &str)]) -> Arc<SourceConten
         ..ConfigMap::default()
     };
     cm.metadata.labels = map(labels);
-    SourceContent::of_configmap(&cm)
+    fixtures::source(SourceKind::ConfigMap, &cm)
 }
 
 fn secret(type_: &str, data: &[(&str, &str)]) -> Arc<SourceContent> {
-    SourceContent::of_secret(&Secret {
-        type_: Some(type_.into()),
-        data: map(data),
-        ..Secret::default()
-    })
+    fixtures::source(
+        SourceKind::Secret,
+        &Secret {
+            type_: Some(type_.into()),
+            data: map(data),
+            ..Secret::default()
+        },
+    )
 }
 
 fn refusal(m: &Mirror, source: &Arc<SourceContent>) -> Refusal {
@@ -96,10 +100,10 @@ fn a_typed_secret_keeps_the_keys_its_type_requires() {
 
 #[test]
 fn a_service_account_token_is_never_copied() {
-    let source = secret(SERVICE_ACCOUNT_TOKEN, &[("token", "dA==")]);
+    let source = secret("kubernetes.io/service-account-token", &[("token", "dA==")]);
     let refused = refusal(&mirror(SourceKind::Secret), &source);
     assert_eq!(refused.reason, Reason::SourceNotAllowed);
-    assert_mentions(&refused.message, &[SERVICE_ACCOUNT_TOKEN]);
+    assert_mentions(&refused.message, &["kubernetes.io/service-account-token"]);
 }
 
 #[test]

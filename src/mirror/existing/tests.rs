@@ -1,7 +1,7 @@
 use super::*;
-use crate::mirror::fixtures::{map, mirror_of};
-use crate::mirror::render::{CopyObject, new_copy};
-use crate::mirror::source::SourceContent;
+use crate::kube::api::{ConfigMap, Secret};
+use crate::mirror::fixtures::{self, map, mirror_of};
+use crate::mirror::render::new_copy;
 use crate::mirror::types::{Mirror, SourceKind};
 use std::collections::BTreeMap;
 
@@ -29,15 +29,13 @@ fn configmap(value: &str, immutable: bool) -> ConfigMap {
 }
 
 fn desired_of(source: &ConfigMap) -> DesiredCopy {
-    let content = SourceContent::of_configmap(source);
+    let content = fixtures::source(SourceKind::ConfigMap, source);
     DesiredCopy::of(&mirror(SourceKind::ConfigMap), &content).expect("desired")
 }
 
 fn my_copy(source: &ConfigMap) -> ConfigMap {
-    match new_copy(&me(), "team-a", "app", &desired_of(source)) {
-        CopyObject::ConfigMap(cm) => cm,
-        CopyObject::Secret(_) | CopyObject::Kit(..) => panic!("a ConfigMap"),
-    }
+    let copy = new_copy(&me(), "team-a", "app", &desired_of(source));
+    serde_json::from_value(serde_json::to_value(copy).expect("encodes")).expect("a ConfigMap")
 }
 
 fn adopt(cm: &mut ConfigMap, value: &str) {
@@ -49,16 +47,19 @@ fn adopt(cm: &mut ConfigMap, value: &str) {
 #[test]
 fn only_an_unmanaged_object_handed_to_this_mirror_is_adoptable() {
     let mut theirs = configmap("v", false);
-    assert_eq!(Existing::of_configmap(&theirs).claim(&me()), Claim::NotMine);
+    assert_eq!(
+        fixtures::existing(SourceKind::ConfigMap, &theirs).claim(&me()),
+        Claim::NotMine
+    );
     adopt(&mut theirs, "src/ca");
     assert_eq!(
-        Existing::of_configmap(&theirs).claim(&me()),
+        fixtures::existing(SourceKind::ConfigMap, &theirs).claim(&me()),
         Claim::Adoptable
     );
     for wrong in ["src/other", "ca", "src/ca/x", "/ca", ""] {
         adopt(&mut theirs, wrong);
         assert_eq!(
-            Existing::of_configmap(&theirs).claim(&me()),
+            fixtures::existing(SourceKind::ConfigMap, &theirs).claim(&me()),
             Claim::NotMine,
             "{wrong:?}"
         );
@@ -69,26 +70,26 @@ fn only_an_unmanaged_object_handed_to_this_mirror_is_adoptable() {
         .labels
         .insert("skiff.dev/mirror-name".into(), "other".into());
     adopt(&mut other_mirrors, "src/ca");
-    let claim = Existing::of_configmap(&other_mirrors).claim(&me());
+    let claim = fixtures::existing(SourceKind::ConfigMap, &other_mirrors).claim(&me());
     assert_eq!(
         claim,
         Claim::NotMine,
         "another Mirror's copy is never adopted"
     );
-    let mine = Existing::of_configmap(&my_copy(&configmap("v", false)));
+    let mine = fixtures::existing(SourceKind::ConfigMap, &my_copy(&configmap("v", false)));
     assert_eq!(mine.claim(&me()), Claim::Mine);
 }
 
 #[test]
 fn an_immutable_copy_is_replaced_only_when_its_data_must_change() {
     let source = configmap("v", true);
-    let copy = Existing::of_configmap(&my_copy(&source));
+    let copy = fixtures::existing(SourceKind::ConfigMap, &my_copy(&source));
     assert_eq!(copy.replacement_reason(&desired_of(&source)), None);
     let changed = copy.replacement_reason(&desired_of(&configmap("w", true)));
     assert!(changed.is_some_and(|r| r.contains("immutable")));
     let mutable = copy.replacement_reason(&desired_of(&configmap("v", false)));
     assert!(mutable.is_some_and(|r| r.contains("no longer")));
-    let mutable_copy = Existing::of_configmap(&my_copy(&configmap("v", false)));
+    let mutable_copy = fixtures::existing(SourceKind::ConfigMap, &my_copy(&configmap("v", false)));
     assert_eq!(mutable_copy.replacement_reason(&desired_of(&source)), None);
 }
 
@@ -103,19 +104,19 @@ fn a_secret_of_another_type_is_replaced() {
         .into(),
         ..Secret::default()
     };
-    let content = SourceContent::of_secret(&source);
+    let content = fixtures::source(SourceKind::Secret, &source);
     let desired = DesiredCopy::of(&mirror(SourceKind::Secret), &content).expect("desired");
     let opaque = Secret {
         data: data("v"),
         ..Secret::default()
     };
-    let reason = Existing::of_secret(&opaque).replacement_reason(&desired);
+    let reason = fixtures::existing(SourceKind::Secret, &opaque).replacement_reason(&desired);
     assert!(
         reason.is_some_and(|r| r.contains("Opaque") && r.contains("kubernetes.io/tls")),
         "the type as the server stores it: Opaque when none was given"
     );
     assert_eq!(
-        Existing::of_secret(&source).replacement_reason(&desired),
+        fixtures::existing(SourceKind::Secret, &source).replacement_reason(&desired),
         None
     );
 }

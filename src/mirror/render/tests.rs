@@ -1,9 +1,9 @@
 use super::*;
 use crate::kube::api::ObjectMeta;
+use crate::kube::api::{ConfigMap, Object, Secret};
 use crate::mirror::copy::{CopyInfo, owner_of};
 use crate::mirror::copy_body::{map_members, update_body};
-use crate::mirror::fixtures::map;
-use crate::mirror::source::SourceContent;
+use crate::mirror::fixtures::{self, map};
 use crate::mirror::types::{Mirror, SourceKind, TargetSpec};
 
 fn owner() -> Owner {
@@ -31,7 +31,7 @@ fn mirror(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Mirror {
 }
 
 fn desired(m: &Mirror, source: &ConfigMap) -> DesiredCopy {
-    DesiredCopy::of(m, &SourceContent::of_configmap(source)).expect("desired")
+    DesiredCopy::of(m, &fixtures::source(SourceKind::ConfigMap, source)).expect("desired")
 }
 
 fn source(data: &[(&str, &str)]) -> ConfigMap {
@@ -42,12 +42,13 @@ fn source(data: &[(&str, &str)]) -> ConfigMap {
 }
 
 fn created(d: &DesiredCopy) -> ConfigMap {
-    match new_copy(&owner(), "team-a", "app-ca", d) {
-        CopyObject::ConfigMap(cm) => cm,
-        CopyObject::Secret(_) | CopyObject::Kit(..) => {
-            panic!("a ConfigMap source makes a ConfigMap copy")
-        }
-    }
+    typed(&new_copy(&owner(), "team-a", "app-ca", d))
+}
+
+/// `object` as the typed object it encodes.
+fn typed<T: serde::de::DeserializeOwned>(object: &Object) -> T {
+    let json = serde_json::to_value(object).expect("encodes");
+    serde_json::from_value(json).expect("decodes")
 }
 
 /// A strategic merge patch as the API server applies one to these maps: `null` removes a key,
@@ -86,7 +87,7 @@ fn update_sent(d: &DesiredCopy, info: &CopyInfo, rv: &str) -> Value {
 }
 
 fn patched(copy: &ConfigMap, d: &DesiredCopy) -> ConfigMap {
-    let sent = update_sent(d, &CopyInfo::of_configmap(copy), "7");
+    let sent = update_sent(d, &fixtures::copy_info(SourceKind::ConfigMap, copy), "7");
     let mut object = serde_json::to_value(copy).expect("serializable");
     apply(&mut object, &sent);
     serde_json::from_value(object).expect("a ConfigMap")
@@ -99,7 +100,10 @@ fn a_new_copy_is_owned_and_hashes_as_its_mirror_wants() {
         let copy = created(&d);
         assert_eq!(copy.metadata.name(), "app-ca");
         assert_eq!(owner_of(&copy.metadata), Some(owner()));
-        assert_eq!(CopyInfo::of_configmap(&copy).content_hash, d.hash);
+        assert_eq!(
+            fixtures::copy_info(SourceKind::ConfigMap, &copy).content_hash,
+            d.hash
+        );
         assert_eq!(
             copy.metadata.annotations[SOURCE_HASH_ANNOTATION],
             d.hash.hex()
@@ -129,7 +133,10 @@ fn a_patched_copy_hashes_as_wanted_and_keeps_what_others_set() {
     copy.data.insert("hand-added".into(), "gone".into());
     let new = desired(&mirror(&[("a", "3")], &[]), &source(&[("k", "w")]));
     let after = patched(&copy, &new);
-    assert_eq!(CopyInfo::of_configmap(&after).content_hash, new.hash);
+    assert_eq!(
+        fixtures::copy_info(SourceKind::ConfigMap, &after).content_hash,
+        new.hash
+    );
     assert_eq!(after.data, map(&[("k", "w")]));
     assert_eq!(after.metadata.labels["a"], "3");
     assert!(
@@ -149,7 +156,10 @@ fn an_unmanaged_object_is_patched_into_a_copy_without_losing_its_own_labels() {
     let d = desired(&mirror(&[], &[]), &source(&[("k", "v")]));
     let adopted = patched(&theirs, &d);
     assert_eq!(owner_of(&adopted.metadata), Some(owner()));
-    assert_eq!(CopyInfo::of_configmap(&adopted).content_hash, d.hash);
+    assert_eq!(
+        fixtures::copy_info(SourceKind::ConfigMap, &adopted).content_hash,
+        d.hash
+    );
     assert_eq!(
         adopted.metadata.labels["app.kubernetes.io/instance"],
         "argo-app"
@@ -176,15 +186,14 @@ fn a_secret_patch_names_the_type_it_must_keep() {
     };
     let mut m = mirror(&[], &[]);
     m.spec.source.kind = SourceKind::Secret;
-    let d = DesiredCopy::of(&m, &SourceContent::of_secret(&secret)).expect("desired");
-    let held = CopyInfo::of_secret(&secret);
+    let d = DesiredCopy::of(&m, &fixtures::source(SourceKind::Secret, &secret)).expect("desired");
+    let held = fixtures::copy_info(SourceKind::Secret, &secret);
     let patch = update_sent(&d, &held, "1");
     assert_eq!(patch["type"], "kubernetes.io/tls");
     assert_eq!(patch["data"]["$patch"], "replace");
     assert_eq!(patch["data"]["tls.key"], "Sw==");
-    assert!(
-        matches!(new_copy(&owner(), "ns", "tls", &d), CopyObject::Secret(s) if s.type_ == secret.type_)
-    );
+    let created: Secret = typed(&new_copy(&owner(), "ns", "tls", &d));
+    assert_eq!(created.type_, secret.type_);
 }
 
 #[test]
@@ -196,12 +205,12 @@ fn a_map_the_copy_lacks_is_set_plainly_and_one_it_holds_replaced_whole() {
         &mirror(&[], &[]),
         &source(&[("k", "v"), ("old", "x")]),
     ));
-    let sent = update_sent(&d, &CopyInfo::of_configmap(&copy), "8");
+    let sent = update_sent(&d, &fixtures::copy_info(SourceKind::ConfigMap, &copy), "8");
     assert_eq!(sent["binaryData"], json!({"bin": "AAE="}));
     assert_eq!(sent["data"], json!({"$patch": "replace", "k": "v"}));
     let plain = update_sent(
         &desired(&mirror(&[], &[]), &source(&[("k", "v")])),
-        &CopyInfo::of_configmap(&copy),
+        &fixtures::copy_info(SourceKind::ConfigMap, &copy),
         "8",
     );
     assert!(
@@ -211,24 +220,26 @@ fn a_map_the_copy_lacks_is_set_plainly_and_one_it_holds_replaced_whole() {
     let after = patched(&copy, &d);
     assert_eq!(after.binary_data, map(&[("bin", "AAE=")]));
     assert_eq!(after.data, map(&[("k", "v")]));
-    assert_eq!(CopyInfo::of_configmap(&after).content_hash, d.hash);
+    assert_eq!(
+        fixtures::copy_info(SourceKind::ConfigMap, &after).content_hash,
+        d.hash
+    );
     // Losing both maps: each replaced by nothing.
     let empty = desired(&mirror(&[], &[]), &source(&[]));
     let bare = patched(&after, &empty);
     assert!(bare.data.is_empty() && bare.binary_data.is_empty());
-    assert_eq!(CopyInfo::of_configmap(&bare).content_hash, empty.hash);
+    assert_eq!(
+        fixtures::copy_info(SourceKind::ConfigMap, &bare).content_hash,
+        empty.hash
+    );
 }
 
 mod kit {
     use super::*;
-    use crate::kube::api::{KitObject, NetworkPolicy, RoleBinding};
-    use crate::mirror::existing::Existing;
+    use crate::mirror::fixtures::existing;
 
-    fn policy(spec: Value) -> NetworkPolicy {
-        NetworkPolicy(KitObject {
-            spec: Some(spec),
-            ..KitObject::default()
-        })
+    fn policy(spec: Value) -> Value {
+        json!({"metadata": {}, "spec": spec})
     }
 
     fn kit_mirror(kind: SourceKind) -> Mirror {
@@ -242,24 +253,21 @@ mod kit {
     fn a_copy_carries_the_user_set_fields_only_and_hashes_as_its_source() {
         let spec = json!({"podSelector": {}, "policyTypes": ["Ingress"]});
         let mut source = policy(spec.clone());
-        source.0.metadata.uid = Some("u".into());
-        let d = DesiredCopy::of(
-            &kit_mirror(SourceKind::NetworkPolicy),
-            &SourceContent::of_kit(SourceKind::NetworkPolicy, &source.0, &["spec"]),
-        )
-        .expect("desired");
-        let CopyObject::Kit(kind, copy) = new_copy(&owner(), "team-a", "deny", &d) else {
-            panic!("a kit copy");
-        };
-        assert_eq!(kind, SourceKind::NetworkPolicy);
-        assert_eq!(copy.spec, Some(spec));
+        source["metadata"]["uid"] = "u".into();
+        source["status"] = json!({"conditions": []});
+        let kind = SourceKind::NetworkPolicy;
+        let d =
+            DesiredCopy::of(&kit_mirror(kind), &fixtures::source(kind, &source)).expect("desired");
+        let copy = new_copy(&owner(), "team-a", "deny", &d);
+        assert_eq!(copy.field("spec"), Some(&spec));
+        assert_eq!(copy.content.len(), 1, "the spec alone: {copy:?}");
         assert_eq!(copy.metadata.uid, None);
         // The server's answer: the same spec (already defaulted in the source), and metadata
         // of its own; the cache sees no drift.
         let mut stored = copy.clone();
         stored.metadata.uid = Some("v".into());
         stored.metadata.resource_version = Some("7".into());
-        let info = CopyObject::Kit(kind, stored).info();
+        let info = CopyInfo::of(kind.row(), &stored);
         assert_eq!(info.content_hash, d.hash);
         assert_eq!(info.owner.as_deref(), Some(&owner()));
     }
@@ -267,11 +275,9 @@ mod kit {
     #[test]
     fn the_patch_replaces_each_field_whole_and_sends_nothing_else() {
         let spec = json!({"podSelector": {"matchLabels": {"a": "b"}}});
-        let d = DesiredCopy::of(
-            &kit_mirror(SourceKind::NetworkPolicy),
-            &SourceContent::of_kit(SourceKind::NetworkPolicy, &policy(spec).0, &["spec"]),
-        )
-        .expect("desired");
+        let kind = SourceKind::NetworkPolicy;
+        let d = DesiredCopy::of(&kit_mirror(kind), &fixtures::source(kind, &policy(spec)))
+            .expect("desired");
         let patch = update_patch(&owner(), &d, None, "5");
         assert_eq!(patch["spec"]["$patch"], "replace");
         assert_eq!(patch["spec"]["podSelector"]["matchLabels"]["a"], "b");
@@ -284,23 +290,20 @@ mod kit {
 
     #[test]
     fn a_role_binding_whose_role_ref_differs_is_replaced() {
-        const FIELDS: &[&str] = &["subjects", "roleRef"];
         let binding = |role: &str| {
-            RoleBinding(KitObject {
-                subjects: Some(json!([])),
-                role_ref: Some(json!({"kind": "ClusterRole", "name": role})),
-                ..KitObject::default()
-            })
+            json!({"metadata": {}, "subjects": [],
+                "roleRef": {"kind": "ClusterRole", "name": role}})
         };
-        let d = DesiredCopy::of(
-            &kit_mirror(SourceKind::RoleBinding),
-            &SourceContent::of_kit(SourceKind::RoleBinding, &binding("edit").0, FIELDS),
-        )
-        .expect("desired");
-        let held = Existing::of_kit(SourceKind::RoleBinding, &binding("view").0);
+        let kind = SourceKind::RoleBinding;
+        let d = DesiredCopy::of(&kit_mirror(kind), &fixtures::source(kind, &binding("edit")))
+            .expect("desired");
+        let held = existing(kind, &binding("view"));
         let reason = held.replacement_reason(&d).expect("replaced");
-        assert!(reason.contains("roleRef"), "{reason}");
-        let same = Existing::of_kit(SourceKind::RoleBinding, &binding("edit").0);
+        assert!(
+            reason.contains("roleRef") && reason.contains("view"),
+            "{reason}"
+        );
+        let same = existing(kind, &binding("edit"));
         assert_eq!(same.replacement_reason(&d), None);
     }
 }

@@ -42,7 +42,10 @@ impl World {
     fn new(mirrors: Vec<Mirror>, namespaces: Vec<Namespace>) -> World {
         let (store, mirror_store) = (Store::new(NamespaceEntry::of), Store::whole());
         let world = World {
-            selections: Selections::new(&store, &mirror_store),
+            selections: Selections::new(&store, {
+                let mirrors = mirror_store.clone();
+                move |key: &ObjectKey| mirrors.contains(key)
+            }),
             mirrors: mirror_store,
             namespaces: store,
         };

@@ -1,0 +1,131 @@
+//! What a Mirror meets before any write, by its kind's row: its kind enabled, keys picked only
+//! of a kind that has keys, a copy name no other controller keeps, and for a kind that binds
+//! roles, the binding guard.
+//!
+//! Each is refused before anything is read or written, with a condition naming the fix, rather
+//! than left to a 403 or to a copy that would take another controller's object.
+
+use super::binding_guard::BindingGuard;
+use super::payload::Payload;
+use super::status::{Reason, Refusal};
+use super::types::Mirror;
+use crate::kind::{Guard, Kind, Kinds};
+use std::collections::BTreeSet;
+
+/// The enabled kinds and the checks their rows ask for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KindChecks {
+    pub kinds: Kinds,
+    /// With a kind that binds roles enabled: where and to whom a copy may bind.
+    guard: Option<BindingGuard>,
+}
+
+impl KindChecks {
+    /// The checks of `kinds`, for a replica running in the namespace `own`, where it never
+    /// writes a RoleBinding.
+    pub fn new(kinds: Kinds, own: Option<String>) -> KindChecks {
+        let label = kinds.binding_namespace_label().map(str::to_owned);
+        KindChecks {
+            guard: label.map(|l| BindingGuard::new(l).in_namespace(own)),
+            kinds,
+        }
+    }
+
+    /// Why `mirror` may copy nothing: its kind is not enabled, it lists keys of a kind copied
+    /// whole, its copies would take a reserved name, or (a kind copied only into labelled
+    /// namespaces) its selector does not require the label.
+    pub fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
+        let row = mirror.spec.source.kind.row();
+        if !self.kinds.is_enabled(row.id) {
+            // Secrets are refused earlier, by `--secret-target-names`.
+            return Some(not_enabled(row));
+        }
+        if !row.has_keys() && !mirror.spec.source.keys.is_empty() {
+            return Some(Refusal {
+                reason: Reason::KeysNotApplicable,
+                message: format!(
+                    "spec.source.keys picks keys of a kind that has them; a {} is copied whole \
+                     ({}); nothing is copied. Remove spec.source.keys",
+                    row.name,
+                    fields(row)
+                ),
+            });
+        }
+        reserved(row, mirror.spec.target_name()).or_else(|| {
+            let guard = self.guard.as_ref().filter(|_| row.guard != Guard::None)?;
+            guard.selector_refusal(row, mirror)
+        })
+    }
+
+    /// Why the `payload` of `mirror`, of a kind that binds roles, may not be copied into the
+    /// namespaces `selected` returns: its role is not one the admin named bindable, or the
+    /// admission policy would deny it (see binding_guard). `None` for every other kind.
+    pub fn binding_refusal(
+        &self,
+        mirror: &Mirror,
+        payload: &Payload,
+        selected: impl FnOnce() -> BTreeSet<String>,
+    ) -> Option<Refusal> {
+        if payload.row().guard != Guard::BindableRoles {
+            return None;
+        }
+        let role_ref = payload.field("roleRef")?;
+        let kind = role_ref["kind"].as_str().unwrap_or_default();
+        let name = role_ref["name"].as_str().unwrap_or_default();
+        if kind == "ClusterRole" && self.kinds.may_bind(name) {
+            let guard = self.guard.as_ref()?;
+            let subjects = payload.field("subjects");
+            return (subjects.and_then(|s| guard.subject_refusal(s)))
+                .or_else(|| guard.namespace_refusal(&selected()));
+        }
+        let named: Vec<&str> = self.kinds.bindable_roles().collect();
+        Some(Refusal {
+            reason: Reason::RoleNotBindable,
+            message: format!(
+                "RoleBinding {}/{} binds {kind} {name}, which is not in --bindable-roles ({}); \
+                 skiff binds only the ClusterRoles the admin names, so nothing is copied. Bind \
+                 a listed ClusterRole, or add {name} to --bindable-roles and to the \
+                 resourceNames of skiff's `bind` rule (Helm value `bindableRoles`)",
+                mirror.metadata.namespace(),
+                mirror.spec.source.name,
+                named.join(",")
+            ),
+        })
+    }
+}
+
+/// Why no copy of the kind `row` may be named `name`, if none may.
+pub fn reserved(row: &Kind, name: &str) -> Option<Refusal> {
+    let reserved = row.reserved(name)?;
+    Some(Refusal {
+        reason: Reason::NameReserved,
+        message: format!(
+            "a {} copy may not be named {name}: {}; skiff would take that object over and \
+             delete it with the Mirror, so nothing is copied. Set spec.targetName to another \
+             name",
+            row.name, reserved.why
+        ),
+    })
+}
+
+fn not_enabled(row: &Kind) -> Refusal {
+    Refusal {
+        reason: Reason::KindNotEnabled,
+        message: format!(
+            "{} copies are not enabled: skiff runs without {} in --kinds and may not read or \
+             write them; nothing is copied. Add it to --kinds (Helm value `kinds`) with the \
+             RBAC it needs (README, RBAC)",
+            row.name,
+            row.flag_name()
+        ),
+    }
+}
+
+/// The fields a copy of `row` carries, as a message lists them.
+fn fields(row: &Kind) -> String {
+    let names: Vec<&str> = row.content.iter().map(|f| f.name).collect();
+    names.join(" and ")
+}
+
+#[cfg(test)]
+mod tests;

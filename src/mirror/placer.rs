@@ -1,0 +1,322 @@
+//! The hub's side: a fleet Mirror (`spec.clusterSelector`) places, in each selected member
+//! cluster's namespace on the hub, one inert `Placement` of what its copies should hold (and,
+//! for a Secret, a carrier Secret beside it), withdraws them by tombstone, and counts what the
+//! members report.
+//!
+//! - A Placement holds the content resolved here: the keys picked, the source's labels and
+//!   annotations carried, the target's metadata. A member copies it as it is.
+//! - A cluster the Mirror no longer selects (or a Mirror deleted) gets a tombstone
+//!   (`spec.withdrawn`, its content gone), never a deletion: a member deletes copies only on a
+//!   tombstone it sees. The hub deletes the Placement once the member acknowledges it.
+//! - Each cluster counts as current (it echoed the hash every copy should hold), failing (it
+//!   reported a refusal, a conflict or a contest), silent (its heartbeat is older than
+//!   `--member-silence-after`) or pending. Nothing here waits on a member: the hub writes only
+//!   to its own API server, through a client and token bucket of its own (`--fleet-qps`).
+
+use super::copy::{Owner, labelled_for};
+use super::desired::DesiredCopy;
+use super::placement::{
+    CARRIER_TYPE, Carrier, FORMAT, FleetStores, MirrorOnHub, Placement, PlacementInfo,
+    PlacementSpec, placement_name, spec_hash,
+};
+use super::types::{Clusters, Mirror, TargetSpec};
+use crate::kube::api::{ObjectMeta, OwnerReference, Resource, Secret};
+use crate::kube::{Client, Error, PatchKind};
+use crate::runtime::ObjectKey;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// What placing one fleet Mirror did and found.
+#[derive(Debug, Default)]
+pub struct Placed {
+    /// Member clusters whose Placement holds what the Mirror wants.
+    pub synced: u32,
+    /// Member clusters where another Mirror's Placement holds the name.
+    pub conflicts: Vec<String>,
+    pub clusters: Clusters,
+    /// The clusters silent or failing, for the status message.
+    pub silent: Vec<String>,
+    pub failing: Vec<(String, String)>,
+    /// When a selected cluster that is heard from now turns silent unless it renews.
+    pub next: Option<Duration>,
+}
+
+/// The hub's placements of fleet Mirrors, through the fleet client.
+pub struct Placer {
+    client: Client,
+    stores: FleetStores,
+    silence: Duration,
+}
+
+impl Placer {
+    pub fn new(client: Client, stores: FleetStores, silence: Duration) -> Placer {
+        Placer {
+            client,
+            stores,
+            silence,
+        }
+    }
+
+    /// Places what `mirror` wants (`desired`) in the member namespaces `serves`, withdraws it
+    /// from those it no longer selects, and counts the clusters.
+    pub async fn place(
+        &self,
+        mirror: &Mirror,
+        desired: &DesiredCopy,
+        serves: &BTreeSet<String>,
+    ) -> Result<Placed, Error> {
+        let owner = Owner::of(mirror);
+        let (spec, carried) = spec_of(mirror, desired);
+        let want = spec_hash(&spec);
+        let name = placement_name(mirror.metadata.namespace(), mirror.metadata.name());
+        let mut placed = Placed::default();
+        for ns in serves {
+            match self.stores.placements.get(ns, &name) {
+                Some(held) if held.owner.as_ref() != Some(&owner) => {
+                    placed.conflicts.push(ns.clone());
+                    continue;
+                }
+                Some(held) if held.spec == want && !carrier_missing(&held) => {
+                    placed.synced += 1;
+                }
+                Some(held) => {
+                    let rv = held.resource_version.to_string();
+                    self.replace(ns, &name, &rv, &spec).await?;
+                    self.carry(&owner, (ns, &name, held.uid.as_deref()), &spec, &carried)
+                        .await?;
+                }
+                None => {
+                    let uid = self.create(&owner, ns, &name, &spec).await?;
+                    self.carry(&owner, (ns, &name, uid.as_deref()), &spec, &carried)
+                        .await?;
+                }
+            }
+            self.count(ns, &desired.hash.hex(), &name, &mut placed);
+        }
+        self.withdraw(&owner, |ns| serves.contains(ns)).await?;
+        Ok(placed)
+    }
+
+    /// Withdraws every Placement of `owner` in a namespace `keep` does not keep: a tombstone
+    /// first; once its member acknowledged it, the Placement goes.
+    pub async fn withdraw(&self, owner: &Owner, keep: impl Fn(&str) -> bool) -> Result<(), Error> {
+        for (key, held) in self.stores.owned(owner) {
+            if keep(&key.namespace) {
+                continue;
+            }
+            let rv = held.resource_version.to_string();
+            if held.withdrawn && held.acknowledged {
+                let path = Placement::url_path(Some(&key.namespace), Some(&key.name));
+                let precondition = json!({"resourceVersion": rv});
+                gone_is_fine(self.client.delete_at(path, Some(precondition)).await)?;
+            } else if !held.withdrawn {
+                self.tombstone(&key, &rv).await?;
+                if let Some(carrier) = &held.carrier {
+                    let path = Secret::url_path(Some(&key.namespace), Some(carrier));
+                    gone_is_fine(self.client.delete_at(path, None).await)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The cluster of namespace `ns`, counted into `placed`.
+    fn count(&self, ns: &str, hash: &str, name: &str, placed: &mut Placed) {
+        let heard = self.stores.heard(ns);
+        let silent_at = heard.map(|at| at + self.silence);
+        let now = Instant::now();
+        if silent_at.is_none_or(|at| at <= now) {
+            placed.clusters.silent += 1;
+            placed.silent.push(ns.to_owned());
+            return;
+        }
+        if let Some(at) = silent_at {
+            let after = at.saturating_duration_since(now);
+            placed.next = Some(placed.next.map_or(after, |n| n.min(after)));
+        }
+        let held = self.stores.placements.get(ns, name);
+        match held.as_ref().and_then(|h| h.failing.clone()) {
+            _ if held.as_ref().and_then(|h| h.observed_hash.as_deref()) == Some(hash) => {
+                placed.clusters.current += 1
+            }
+            Some(reason) if reason != "Progressing" => {
+                placed.clusters.failing += 1;
+                placed.failing.push((ns.to_owned(), reason));
+            }
+            _ => placed.clusters.pending += 1,
+        }
+    }
+
+    async fn create(
+        &self,
+        owner: &Owner,
+        ns: &str,
+        name: &str,
+        spec: &PlacementSpec,
+    ) -> Result<Option<String>, Error> {
+        let placement = Placement {
+            api_version: Some(super::types::API_VERSION.to_owned()),
+            kind: Some("Placement".to_owned()),
+            metadata: labelled_for(owner, ns, name),
+            spec: spec.clone(),
+            status: None,
+        };
+        let created = self.client.create(&placement).await?;
+        Ok(created.metadata.uid)
+    }
+
+    /// Replaces the spec whole, if the Placement is still at `rv`: a JSON patch, as a merge
+    /// patch would leave behind the keys the new content no longer holds.
+    async fn replace(
+        &self,
+        ns: &str,
+        name: &str,
+        rv: &str,
+        spec: &PlacementSpec,
+    ) -> Result<(), Error> {
+        let patch = json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+            {"op": "replace", "path": "/spec", "value": spec},
+        ]);
+        let path = Placement::url_path(Some(ns), Some(name));
+        let _: Placement = self.client.patch_at(path, &patch, PatchKind::Json).await?;
+        Ok(())
+    }
+
+    async fn tombstone(&self, key: &ObjectKey, rv: &str) -> Result<(), Error> {
+        let patch = json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+            {"op": "replace", "path": "/spec/withdrawn", "value": true},
+            {"op": "remove", "path": "/spec/content"},
+        ]);
+        let path = Placement::url_path(Some(&key.namespace), Some(&key.name));
+        let tombstone = self
+            .client
+            .patch_at::<Placement>(path.clone(), &patch, PatchKind::Json);
+        match tombstone.await {
+            // No content to remove (a Secret's Placement): the tombstone alone.
+            Err(e) if e.code() == Some(422) => {
+                let patch = json!([
+                    {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                    {"op": "add", "path": "/spec/withdrawn", "value": true},
+                ]);
+                let _: Placement = self.client.patch_at(path, &patch, PatchKind::Json).await?;
+                Ok(())
+            }
+            other => other.map(drop),
+        }
+    }
+
+    /// Writes the carrier of a Secret's data beside its Placement (`at`: namespace, name and
+    /// uid), owned by it: data only, none of the source's or target's metadata, of a type no
+    /// controller acts on.
+    async fn carry(
+        &self,
+        owner: &Owner,
+        (ns, placement, uid): (&str, &str, Option<&str>),
+        spec: &PlacementSpec,
+        data: &Option<Value>,
+    ) -> Result<(), Error> {
+        let (Some(carrier), Some(data)) = (&spec.secret, data) else {
+            return Ok(());
+        };
+        let mut meta = labelled_for(owner, ns, &carrier.name);
+        meta.annotations.insert(
+            super::copy::SOURCE_HASH_ANNOTATION.to_owned(),
+            carrier.hash.clone(),
+        );
+        meta.owner_references = uid
+            .map(|uid| owned_by(placement, uid))
+            .into_iter()
+            .collect();
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
+            "type": CARRIER_TYPE, "data": data});
+        let path = Secret::url_path(Some(ns), None);
+        let body = serde_json::to_vec(&secret).map_err(|e| Error::Refused(e.to_string()))?;
+        match self.client.create_encoded_at(path, body.into()).await {
+            Err(e) if e.is_already_exists() => {
+                let mut patch = Map::new();
+                patch.insert("metadata".into(), json!({"annotations": meta.annotations}));
+                let mut data = data.as_object().cloned().unwrap_or_default();
+                data.insert("$patch".into(), "replace".into());
+                patch.insert("data".into(), Value::Object(data));
+                let path = Secret::url_path(Some(ns), Some(&carrier.name));
+                let patch = Value::Object(patch);
+                let _: Secret = self
+                    .client
+                    .patch_at(path, &patch, PatchKind::Strategic)
+                    .await?;
+                Ok(())
+            }
+            other => other.map(drop),
+        }
+    }
+}
+
+/// A Placement whose carrier the member reported missing or not matching is written again.
+fn carrier_missing(held: &PlacementInfo) -> bool {
+    held.carrier.is_some() && held.failing.as_deref() == Some("SourceNotFound")
+}
+
+/// The Placement spec of `mirror` wanting `desired`, and for a kind whose content is secret
+/// the data its carrier holds.
+fn spec_of(mirror: &Mirror, desired: &DesiredCopy) -> (PlacementSpec, Option<Value>) {
+    let payload = desired.payload();
+    let mut content = Map::new();
+    for (field, value) in payload.held() {
+        content.insert(field.name.to_owned(), value.clone());
+    }
+    let target =
+        (!desired.labels.is_empty() || !desired.annotations.is_empty()).then(|| TargetSpec {
+            metadata: ObjectMeta {
+                labels: desired.labels.clone(),
+                annotations: desired.annotations.clone(),
+                ..ObjectMeta::default()
+            },
+        });
+    let hash = desired.hash.hex();
+    let secret = payload.row().secret_content;
+    let carrier = secret.then(|| Carrier {
+        name: mirror.spec.target_name().to_owned(),
+        hash: hash.clone(),
+        type_: payload.text("type").map(str::to_owned),
+    });
+    let carried = secret.then(|| content.remove("data")).flatten();
+    let spec = PlacementSpec {
+        format: FORMAT,
+        mirror: MirrorOnHub {
+            namespace: mirror.metadata.namespace().to_owned(),
+            name: mirror.metadata.name().to_owned(),
+            uid: mirror.metadata.uid.clone().unwrap_or_default(),
+        },
+        kind: payload.kind(),
+        target_name: mirror.spec.target_name().to_owned(),
+        namespace_selector: mirror.spec.namespace_selector.clone(),
+        target,
+        conflicts: mirror.spec.conflicts,
+        hash,
+        content: (!secret).then_some(Value::Object(content)),
+        secret: carrier,
+        withdrawn: false,
+    };
+    (spec, carried)
+}
+
+/// An owner reference to the Placement `name` with `uid`: the carrier goes with it.
+fn owned_by(name: &str, uid: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: super::types::API_VERSION.to_owned(),
+        kind: "Placement".to_owned(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+        ..OwnerReference::default()
+    }
+}
+
+fn gone_is_fine(result: Result<(), Error>) -> Result<(), Error> {
+    match result {
+        Err(e) if e.is_not_found() => Ok(()),
+        other => other,
+    }
+}
