@@ -290,7 +290,7 @@ fn schema_refuses_skiffs_own_keys_never_copied_keys_and_malformed_ones_with_a_me
 
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
-fn get_mirrors_shows_source_selected_synced_ready_reason_contested_and_age() {
+fn get_mirrors_shows_source_selected_synced_ready_reason_contested_clusters_and_age() {
     require_e2e_binaries();
     let cp = ControlPlane::installed();
     let ns = cp.create_namespace("e2e-columns", &[]);
@@ -326,16 +326,20 @@ fn get_mirrors_shows_source_selected_synced_ready_reason_contested_and_age() {
             "READY",
             "REASON",
             "CONTESTED",
+            "CURRENT",
+            "SILENT",
             "AGE"
         ],
         "{table}"
     );
+    // A local Mirror has no clusters: CURRENT and SILENT stay empty, its age follows.
     let row = lines.next().unwrap_or_default();
     assert_eq!(
         row[..7],
         ["columns", "app-ca", "3", "2", "False", "Conflict", "1"],
         "{table}"
     );
+    assert_eq!(row.len(), 8, "{table}");
     assert_eq!(
         cp.kubectl_ok(&["get", "mir", "-n", &ns, "-o", "name"])
             .trim(),
