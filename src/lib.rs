@@ -10,6 +10,8 @@
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
 //! - [`runtime`]: watcher → store → work queue → controller, the general controller machinery.
 //! - [`mirror`]: the Mirror controller (types, selection, plan, status).
+//! - [`clock`]: where timers and deadlines read the time: real in the binary, moved by hand in
+//!   tests.
 //! - [`deadline`]: timeouts on futures, one way everywhere.
 //! - [`time`]: RFC 3339 timestamps for the wire and logs; [`random`]: identity suffixes and
 //!   retry jitter.
@@ -28,6 +30,7 @@
 // Unsafe code is denied everywhere but `heap`, the one place that calls the C allocator.
 #![deny(unsafe_code)]
 
+pub mod clock;
 pub mod deadline;
 pub mod duration;
 pub mod fd_limit;
