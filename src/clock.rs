@@ -61,6 +61,12 @@ impl Clock {
         self.sleep_until(self.now() + duration)
     }
 
+    /// Resolves once the clock reads `at` or later, as [`Clock::sleep_until`], for a deadline
+    /// that some work races: the task waiting for it is not idle.
+    pub fn deadline(&self, at: Instant) -> Sleep {
+        self.wait_until(at, Wait::Timeout)
+    }
+
     /// `work` if it finishes by `deadline` on this clock, else `Error::Timeout` naming `what`
     /// (the work is then dropped, with whatever connection it held).
     pub fn before<T>(
@@ -69,7 +75,7 @@ impl Clock {
         what: &str,
         work: impl Future<Output = Result<T, Error>>,
     ) -> impl Future<Output = Result<T, Error>> {
-        let expiry = self.wait_until(deadline, Wait::Timeout);
+        let expiry = self.deadline(deadline);
         let what = what.to_owned();
         smol::future::or(work, async move {
             expiry.await;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use async_signal::{Signal, Signals};
+use skiff::clock::Clock;
 use skiff::flags::{self, FlagError, Settings};
 use skiff::kube::{Client, LoadOptions};
 use skiff::manager::{self, Shutdown};
@@ -69,7 +70,8 @@ async fn run(settings: &Settings) -> Result<(), String> {
         .kinds
         .clone()
         .in_namespace(config.namespace.clone());
-    let replica = Replica::wire(settings, config, &identity)?;
+    let clock = Clock::real();
+    let replica = Replica::wire(settings, config, &identity, clock.clone())?;
     let step_down = replica.step_down();
     let own_pod_deleted = replica.own_pod_deleted();
     let probes = Arc::new(Probes::new(replica.health_checks()));
@@ -99,9 +101,16 @@ async fn run(settings: &Settings) -> Result<(), String> {
         graceful_timeout: settings.graceful_shutdown_timeout,
         release_on_cancel: settings.release_on_cancel,
     };
-    manager::run(replica.elector, runnables, signal, shutdown, step_down)
-        .await
-        .map_err(|lost| format!("{lost}; controllers cancelled"))
+    manager::run(
+        replica.elector,
+        runnables,
+        signal,
+        shutdown,
+        step_down,
+        &clock,
+    )
+    .await
+    .map_err(|lost| format!("{lost}; controllers cancelled"))
 }
 
 /// Binds the probe and metrics addresses (failing at start, naming the flag) and serves them;

@@ -152,14 +152,31 @@ impl ManualClock {
     /// for this clock to reach `at`), at most `limit` of real time, a liveness bound for the
     /// tasks of other threads the test waits for. Returns whether one does.
     pub fn wait_for_sleep(&self, at: Instant, limit: Duration) -> bool {
+        self.wait_for(limit, |w| w.at == at && w.wait == Wait::Sleep)
+    }
+
+    /// Blocks the calling thread until some task sleeps, at most `limit` of real time; the
+    /// earliest instant a task sleeps until, if one does.
+    pub fn wait_for_any_sleep(&self, limit: Duration) -> Option<Instant> {
+        self.wait_for(limit, |w| w.wait == Wait::Sleep);
+        self.sleeps().first().copied()
+    }
+
+    /// [`ManualClock::wait_for_sleep`] for any wait until exactly `at`, a timeout's too.
+    pub fn wait_for_wake(&self, at: Instant, limit: Duration) -> bool {
+        self.wait_for(limit, |w| w.at == at)
+    }
+
+    fn wait_for(&self, limit: Duration, wanted: impl Fn(&Waiter) -> bool) -> bool {
         let deadline = Instant::now() + limit;
+        let found = || self.shared.lock().waiters.values().any(&wanted);
         loop {
             let listener = self.shared.waiting.listen();
-            if self.sleeps().contains(&at) {
+            if found() {
                 return true;
             }
             if listener.wait_deadline(deadline).is_none() {
-                return self.sleeps().contains(&at);
+                return found();
             }
         }
     }
