@@ -54,7 +54,8 @@ impl Replica {
         config.burst = settings.kube_api_burst.get();
         config.watch_idle_timeout = settings.hearing.watch_idle_timeout;
         let scope = source_scope(settings, config.namespace.as_deref())?;
-        let main = Client::new(config.clone()).map_err(|e| e.to_string())?;
+        let liveness = Liveness::with_clock(clock.clone());
+        let main = Client::with_liveness(config.clone(), liveness).map_err(|e| e.to_string())?;
         let reviewer = main.clone();
         let deafness_timeout = settings.hearing.deafness_timeout;
         let own_pod = match settings.stop_on_pod_deletion {
