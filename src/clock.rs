@@ -121,6 +121,17 @@ impl fmt::Debug for Clock {
 /// The future of [`Clock::sleep_until`] and [`Clock::sleep`]. Dropping it cancels the wait.
 pub struct Sleep(SleepOn);
 
+impl Sleep {
+    /// Makes this wait end `duration` from now on its clock instead, as a deadline that moves
+    /// with each sign of life (a real one keeps its timer and only moves it).
+    pub fn set_after(&mut self, duration: Duration) {
+        match &mut self.0 {
+            SleepOn::Real(timer) => timer.set_after(duration),
+            SleepOn::Manual(sleeper) => sleeper.set_after(duration),
+        }
+    }
+}
+
 enum SleepOn {
     Real(smol::Timer),
     Manual(manual::Sleeper),

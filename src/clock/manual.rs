@@ -288,6 +288,15 @@ impl Sleeper {
         }
     }
 
+    /// Waits until `duration` from now instead.
+    pub(super) fn set_after(&mut self, duration: Duration) {
+        let mut state = self.manual.lock();
+        if let Some(id) = self.id.take() {
+            state.waiters.remove(&id);
+        }
+        self.at = self.manual.origin + state.elapsed + duration;
+    }
+
     pub(super) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let registered = {
             let mut state = self.manual.lock();

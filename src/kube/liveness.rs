@@ -97,6 +97,11 @@ impl Liveness {
         }
     }
 
+    /// The clock the suspicions, and the watches' silence, are timed on.
+    pub fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+
     /// The current suspicion epoch.
     pub fn epoch(&self) -> u64 {
         self.shared.epoch.load(Ordering::SeqCst)

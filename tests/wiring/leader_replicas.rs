@@ -128,7 +128,7 @@ fn the_standby_leads_on_seeing_the_leaders_release() {
     eprintln!("handover took {took:?} after the release reply");
     assert!(polls.is_empty(), "replica-b polled the lease: {polls:?}");
     assert!(
-        records[release..acquired].iter().any(|r| is_lease_get(r)),
+        records[release..acquired].iter().any(is_lease_get),
         "replica-b took the lease without reading it"
     );
 }
