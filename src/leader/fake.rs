@@ -4,6 +4,7 @@
 //! build on it, read that clock, which the tests move by hand.
 
 use super::lock::LeaseApi;
+use super::timing::Timing;
 use crate::clock::{Clock, ManualClock};
 use crate::kube::api::{Lease, LeaseSpec};
 use crate::kube::{Error, WatchEvent};
@@ -12,6 +13,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 type Events = Receiver<Result<WatchEvent<Lease>, Error>>;
+
+/// client-go's defaults (lease 15 s, renew deadline 10 s, retry period 2 s): virtual time makes
+/// real timings cost nothing, so the tests use them.
+pub const CLIENT_GO_TIMING: Timing = Timing {
+    lease_duration: Duration::from_secs(15),
+    renew_deadline: Duration::from_secs(10),
+    retry_period: Duration::from_secs(2),
+};
 /// What "another replica" does to the lease.
 type OtherWrite = Box<dyn FnOnce(&mut LeaseSpec) + Send>;
 

@@ -5,20 +5,14 @@
 
 use super::*;
 use crate::clock::ManualClock;
-use crate::leader::fake::{FakeApi, FakeStore};
-use crate::leader::{Fence, Timing};
+use crate::leader::Fence;
+use crate::leader::fake::{CLIENT_GO_TIMING as TIMING, FakeApi, FakeStore};
 use crate::signal::Trigger;
 use crate::testing::secs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 const ME: &str = "me_abc";
-/// Lease 15 s, renew deadline 10 s, retry period 2 s: client-go's defaults.
-const TIMING: Timing = Timing {
-    lease_duration: Duration::from_secs(15),
-    renew_deadline: Duration::from_secs(10),
-    retry_period: Duration::from_secs(2),
-};
 /// The graceful timeout: shorter than the retry period, so the lease is not renewed while the
 /// controllers stop and a test can move the clock past it in one step.
 const GRACEFUL: Duration = Duration::from_secs(1);
@@ -100,6 +94,11 @@ impl Managed {
         Managed { stop, outcome }
     }
 
+    /// The manager electing on `store` with `runnable`, and no step-down.
+    fn leading(store: &FakeStore, runnable: Runnable, shutdown: Shutdown) -> Managed {
+        Managed::start(store, Some(elector(store)), vec![runnable], shutdown, None)
+    }
+
     fn outcome(&self) -> Result<(), LeaderLost> {
         (self.outcome.recv_timeout(LIVENESS)).expect("the manager did not return")
     }
@@ -114,31 +113,33 @@ fn controllers_stop_before_the_lease_is_released() {
     let store = FakeStore::default();
     let (gate, closed) = smol::channel::bounded::<()>(1);
     let (runnable, reports, _) = recorder(&store, closed);
-    let managed = Managed::start(
-        &store,
-        Some(elector(&store)),
-        vec![runnable],
-        shutdown(true),
-        None,
-    );
+    let managed = Managed::leading(&store, runnable, shutdown(true));
     assert_eq!(next(&reports), format!("started holder={:?}", Some(ME)));
-    let stop_deadline = store.clock().now() + GRACEFUL;
+    let signalled = store.clock().now();
     managed.stop.stop_and_wait(&reports);
-    assert!(
-        store.time().wait_for_wake(stop_deadline, LIVENESS),
-        "the manager is not waiting for its controllers to stop"
-    );
-    assert_eq!(
-        holder(&store).as_deref(),
-        Some(ME),
-        "released while a controller was still stopping"
-    );
+    waits_for_the_controllers(&store, signalled);
     drop(gate);
     assert_eq!(next(&reports), format!("stopped holder={:?}", Some(ME)));
     assert!(managed.outcome().is_ok());
     assert_eq!(holder(&store).as_deref(), Some(""), "not released");
     let lease = store.lease().expect("lease");
     assert_eq!(lease.spec.lease_duration_seconds, Some(1));
+}
+
+/// After the stop signal at `signalled`: the manager waits on its graceful deadline, with the
+/// lease still held. Returns that deadline.
+fn waits_for_the_controllers(store: &FakeStore, signalled: Instant) -> Instant {
+    let stop_deadline = signalled + GRACEFUL;
+    assert!(
+        store.time().wait_for_wake(stop_deadline, LIVENESS),
+        "the manager does not wait the grace period for its controllers"
+    );
+    assert_eq!(
+        holder(store).as_deref(),
+        Some(ME),
+        "released while a controller was still stopping"
+    );
+    stop_deadline
 }
 
 /// Fires the trigger and waits until the runnable reports that it is stopping.
@@ -194,13 +195,7 @@ fn controllers_start_only_once_leading() {
 fn without_release_on_cancel_the_lease_is_left_to_expire() {
     let store = FakeStore::default();
     let (runnable, reports, _) = recorder(&store, open_gate());
-    let managed = Managed::start(
-        &store,
-        Some(elector(&store)),
-        vec![runnable],
-        shutdown(false),
-        None,
-    );
+    let managed = Managed::leading(&store, runnable, shutdown(false));
     assert_eq!(next(&reports), format!("started holder={:?}", Some(ME)));
     managed.stop.fire();
     assert!(managed.outcome().is_ok());
@@ -230,18 +225,18 @@ fn stuck() -> (Runnable, Reports) {
     (runnable, reports)
 }
 
+/// The manager leading on `store` with a [`stuck`] runnable that has started.
+fn leading_stuck(store: &FakeStore) -> (Managed, Reports) {
+    let (runnable, reports) = stuck();
+    let managed = Managed::leading(store, runnable, shutdown(true));
+    assert_eq!(next(&reports), "started");
+    (managed, reports)
+}
+
 #[test]
 fn losing_the_lease_cancels_controllers_and_is_an_error() {
     let store = FakeStore::default();
-    let (runnable, reports) = stuck();
-    let managed = Managed::start(
-        &store,
-        Some(elector(&store)),
-        vec![runnable],
-        shutdown(true),
-        None,
-    );
-    assert_eq!(next(&reports), "started");
+    let (managed, reports) = leading_stuck(&store);
     let acquired = store.clock().now();
     store.fail_all(true);
     // The elector tries once a retry period, failing, until the renew deadline.
@@ -264,26 +259,10 @@ fn losing_the_lease_cancels_controllers_and_is_an_error() {
 #[test]
 fn a_controller_that_does_not_stop_is_cancelled_after_the_grace_period() {
     let store = FakeStore::default();
-    let (runnable, reports) = stuck();
-    let managed = Managed::start(
-        &store,
-        Some(elector(&store)),
-        vec![runnable],
-        shutdown(true),
-        None,
-    );
-    assert_eq!(next(&reports), "started");
-    let stop_deadline = store.clock().now() + GRACEFUL;
+    let (managed, reports) = leading_stuck(&store);
+    let signalled = store.clock().now();
     managed.stop.fire();
-    assert!(
-        store.time().wait_for_wake(stop_deadline, LIVENESS),
-        "the manager does not wait the grace period for its controllers"
-    );
-    assert_eq!(
-        holder(&store).as_deref(),
-        Some(ME),
-        "released before the grace period"
-    );
+    let stop_deadline = waits_for_the_controllers(&store, signalled);
     store.time().advance_to(stop_deadline);
     assert_eq!(next(&reports), "cancelled");
     assert!(managed.outcome().is_ok());

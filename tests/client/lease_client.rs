@@ -216,7 +216,8 @@ fn lock_over_lease_client(server: &FakeServer) -> LeaseLock<ClientLeaseApi> {
     LeaseLock::new(api, "me_abc".into(), 2, Clock::real())
 }
 
-fn lease_requests_since(server: &FakeServer, mark: usize) -> Vec<String> {
+/// The lease requests from `mark` on, as "METHOD status".
+pub fn lease_requests_since(server: &FakeServer, mark: usize) -> Vec<String> {
     server.requests()[mark..]
         .iter()
         .filter(|r| r.class == RequestClass::Lease)

@@ -8,7 +8,7 @@
 //! while the clock stands still happens "at once"; nothing depends on how fast the machine is.
 
 use crate::lease_client::{
-    LEASE, LEASE_UA, NS, lease_client, lease_path, ms, start_server, timing,
+    LEASE, LEASE_UA, NS, lease_client, lease_path, lease_requests_since, ms, start_server, timing,
 };
 use crate::support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
 use crate::support::renewals::{LIVENESS, Renewals, within};
@@ -21,21 +21,19 @@ use skiff::replica::Replica;
 use skiff::serve::Probes;
 use std::time::{Duration, Instant};
 
-/// The lease requests from `mark` on, as "METHOD status".
-fn lease_requests_since(server: &FakeServer, mark: usize) -> Vec<String> {
-    server.requests()[mark..]
-        .iter()
-        .filter(|r| r.class == RequestClass::Lease)
-        .map(|r| format!("{} {}", r.method, r.status))
-        .collect()
-}
-
-#[test]
-fn a_renewal_that_meets_a_409_gets_and_puts_again_at_once() {
+/// A fake server, a manual clock, an elector leading on it over the real lease client, and
+/// how many requests the server had seen by then.
+fn leading() -> (FakeServer, ManualClock, Elector<ClientLeaseApi>, usize) {
     let server = start_server();
     let time = ManualClock::new();
     let elector = crate::lease_client::leading_elector(lease_client(&server), &time);
     let mark = server.requests().len();
+    (server, time, elector, mark)
+}
+
+#[test]
+fn a_renewal_that_meets_a_409_gets_and_puts_again_at_once() {
+    let (server, time, elector, mark) = leading();
     let mut lease = server.get(&lease_path()).expect("lease");
     lease["metadata"]["labels"] = json!({"touched": "by-someone-else"});
     server.update(lease);
@@ -70,10 +68,7 @@ fn a_renewal_that_meets_a_409_gets_and_puts_again_at_once() {
 
 #[test]
 fn a_failed_renewal_is_retried_one_retry_period_later_with_a_get() {
-    let server = start_server();
-    let time = ManualClock::new();
-    let elector = crate::lease_client::leading_elector(lease_client(&server), &time);
-    let mark = server.requests().len();
+    let (server, time, elector, mark) = leading();
     server.set_fault_times(RequestClass::Lease, Fault::ServerError, 1);
     let renewing = Renewals::start(elector, &time);
     let failed = renewing.next().expect("lost the lease");

@@ -9,8 +9,8 @@
 use crate::support::fake::{FakeServer, RequestClass, RequestRecord};
 use crate::support::lease::LEASE_PATH;
 use crate::support::skiff::{
-    SHORT_LEASE, Skiff, TempDir, eventually, fan_out_world, is_controller_write, is_lease_hold,
-    is_lease_release, lease_write_holder, write_kubeconfig,
+    SHORT_LEASE, Skiff, TempDir, count_requests, eventually, fan_out_world, is_controller_write,
+    is_lease_hold, is_lease_release, lease_write_holder, write_kubeconfig,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -158,12 +158,7 @@ fn a_frozen_leader_is_replaced_after_the_lease_duration_and_writes_nothing_when_
     let b = start(&dir, &server, "replica-b", &fast);
     assert!(standby_is_watching(&server), "log:\n{}", b.logs());
     let writing = eventually(LIVENESS, || {
-        server
-            .requests()
-            .iter()
-            .filter(|r| is_controller_write(r))
-            .count()
-            >= 10
+        count_requests(&server, is_controller_write) >= 10
     });
     assert!(writing, "replica-a is not writing; log:\n{}", a.logs());
 

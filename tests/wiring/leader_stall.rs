@@ -6,7 +6,8 @@
 
 use crate::support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
 use crate::support::skiff::{
-    Skiff, TempDir, eventually, fan_out_world, is_lease_hold, longest_gap, write_kubeconfig,
+    Skiff, TempDir, count_requests, eventually, fan_out_world, is_lease_hold, longest_gap,
+    write_kubeconfig,
 };
 use std::time::{Duration, Instant};
 
@@ -28,14 +29,7 @@ fn a_stalled_lease_request_is_dropped_and_redialed_before_the_renew_deadline() {
     ];
     let mut skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
     // Leading, with a renewal done: the lease connection is pooled.
-    let leading = eventually(LIVENESS, || {
-        server
-            .requests()
-            .iter()
-            .filter(|r| is_lease_hold(r))
-            .count()
-            >= 2
-    });
+    let leading = eventually(LIVENESS, || count_requests(&server, is_lease_hold) >= 2);
     assert!(leading, "log:\n{}", skiff.logs());
     server.set_fault_times(RequestClass::Lease, Fault::Stall, 1);
     let from = Instant::now();

@@ -5,18 +5,11 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::deadline::within;
-use crate::leader::fake::{FakeApi, FakeStore};
+use crate::leader::fake::{CLIENT_GO_TIMING as TIMING, FakeApi, FakeStore};
 use crate::testing::{ms, secs};
 use std::time::Duration;
 
 const ME: &str = "me_abc";
-
-/// client-go's defaults: lease 15 s, renew deadline 10 s, retry period 2 s.
-const TIMING: Timing = Timing {
-    lease_duration: Duration::from_secs(15),
-    renew_deadline: Duration::from_secs(10),
-    retry_period: Duration::from_secs(2),
-};
 
 /// How long a task of smol's executor (the "became leader" post) may take to run: a liveness
 /// bound for another thread, not a speed goal.
@@ -36,6 +29,14 @@ fn leading(store: &FakeStore) -> Elector<FakeApi> {
     let acquired = time(store).run_for(Duration::ZERO, e.acquire());
     assert!(acquired.is_some(), "did not acquire at once");
     e
+}
+
+/// Renews until leadership is lost (at most a minute of virtual time): the loss, and how long
+/// after the call it came.
+fn renew_until_lost(store: &FakeStore, e: &mut Elector<FakeApi>) -> (LeaderLost, Duration) {
+    let from = store.clock().now();
+    let lost = time(store).run_for(secs(60), e.keep_renewing());
+    (lost.expect("not lost"), store.clock().now() - from)
 }
 
 fn other_holds(store: &FakeStore) {
@@ -137,14 +138,10 @@ fn transient_renew_failures_are_retried_with_a_get_and_leadership_kept() {
 fn renew_failures_until_the_deadline_lose_leadership_and_close_the_fence() {
     let store = FakeStore::default();
     let mut e = leading(&store);
-    let acquired = store.clock().now();
     store.fail_all(true);
-    let lost = time(&store)
-        .run_for(secs(60), e.keep_renewing())
-        .expect("not lost");
+    let (lost, after) = renew_until_lost(&store, &mut e);
     assert_eq!(
-        store.clock().now() - acquired,
-        TIMING.renew_deadline,
+        after, TIMING.renew_deadline,
         "lost at the renew deadline from the last successful renewal"
     );
     assert!(lost.reason.contains("renew deadline"), "{lost}");
@@ -161,25 +158,22 @@ fn renew_failures_until_the_deadline_lose_leadership_and_close_the_fence() {
 fn a_stuck_renewal_cannot_outlive_the_renew_deadline() {
     let store = FakeStore::default();
     let mut e = leading(&store);
-    let acquired = store.clock().now();
     store.delay(secs(3600));
-    let lost = time(&store).run_for(secs(60), e.keep_renewing());
-    assert!(lost.is_some(), "a stuck request held the elector");
-    assert_eq!(store.clock().now() - acquired, TIMING.renew_deadline);
+    let (_, after) = renew_until_lost(&store, &mut e);
+    assert_eq!(
+        after, TIMING.renew_deadline,
+        "a stuck request held the elector"
+    );
 }
 
 #[test]
 fn loses_at_its_next_renewal_when_another_replica_holds_the_lease() {
     let store = FakeStore::default();
     let mut e = leading(&store);
-    let acquired = store.clock().now();
     other_holds(&store);
-    let lost = time(&store)
-        .run_for(secs(60), e.keep_renewing())
-        .expect("not lost");
+    let (lost, after) = renew_until_lost(&store, &mut e);
     assert_eq!(
-        store.clock().now() - acquired,
-        TIMING.retry_period,
+        after, TIMING.retry_period,
         "lost at the first renewal, not at the renew deadline"
     );
     assert!(lost.reason.contains("other_xyz"), "{lost}");
@@ -203,9 +197,7 @@ fn release_writes_nothing_after_leadership_was_lost() {
     let store = FakeStore::default();
     let mut e = leading(&store);
     other_holds(&store);
-    time(&store)
-        .run_for(secs(60), e.keep_renewing())
-        .expect("not lost");
+    renew_until_lost(&store, &mut e);
     store.clear_requests();
     assert_eq!(time(&store).run(e.release()), Ok(false));
     assert_eq!(store.count("PUT"), 0);
@@ -217,9 +209,7 @@ fn release_after_a_missed_deadline_clears_a_lease_the_server_still_shows_as_ours
     let store = FakeStore::default();
     let mut e = leading(&store);
     store.fail_all(true);
-    time(&store)
-        .run_for(secs(60), e.keep_renewing())
-        .expect("not lost");
+    renew_until_lost(&store, &mut e);
     store.fail_all(false);
     assert_eq!(time(&store).run(e.release()), Ok(true));
     assert_eq!(store.holder().as_deref(), Some(""));
