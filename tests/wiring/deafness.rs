@@ -45,9 +45,11 @@ fn deaf_leader(latency: Duration) {
     let dir = TempDir::new("deaf-leader");
     let flags = [
         "--leader-elect",
-        "--leader-elect-lease-duration=2s",
-        "--leader-elect-renew-deadline=1500ms",
-        "--leader-elect-retry-period=500ms",
+        // A renew deadline with room for a busy machine: the leader must step down because it
+        // is deaf, never lose its lease by missing a renewal.
+        "--leader-elect-lease-duration=4s",
+        "--leader-elect-renew-deadline=3s",
+        "--leader-elect-retry-period=1s",
         "--watch-idle-timeout=2s",
         "--deafness-timeout=4s",
         "--kube-api-qps=1000",
@@ -113,7 +115,7 @@ fn deaf_leader(latency: Duration) {
         .expect("B's first hold");
     eprintln!(
         "A's watches silenced (latency {latency:?}); B led {:?} later (deafness timeout 4 s + \
-         retry 0.5 s)",
+         retry 1 s)",
         b_leads - silenced
     );
     let release = records
