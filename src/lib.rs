@@ -27,6 +27,8 @@
 //! - [`metrics`]: counters, gauges and histograms in the Prometheus text format.
 //! - [`log`]: the logger (text or JSON lines on stderr, bearer tokens scrubbed).
 //! - [`signal`]: the one-shot signal shutdown is told with, at every level.
+//! - [`clock`]: where timers and deadlines read the time: real in the binary, moved by hand in
+//!   tests.
 //! - [`deadline`]: timeouts on futures, one way everywhere.
 //! - [`random`]: identity suffixes and retry jitter.
 //! - [`time`]: RFC 3339 timestamps for the wire and logs.
@@ -60,6 +62,7 @@ pub mod version;
 pub mod metrics;
 pub mod log;
 pub mod signal;
+pub mod clock;
 pub mod deadline;
 pub mod random;
 pub mod time;

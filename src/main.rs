@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use async_signal::{Signal, Signals};
+use skiff::clock::Clock;
 use skiff::flags::{self, FlagError, Settings};
 use skiff::kube::{Client, LoadOptions};
 use skiff::manager::{self, Shutdown};
@@ -67,7 +68,8 @@ async fn run(settings: &Settings) -> Result<(), String> {
     let identity = skiff::leader::identity();
     let kinds = mirror::KindChecks::new(settings.kinds.clone(), config.namespace.clone());
     let own_namespace = config.namespace.clone();
-    let replica = Replica::wire(settings, config, &identity)?;
+    let clock = Clock::real();
+    let replica = Replica::wire(settings, config, &identity, clock.clone())?;
     let required = settings.require_write_policy;
     skiff::policy_check::at_start(&replica.reviewer, own_namespace.as_deref(), required).await?;
     let step_down = replica.step_down();
@@ -101,9 +103,16 @@ async fn run(settings: &Settings) -> Result<(), String> {
         graceful_timeout: settings.graceful_shutdown_timeout,
         release_on_cancel: settings.release_on_cancel,
     };
-    manager::run(replica.elector, runnables, signal, shutdown, step_down)
-        .await
-        .map_err(|lost| format!("{lost}; controllers cancelled"))
+    manager::run(
+        replica.elector,
+        runnables,
+        signal,
+        shutdown,
+        step_down,
+        &clock,
+    )
+    .await
+    .map_err(|lost| format!("{lost}; controllers cancelled"))
 }
 
 /// Binds the probe and metrics addresses (failing at start, naming the flag) and serves them;

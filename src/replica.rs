@@ -12,8 +12,10 @@
 //! ([`StepDown`]).
 //!
 //! `main` only adds signals, probes and the manager; keeping the wiring here lets tests build
-//! exactly what the binary builds.
+//! exactly what the binary builds. The binary gives it the real clock; tests may give it a
+//! manual one, which then times the election, the fence and the background posts.
 
+use crate::clock::Clock;
 use crate::flags::{Settings, SourceNamespaces};
 use crate::kube::{Client, Config, Liveness, WriteGuard};
 use crate::leader::{Announcer, ClientLeaseApi, DeletionCost, Elector, Fence};
@@ -51,12 +53,14 @@ impl Replica {
         settings: &Settings,
         mut config: Config,
         identity: &str,
+        clock: Clock,
     ) -> Result<Replica, String> {
         config.qps = settings.kube_api_qps;
         config.burst = settings.kube_api_burst.get();
         config.watch_idle_timeout = settings.hearing.watch_idle_timeout;
         let scope = source_scope(settings, config.namespace.as_deref())?;
-        let main = Client::new(config.clone()).map_err(|e| e.to_string())?;
+        let liveness = Liveness::with_clock(clock.clone());
+        let main = Client::with_liveness(config.clone(), liveness).map_err(|e| e.to_string())?;
         let reviewer = main.clone();
         let deafness_timeout = settings.hearing.deafness_timeout;
         let own_pod = match settings.stop_on_pod_deletion {
@@ -90,7 +94,7 @@ impl Replica {
             });
         }
         let (mut elector, lease, lease_client) =
-            elector(settings, &config, main.liveness(), identity)?;
+            elector(settings, &config, main.liveness(), identity, clock.clone())?;
         let fence = elector.fence();
         let writers = [main.clone(), lease_client];
         fence.on_close(Box::new(move || {
@@ -109,13 +113,14 @@ impl Replica {
             &lease.namespace,
             &lease.name,
             identity,
+            clock.clone(),
         ));
         if settings.pod_deletion_cost {
             let (namespace, pod) = own_pod_of(
                 "--leader-elect-pod-deletion-cost",
                 config.namespace.as_deref(),
             )?;
-            elector.mark_pod_with(DeletionCost::on_pod(&reviewer, &namespace, &pod));
+            elector.mark_pod_with(DeletionCost::on_pod(&reviewer, &namespace, &pod, clock));
         }
         Ok(Replica {
             main,
@@ -221,6 +226,7 @@ fn elector(
     config: &Config,
     liveness: &Liveness,
     identity: &str,
+    clock: Clock,
 ) -> Result<(Elector<ClientLeaseApi>, LeaseName, Client), String> {
     let namespace = settings
         .leader_election_namespace
@@ -236,13 +242,14 @@ fn elector(
         lease_client.clone(),
         &namespace,
         &settings.leader_election_id,
+        clock.clone(),
     );
     log::info!(
         "leader election on Lease {namespace}/{} as {identity}",
         settings.leader_election_id
     );
-    let elector =
-        Elector::new(api, identity.to_owned(), settings.timing).map_err(|e| e.to_string())?;
+    let elector = Elector::new(api, identity.to_owned(), settings.timing, clock)
+        .map_err(|e| e.to_string())?;
     let lease = LeaseName {
         namespace,
         name: settings.leader_election_id.clone(),
@@ -299,7 +306,8 @@ mod tests {
         ];
         let args: Vec<String> = flags.iter().map(|a| (*a).to_owned()).collect();
         let settings = crate::flags::parse(&args).expect("flags");
-        let replica = Replica::wire(&settings, Config::new(url), "me").expect("wired");
+        let replica =
+            Replica::wire(&settings, Config::new(url), "me", Clock::real()).expect("wired");
         let fence = replica.elector.as_ref().expect("elector").fence();
         fence.renewed(Instant::now());
         let client = replica.main.clone();

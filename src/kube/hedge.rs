@@ -13,12 +13,11 @@ use super::config::{Config, Credential};
 use super::liveness::Liveness;
 use super::pool::Pool;
 use super::request::{Reply, RequestSpec, send_fresh, send_pooled};
+use crate::clock::Sleep;
 use http_types::Method;
-use smol::Timer;
 use smol::future::or;
 use std::future::Future;
 use std::pin::pin;
-use std::time::Duration;
 
 /// Sends `spec` on a pooled connection; with `config.hedge_after` set, a GET or PUT still
 /// unanswered after it is sent again on a new connection. A hedge that answers first raises a
@@ -38,7 +37,8 @@ pub async fn send(
         _ => return primary.await,
     };
     let backup = Box::pin(send_fresh(pool, config, spec, credential));
-    let (result, winner) = hedged(primary, delay, backup).await;
+    let hedge_at = liveness.clock().sleep(delay);
+    let (result, winner) = hedged(primary, hedge_at, backup).await;
     if winner == Winner::Backup && result.is_ok() {
         liveness.suspect(&format!(
             "{} {} had no reply after {delay:?} on a pooled connection, while a new connection \
@@ -57,17 +57,17 @@ pub enum Winner {
     Backup,
 }
 
-/// Runs `primary`; if it has no result after `delay`, runs `backup` beside it. Returns the first
-/// success, else the error of whichever finished last. `backup` is not started (and its
-/// connection not dialed) when `primary` finishes in time.
+/// Runs `primary`; if it has no result when `hedge_at` ends, runs `backup` beside it. Returns
+/// the first success, else the error of whichever finished last. `backup` is not started (and
+/// its connection not dialed) when `primary` finishes in time.
 pub async fn hedged<T, E>(
     primary: impl Future<Output = Result<T, E>>,
-    delay: Duration,
+    hedge_at: Sleep,
     backup: impl Future<Output = Result<T, E>>,
 ) -> (Result<T, E>, Winner) {
     let mut primary = pin!(primary);
     let early = or(async { Some(primary.as_mut().await) }, async {
-        Timer::after(delay).await;
+        hedge_at.await;
         None
     })
     .await;
@@ -89,44 +89,59 @@ pub async fn hedged<T, E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::{Clock, ManualClock};
     use crate::testing::ms;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
 
     type Answer = Result<&'static str, &'static str>;
 
-    async fn after(delay: Duration, result: Answer) -> Answer {
-        Timer::after(delay).await;
+    async fn after(clock: &Clock, delay: Duration, result: Answer) -> Answer {
+        clock.sleep(delay).await;
         result
     }
 
-    /// Races a primary against a backup hedged after 20 ms; each is (how many milliseconds it
-    /// takes to answer, its answer).
+    /// Races a primary against a backup hedged after 20 ms, in virtual time; each is (how many
+    /// milliseconds it takes to answer, its answer).
     fn race(
         (primary_ms, primary): (u64, Answer),
         (backup_ms, backup): (u64, Answer),
     ) -> (Answer, Winner) {
-        let primary = after(ms(primary_ms), primary);
-        let backup = after(ms(backup_ms), backup);
-        smol::block_on(hedged(primary, ms(20), backup))
+        let time = ManualClock::new();
+        let clock = time.clock();
+        let primary = after(&clock, ms(primary_ms), primary);
+        let backup = after(&clock, ms(backup_ms), backup);
+        time.run(hedged(primary, clock.sleep(ms(20)), backup))
     }
 
     #[test]
     fn a_prompt_primary_never_starts_the_backup() {
+        let time = ManualClock::new();
+        let clock = time.clock();
         let started = AtomicBool::new(false);
         let backup = async {
             started.store(true, Ordering::SeqCst);
             Ok("backup")
         };
-        let result = smol::block_on(hedged(after(ms(1), Ok("primary")), ms(200), backup));
+        let primary = after(&clock, ms(199), Ok("primary"));
+        let result = time.run(hedged(primary, clock.sleep(ms(200)), backup));
         assert_eq!(result, (Ok("primary"), Winner::Primary));
         assert!(!started.load(Ordering::SeqCst));
     }
 
     #[test]
     fn a_silent_primary_is_overtaken_by_the_backup() {
+        let time = ManualClock::new();
+        let clock = time.clock();
         let primary = smol::future::pending::<Result<&str, &str>>();
-        let result = smol::block_on(hedged(primary, ms(10), after(ms(1), Ok("backup"))));
+        let backup = after(&clock, ms(1), Ok("backup"));
+        let result = time.run(hedged(primary, clock.sleep(ms(10)), backup));
         assert_eq!(result, (Ok("backup"), Winner::Backup));
+        assert_eq!(
+            time.elapsed(),
+            ms(11),
+            "hedged at 10 ms, answered 1 ms later"
+        );
     }
 
     #[test]
@@ -135,7 +150,6 @@ mod tests {
         assert_eq!(result, (Ok("primary"), Winner::Primary));
     }
 
-    /// Margins of hundreds of milliseconds, so a busy machine cannot reorder the attempts.
     #[test]
     fn a_failure_waits_for_the_other_attempt() {
         let result = race((300, Err("primary failed")), (600, Ok("backup")));

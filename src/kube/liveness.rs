@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use event_listener::Event;
 
+use crate::clock::Clock;
 use crate::metrics::{self, Counter};
 
 /// A second suspicion within this long of the last is not raised again: one restart of the
@@ -49,6 +50,8 @@ struct Shared {
     last_raised: Mutex<Option<Instant>>,
     watches: Mutex<BTreeMap<u64, WatchRecord>>,
     next_watch: AtomicU64,
+    /// Where the suspicion cooldown reads the time.
+    clock: Clock,
 }
 
 struct WatchRecord {
@@ -79,9 +82,24 @@ impl fmt::Debug for Liveness {
 
 impl Liveness {
     pub fn new() -> Liveness {
+        Liveness::with_clock(Clock::real())
+    }
+
+    /// A liveness whose suspicion cooldown reads `clock`.
+    pub fn with_clock(clock: Clock) -> Liveness {
         // Exported from the start, at zero, so alerts can rely on the series existing.
         suspicions();
-        Liveness::default()
+        Liveness {
+            shared: Arc::new(Shared {
+                clock,
+                ..Shared::default()
+            }),
+        }
+    }
+
+    /// The clock the suspicions, and the watches' silence, are timed on.
+    pub fn clock(&self) -> &Clock {
+        &self.shared.clock
     }
 
     /// The current suspicion epoch.
@@ -92,7 +110,7 @@ impl Liveness {
     /// Marks every connection opened so far as suspect, unless a suspicion was raised within
     /// [`SUSPICION_COOLDOWN`]. Never blocks. Returns whether it was raised.
     pub fn suspect(&self, why: &str) -> bool {
-        self.suspect_at(Instant::now(), why)
+        self.suspect_at(self.shared.clock.now(), why)
     }
 
     fn suspect_at(&self, now: Instant, why: &str) -> bool {
@@ -225,17 +243,19 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::secs;
+    use crate::testing::{now_or_never, secs};
 
     #[test]
     fn a_suspicion_moves_the_epoch_once_per_cooldown() {
-        let liveness = Liveness::new();
-        let t0 = Instant::now();
-        assert!(liveness.suspect_at(t0, "first"));
+        let time = crate::clock::ManualClock::new();
+        let liveness = Liveness::with_clock(time.clock());
+        assert!(liveness.suspect("first"));
         assert_eq!(liveness.epoch(), 1);
-        assert!(!liveness.suspect_at(t0 + secs(1), "during the cooldown"));
+        time.advance(SUSPICION_COOLDOWN - secs(1));
+        assert!(!liveness.suspect("during the cooldown"));
         assert_eq!(liveness.epoch(), 1);
-        assert!(liveness.suspect_at(t0 + SUSPICION_COOLDOWN, "after it"));
+        time.advance(secs(1));
+        assert!(liveness.suspect("after it"));
         assert_eq!(liveness.epoch(), 2);
     }
 
@@ -243,28 +263,16 @@ mod tests {
     fn waiters_wake_on_a_later_suspicion_only() {
         let liveness = Liveness::new();
         let epoch = liveness.epoch();
-        let waiter = {
-            let liveness = liveness.clone();
-            smol::spawn(async move { liveness.suspected_after(epoch).await })
-        };
-        smol::block_on(async {
-            smol::Timer::after(Duration::from_millis(20)).await;
-            assert!(!waiter.is_finished());
-            liveness.suspect("test");
-            let woke = smol::future::or(
-                async {
-                    waiter.await;
-                    true
-                },
-                async {
-                    smol::Timer::after(secs(5)).await;
-                    false
-                },
-            );
-            assert!(woke.await, "the waiter did not wake");
-        });
+        let mut waiter = std::pin::pin!(liveness.suspected_after(epoch));
+        assert_eq!(
+            now_or_never(waiter.as_mut()),
+            None,
+            "woke without a suspicion"
+        );
+        liveness.suspect("test");
+        assert_eq!(now_or_never(waiter), Some(()), "the waiter did not wake");
         // Already past: returns at once.
-        smol::block_on(liveness.suspected_after(0));
+        assert_eq!(now_or_never(liveness.suspected_after(0)), Some(()));
     }
 
     #[test]

@@ -3,31 +3,18 @@
 //! Like `golang.org/x/time/rate`, every caller *reserves* the moment its token will exist and
 //! then sleeps until that moment. Reservations are handed out under one lock in call order, so
 //! waiters are served first come, first served, and a deadline can be checked before anything is
-//! consumed. A wait that is cancelled (its future dropped) gives its token back.
+//! consumed. A wait that is cancelled (its future dropped) gives its token back. The time is
+//! read, and waited for, on a [`Clock`]: the real one, or a manual one in tests.
 
 use super::Error;
-use std::sync::{Arc, Mutex};
+use crate::clock::Clock;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Where the bucket reads the time; tests inject a clock they move by hand.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> Instant;
-}
-
-/// The process's monotonic clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-}
 
 /// A token bucket holding at most `burst` tokens, refilled at `qps` tokens per second.
 pub struct TokenBucket {
     state: Mutex<BucketState>,
-    clock: Arc<dyn Clock>,
+    clock: Clock,
 }
 
 /// The bucket's arithmetic, kept free of waiting so each rule is tested directly.
@@ -104,10 +91,11 @@ impl TokenBucket {
     /// A bucket that starts full at `burst` and refills at `qps` per second. A `qps` that is
     /// not positive means no limit; a `burst` of 0 is taken as 1.
     pub fn new(qps: f32, burst: u32) -> TokenBucket {
-        TokenBucket::new_with_clock(qps, burst, Arc::new(SystemClock))
+        TokenBucket::with_clock(qps, burst, Clock::real())
     }
 
-    pub fn new_with_clock(qps: f32, burst: u32, clock: Arc<dyn Clock>) -> TokenBucket {
+    /// [`TokenBucket::new`] on `clock`.
+    pub fn with_clock(qps: f32, burst: u32, clock: Clock) -> TokenBucket {
         let state = BucketState::new(qps, burst, clock.now());
         TokenBucket {
             state: Mutex::new(state),
@@ -148,7 +136,7 @@ impl TokenBucket {
             bucket: self,
             used: false,
         };
-        smol::Timer::at(ready_at).await;
+        self.clock.sleep_until(ready_at).await;
         reservation.complete();
         Ok(())
     }
@@ -191,32 +179,9 @@ impl Drop for Reservation<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
     use crate::testing::ms;
     use std::pin::pin;
-
-    /// A clock moved by hand; its instants are real so timers can be created from them.
-    struct ManualClock {
-        start: Instant,
-        offset: Mutex<Duration>,
-    }
-
-    impl ManualClock {
-        fn new() -> Arc<ManualClock> {
-            Arc::new(ManualClock {
-                start: Instant::now(),
-                offset: Mutex::new(Duration::ZERO),
-            })
-        }
-        fn advance(&self, by: Duration) {
-            *self.offset.lock().unwrap() += by;
-        }
-    }
-
-    impl Clock for ManualClock {
-        fn now(&self) -> Instant {
-            self.start + *self.offset.lock().unwrap()
-        }
-    }
 
     #[test]
     fn starts_full_at_burst_then_makes_callers_wait() {
@@ -275,7 +240,7 @@ mod tests {
     #[test]
     fn acquire_before_fails_at_once_naming_the_rate_limiter() {
         let clock = ManualClock::new();
-        let bucket = TokenBucket::new_with_clock(1.0, 1, clock.clone());
+        let bucket = TokenBucket::with_clock(1.0, 1, clock.clock());
         smol::block_on(bucket.acquire());
         let deadline = clock.now() + ms(10);
         let err = smol::block_on(bucket.acquire_before(deadline)).unwrap_err();
@@ -289,7 +254,7 @@ mod tests {
     #[test]
     fn cancelled_wait_gives_its_token_back() {
         let clock = ManualClock::new();
-        let bucket = TokenBucket::new_with_clock(1.0, 1, clock.clone());
+        let bucket = TokenBucket::with_clock(1.0, 1, clock.clock());
         smol::block_on(bucket.acquire());
         {
             let mut wait = pin!(bucket.acquire());

@@ -8,12 +8,12 @@
 //! `Client::watch`). A watch that hears nothing for longer is on a connection nobody is at
 //! the other end of. TCP cannot tell when the far end is a proxy that keeps the socket open,
 //! so without this deadline such a watch would wait forever, and a leader would keep
-//! renewing its Lease while it heard nothing.
+//! renewing its Lease while it heard nothing. The silence is timed on the liveness's clock.
 
 use super::Error;
 use super::liveness::Liveness;
+use crate::clock::Sleep;
 use crate::hooked::{Hooked, ReadHook};
-use smol::Timer;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -56,7 +56,7 @@ pub type GuardedBody<R> = Hooked<R, Deadlines>;
 /// `epoch` (the epoch the watch was dialed at).
 pub struct Deadlines {
     idle: Duration,
-    deadline: Timer,
+    deadline: Sleep,
     suspicion: Suspicion,
 }
 
@@ -65,7 +65,7 @@ impl Deadlines {
         let liveness = liveness.clone();
         Deadlines {
             idle,
-            deadline: Timer::after(idle),
+            deadline: liveness.clock().deadline(liveness.clock().now() + idle),
             suspicion: Box::pin(async move { liveness.suspected_after(epoch).await }),
         }
     }
@@ -114,14 +114,17 @@ pub fn read_error(e: &io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::{Clock, ManualClock};
     use crate::property::Pieces;
     use crate::testing::ms;
     use smol::io::{AsyncRead, AsyncReadExt};
-    use smol::stream::StreamExt;
 
-    /// A body that yields one byte every `every`, forever.
-    fn trickle(every: Duration) -> Pieces {
-        Pieces::from_stream(Timer::interval(every).map(|_| Ok(b" ".to_vec())))
+    /// A body that yields one byte every `every` on `clock`, forever.
+    fn trickle(every: Duration, clock: Clock) -> Pieces {
+        Pieces::from_stream(smol::stream::unfold(clock, move |clock| async move {
+            clock.sleep(every).await;
+            Some((Ok(b" ".to_vec()), clock))
+        }))
     }
 
     /// Reads until the body fails; how many bytes came first, and the error as the client
@@ -137,29 +140,23 @@ mod tests {
         }
     }
 
-    /// `read_until_error`, or `None` if the body still reads after `wait`.
-    fn still_reading_after(wait: Duration, body: impl AsyncRead + Unpin) -> Option<(usize, Error)> {
-        smol::block_on(smol::future::or(
-            async { Some(read_until_error(body).await) },
-            async {
-                Timer::after(wait).await;
-                None
-            },
-        ))
-    }
-
     #[test]
     fn a_body_that_keeps_talking_outlives_its_idle_timeout_and_a_silent_one_does_not() {
-        let liveness = Liveness::new();
-        let talking = GuardedBody::new(trickle(ms(10)), Deadlines::new(ms(40), &liveness, 0));
-        let outcome = still_reading_after(ms(200), talking);
+        let time = ManualClock::new();
+        let liveness = Liveness::with_clock(time.clock());
+        let talking = trickle(ms(10), time.clock());
+        let talking = GuardedBody::new(talking, Deadlines::new(ms(40), &liveness, 0));
+        let outcome = time.run_for(ms(200), read_until_error(talking));
         assert!(
             outcome.is_none(),
             "a talking watch was abandoned: {outcome:?}"
         );
-        let silent = GuardedBody::new(trickle(ms(400)), Deadlines::new(ms(40), &liveness, 0));
-        let (bytes, error) = smol::block_on(read_until_error(silent));
+        let started = time.now();
+        let silent = trickle(ms(400), time.clock());
+        let silent = GuardedBody::new(silent, Deadlines::new(ms(40), &liveness, 0));
+        let (bytes, error) = time.run(read_until_error(silent));
         assert_eq!(bytes, 0);
+        assert_eq!(time.now() - started, ms(40), "given up at its idle timeout");
         assert!(
             matches!(&error, Error::Silent(m) if m.contains("bookmark")),
             "{error}"
@@ -168,31 +165,41 @@ mod tests {
 
     #[test]
     fn a_suspicion_after_the_dial_ends_the_body_and_an_earlier_one_does_not() {
-        let earlier = Liveness::new();
+        let time = ManualClock::new();
+        let earlier = Liveness::with_clock(time.clock());
         earlier.suspect("before the dial");
         let body = GuardedBody::new(
-            trickle(ms(5)),
+            trickle(ms(5), time.clock()),
             Deadlines::new(ms(1000), &earlier, earlier.epoch()),
         );
-        let outcome = still_reading_after(ms(100), body);
+        let outcome = time.run_for(ms(100), read_until_error(body));
         assert!(
             outcome.is_none(),
             "an older suspicion ended the body: {outcome:?}"
         );
 
-        let liveness = Liveness::new();
+        let liveness = Liveness::with_clock(time.clock());
         let body = GuardedBody::new(
-            trickle(ms(5)),
+            trickle(ms(5), time.clock()),
             Deadlines::new(ms(1000), &liveness, liveness.epoch()),
         );
-        let raiser = liveness.clone();
-        smol::spawn(async move {
-            Timer::after(ms(50)).await;
-            raiser.suspect("after the dial");
-        })
-        .detach();
-        let (bytes, error) = smol::block_on(read_until_error(body));
-        assert!(bytes > 0, "the body was cut before the suspicion");
+        let clock = time.clock();
+        let raise = async {
+            clock.sleep(ms(50)).await;
+            liveness.suspect("after the dial");
+            smol::future::pending::<()>().await;
+        };
+        let ((bytes, error), ()) = time.run(smol::future::or(
+            async { (read_until_error(body).await, ()) },
+            async {
+                raise.await;
+                unreachable!()
+            },
+        ));
+        assert_eq!(
+            bytes, 10,
+            "cut at the suspicion, after 50 ms of a byte every 5 ms"
+        );
         assert!(matches!(error, Error::Suspect(_)), "{error}");
     }
 

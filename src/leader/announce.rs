@@ -7,6 +7,7 @@
 //! main client it waits its turn with the controllers' requests; it is best effort, bounded by
 //! [`LEADER_EVENT_TIMEOUT`], and dropped when leadership ends or the replica shuts down.
 
+use crate::clock::{Clock, Sleep};
 use crate::kube::Client;
 use crate::kube::api::ObjectReference;
 use crate::kube::events::Recorder;
@@ -26,6 +27,7 @@ type Post = Box<dyn Fn(String) -> Pin<Box<dyn Future<Output = ()> + Send>> + Sen
 pub struct Announcer {
     post: Option<Post>,
     timeout: Duration,
+    clock: Clock,
     in_flight: Option<Task<()>>,
 }
 
@@ -35,12 +37,13 @@ impl Announcer {
         Announcer {
             post: None,
             timeout: LEADER_EVENT_TIMEOUT,
+            clock: Clock::real(),
             in_flight: None,
         }
     }
 
-    /// Announces by running `post(message)`, cut off after `timeout`.
-    pub fn new<F, Fut>(post: F, timeout: Duration) -> Announcer
+    /// Announces by running `post(message)`, cut off after `timeout` on `clock`.
+    pub fn new<F, Fut>(post: F, timeout: Duration, clock: Clock) -> Announcer
     where
         F: Fn(String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
@@ -48,13 +51,20 @@ impl Announcer {
         Announcer {
             post: Some(Box::new(move |message| Box::pin(post(message)))),
             timeout,
+            clock,
             in_flight: None,
         }
     }
 
     /// A Normal Event on the Lease `namespace/name`, written by `main` (the controllers' client)
-    /// as `identity`.
-    pub fn lease_event(main: &Client, namespace: &str, name: &str, identity: &str) -> Announcer {
+    /// as `identity`, cut off after [`LEADER_EVENT_TIMEOUT`] on `clock`.
+    pub fn lease_event(
+        main: &Client,
+        namespace: &str,
+        name: &str,
+        identity: &str,
+        clock: Clock,
+    ) -> Announcer {
         let recorder = Recorder::new(main, "skiff", identity);
         let regarding = ObjectReference {
             api_version: Some("coordination.k8s.io/v1".into()),
@@ -67,7 +77,7 @@ impl Announcer {
             let (recorder, regarding) = (recorder.clone(), regarding.clone());
             async move { recorder.normal(regarding, REASON, &message).await }
         };
-        Announcer::new(post, LEADER_EVENT_TIMEOUT)
+        Announcer::new(post, LEADER_EVENT_TIMEOUT, clock)
     }
 
     /// Starts posting `message` in the background and returns at once. An announcement still
@@ -76,7 +86,8 @@ impl Announcer {
         let Some(post) = &self.post else {
             return;
         };
-        self.in_flight = Some(spawn_cut_off(post(message), self.timeout, "leader event"));
+        let cut_off = self.clock.sleep(self.timeout);
+        self.in_flight = Some(spawn_cut_off(post(message), cut_off, "leader event"));
     }
 
     /// Drops the announcement still in flight, if any (leadership ended, or shutdown): it is
@@ -86,16 +97,16 @@ impl Announcer {
     }
 }
 
-/// Runs `work` in the background, dropped after `timeout` (logged at debug, naming `what`).
+/// Runs `work` in the background, dropped when `cut_off` ends (logged at debug, naming `what`).
 pub(super) fn spawn_cut_off(
     work: impl Future<Output = ()> + Send + 'static,
-    timeout: Duration,
+    cut_off: Sleep,
     what: &'static str,
 ) -> Task<()> {
     smol::spawn(async move {
         let cut_off = async {
-            smol::Timer::after(timeout).await;
-            log::debug!("{what} not sent within {timeout:?}; dropped");
+            cut_off.await;
+            log::debug!("{what} not sent in time; dropped");
         };
         smol::future::or(work, cut_off).await;
     })
@@ -104,29 +115,38 @@ pub(super) fn spawn_cut_off(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
     use crate::deadline::within;
     use crate::testing::ms;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use smol::channel::{Receiver, Sender};
 
-    /// Sets its flag when dropped: shows a posting future was cancelled.
-    struct DropFlag(Arc<AtomicBool>);
+    /// How long a spawned task may take to run or to be dropped: a liveness bound for another
+    /// thread, not a speed goal (it takes microseconds).
+    const LIVENESS: Duration = Duration::from_secs(10);
+
+    /// Sends when dropped: shows a posting future was cancelled.
+    struct DropFlag(Sender<()>);
     impl Drop for DropFlag {
         fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
+            let _ = self.0.try_send(());
         }
     }
 
-    fn never_finishing(dropped: &Arc<AtomicBool>) -> Announcer {
-        let dropped = dropped.clone();
+    /// An announcer on `clock` whose posts never finish; the receiver hears of each one dropped.
+    fn never_finishing(clock: Clock, timeout: Duration) -> (Announcer, Receiver<()>) {
+        let (tx, dropped) = smol::channel::unbounded();
         let post = move |_message: String| {
-            let flag = DropFlag(dropped.clone());
+            let flag = DropFlag(tx.clone());
             async move {
                 let _flag = flag;
                 smol::future::pending::<()>().await;
             }
         };
-        Announcer::new(post, Duration::from_secs(3600))
+        (Announcer::new(post, timeout, clock), dropped)
+    }
+
+    fn dropped_within_liveness(dropped: &Receiver<()>) -> bool {
+        smol::block_on(within(LIVENESS, dropped.recv())).is_some()
     }
 
     #[test]
@@ -140,48 +160,53 @@ mod tests {
                 }
             },
             Duration::from_secs(3600),
+            Clock::real(),
         );
         announcer.announce("me became leader".into());
-        let posted = smol::block_on(within(ms(1000), rx.recv()));
+        let posted = smol::block_on(within(LIVENESS, rx.recv()));
         assert_eq!(posted, Some(Ok("me became leader".to_owned())));
     }
 
     #[test]
     fn cancel_drops_an_announcement_in_flight() {
-        let dropped = Arc::new(AtomicBool::new(false));
-        let mut announcer = never_finishing(&dropped);
+        let manual = ManualClock::new();
+        let (mut announcer, dropped) = never_finishing(manual.clock(), Duration::from_secs(3600));
         announcer.announce("me became leader".into());
-        assert!(!dropped.load(Ordering::SeqCst));
+        let cut_off_at = manual.now() + Duration::from_secs(3600);
+        assert!(
+            manual.wait_for_sleep(cut_off_at, LIVENESS),
+            "the post never started"
+        );
+        assert!(dropped.try_recv().is_err());
         announcer.cancel();
         assert!(
-            smol::block_on(within(ms(1000), until_set(&dropped))).is_some(),
+            dropped_within_liveness(&dropped),
             "still posting after cancel"
         );
-    }
-
-    async fn until_set(flag: &AtomicBool) {
-        while !flag.load(Ordering::SeqCst) {
-            smol::Timer::after(ms(5)).await;
-        }
+        assert_eq!(
+            manual.elapsed(),
+            Duration::ZERO,
+            "dropped by cancel, not by time"
+        );
     }
 
     #[test]
-    fn an_announcement_that_takes_too_long_is_dropped() {
-        let dropped = Arc::new(AtomicBool::new(false));
-        let flag = dropped.clone();
-        let mut announcer = Announcer::new(
-            move |_message| {
-                let flag = DropFlag(flag.clone());
-                async move {
-                    let _flag = flag;
-                    smol::future::pending::<()>().await;
-                }
-            },
-            ms(20),
-        );
+    fn an_announcement_that_takes_too_long_is_dropped_at_its_timeout() {
+        let manual = ManualClock::new();
+        let (mut announcer, dropped) = never_finishing(manual.clock(), ms(20));
         announcer.announce("me became leader".into());
-        let cut_off = smol::block_on(within(ms(2000), until_set(&dropped)));
-        assert!(cut_off.is_some(), "the post outlived its timeout");
+        assert!(
+            manual.wait_for_sleep(manual.now() + ms(20), LIVENESS),
+            "the post is not cut off at 20 ms"
+        );
+        manual.advance(ms(19));
+        assert!(manual.wait_for_sleep(manual.now() + ms(1), LIVENESS));
+        assert!(dropped.try_recv().is_err(), "dropped before its timeout");
+        manual.advance(ms(1));
+        assert!(
+            dropped_within_liveness(&dropped),
+            "the post outlived its timeout"
+        );
     }
 
     #[test]

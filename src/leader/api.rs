@@ -5,6 +5,7 @@
 //! throttled.
 
 use super::lock::LeaseApi;
+use crate::clock::Clock;
 use crate::kube::api::Lease;
 use crate::kube::{Client, Error, Selectors, WatchEvent, WatchParams};
 use smol::stream::Stream;
@@ -17,17 +18,26 @@ pub struct ClientLeaseApi {
     client: Client,
     namespace: String,
     name: String,
+    /// The elector's clock, which the deadlines given here are on.
+    clock: Clock,
 }
 
 impl ClientLeaseApi {
     /// `client` must be the dedicated lease client, and carries Lease requests only (the
-    /// "became leader" Event goes through the main client, see [`super::announce`]).
-    pub fn new(client: Client, namespace: &str, name: &str) -> ClientLeaseApi {
+    /// "became leader" Event goes through the main client, see [`super::announce`]). The
+    /// deadlines it is given are on `clock`, the elector's.
+    pub fn new(client: Client, namespace: &str, name: &str, clock: Clock) -> ClientLeaseApi {
         ClientLeaseApi {
             client,
             namespace: namespace.to_owned(),
             name: name.to_owned(),
+            clock,
         }
+    }
+
+    /// The client, its requests bounded by `deadline` on the elector's clock.
+    fn by(&self, deadline: Instant) -> Client {
+        self.client.with_deadline(self.clock.io_deadline(deadline))
     }
 
     fn with_namespace(&self, lease: &Lease) -> Lease {
@@ -45,17 +55,17 @@ impl LeaseApi for ClientLeaseApi {
     }
 
     async fn get(&self, deadline: Instant) -> Result<Lease, Error> {
-        let client = self.client.with_deadline(deadline);
+        let client = self.by(deadline);
         client.get(Some(&self.namespace), &self.name).await
     }
 
     async fn create(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
-        let client = self.client.with_deadline(deadline);
+        let client = self.by(deadline);
         client.create(&self.with_namespace(lease)).await
     }
 
     async fn replace(&self, lease: &Lease, deadline: Instant) -> Result<Lease, Error> {
-        let client = self.client.with_deadline(deadline);
+        let client = self.by(deadline);
         client.replace(&self.with_namespace(lease)).await
     }
 

@@ -16,6 +16,7 @@
 //! when the fence refuses writes.
 
 use super::announce::spawn_cut_off;
+use crate::clock::Clock;
 use crate::kube::Client;
 use crate::kube::api::PodMeta;
 use serde_json::json;
@@ -37,6 +38,7 @@ type Patch =
 pub struct DeletionCost {
     patch: Option<Patch>,
     timeout: Duration,
+    clock: Clock,
     /// Marked, or a mark may have been sent: leadership's end must unmark.
     marked: bool,
     in_flight: Option<Task<()>>,
@@ -48,13 +50,14 @@ impl DeletionCost {
         DeletionCost {
             patch: None,
             timeout: PATCH_TIMEOUT,
+            clock: Clock::real(),
             marked: false,
             in_flight: None,
         }
     }
 
-    /// Marks by running `patch(cost)`, cut off after `timeout`.
-    pub fn new<F, Fut>(patch: F, timeout: Duration) -> DeletionCost
+    /// Marks by running `patch(cost)`, cut off after `timeout` on `clock`.
+    pub fn new<F, Fut>(patch: F, timeout: Duration, clock: Clock) -> DeletionCost
     where
         F: Fn(Option<&'static str>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
@@ -62,13 +65,15 @@ impl DeletionCost {
         DeletionCost {
             patch: Some(Box::new(move |cost| Box::pin(patch(cost)))),
             timeout,
+            clock,
             marked: false,
             in_flight: None,
         }
     }
 
-    /// Marks the Pod `namespace/pod` with a merge PATCH through `client` (unfenced).
-    pub fn on_pod(client: &Client, namespace: &str, pod: &str) -> DeletionCost {
+    /// Marks the Pod `namespace/pod` with a merge PATCH through `client` (unfenced), cut off
+    /// after [`PATCH_TIMEOUT`] on `clock`.
+    pub fn on_pod(client: &Client, namespace: &str, pod: &str, clock: Clock) -> DeletionCost {
         let (client, namespace, pod) = (client.clone(), namespace.to_owned(), pod.to_owned());
         let patch = move |cost: Option<&'static str>| {
             let (client, namespace, pod) = (client.clone(), namespace.clone(), pod.clone());
@@ -85,7 +90,7 @@ impl DeletionCost {
                 }
             }
         };
-        DeletionCost::new(patch, PATCH_TIMEOUT)
+        DeletionCost::new(patch, PATCH_TIMEOUT, clock)
     }
 
     /// This replica leads: its Pod is to be deleted last.
@@ -105,7 +110,8 @@ impl DeletionCost {
         let Some(patch) = &self.patch else {
             return;
         };
-        self.in_flight = Some(spawn_cut_off(patch(cost), self.timeout, ANNOTATION));
+        let cut_off = self.clock.sleep(self.timeout);
+        self.in_flight = Some(spawn_cut_off(patch(cost), cut_off, ANNOTATION));
     }
 }
 
@@ -118,46 +124,67 @@ fn patch_body(cost: Option<&str>) -> serde_json::Value {
 mod tests {
     use super::*;
     use crate::deadline::within;
-    use crate::testing::ms;
+    use smol::channel::Receiver;
+    use std::sync::{Arc, Mutex};
 
-    fn recording() -> (DeletionCost, smol::channel::Receiver<Option<&'static str>>) {
+    type Asked = Arc<Mutex<Vec<Option<&'static str>>>>;
+
+    /// A cost whose patches are recorded when asked for (in order, before they run) and sent to
+    /// the receiver when they run.
+    fn recording() -> (DeletionCost, Asked, Receiver<Option<&'static str>>) {
         let (tx, rx) = smol::channel::unbounded();
+        let asked = Asked::default();
+        let record = asked.clone();
         let cost = DeletionCost::new(
             move |cost| {
+                record.lock().expect("lock").push(cost);
                 let tx = tx.clone();
                 async move {
                     let _ = tx.send(cost).await;
                 }
             },
             Duration::from_secs(3600),
+            Clock::real(),
         );
-        (cost, rx)
+        (cost, asked, rx)
     }
 
-    fn next(rx: &smol::channel::Receiver<Option<&'static str>>) -> Option<Option<&'static str>> {
-        smol::block_on(within(ms(1000), rx.recv())).and_then(Result::ok)
+    fn asked(asked: &Asked) -> Vec<Option<&'static str>> {
+        asked.lock().expect("lock").clone()
+    }
+
+    /// The next patch that ran, waiting for the background task at most 10 s: a liveness bound
+    /// for another thread, not a speed goal.
+    fn ran(rx: &Receiver<Option<&'static str>>) -> Option<Option<&'static str>> {
+        smol::block_on(within(Duration::from_secs(10), rx.recv())).and_then(Result::ok)
     }
 
     #[test]
-    fn leading_marks_the_pod_and_following_removes_the_mark() {
-        let (mut cost, rx) = recording();
+    fn leading_marks_the_pod_and_following_removes_the_mark_in_the_background() {
+        let (mut cost, _, rx) = recording();
         cost.lead();
-        assert_eq!(next(&rx), Some(Some(LEADER_COST)));
+        assert_eq!(ran(&rx), Some(Some(LEADER_COST)));
         cost.follow();
-        assert_eq!(next(&rx), Some(None));
+        assert_eq!(ran(&rx), Some(None));
     }
 
     #[test]
     fn a_replica_that_never_led_sends_nothing_when_it_follows() {
-        let (mut cost, rx) = recording();
+        let (mut cost, patches, _rx) = recording();
         cost.follow();
-        assert_eq!(next(&rx), None, "a replica that never led removed a mark");
+        assert_eq!(
+            asked(&patches),
+            [],
+            "a replica that never led removed a mark"
+        );
         cost.lead();
-        assert_eq!(next(&rx), Some(Some(LEADER_COST)));
         cost.follow();
         cost.follow();
-        assert_eq!(next(&rx), Some(None));
-        assert_eq!(next(&rx), None, "a second follow removed the mark again");
+        assert_eq!(
+            asked(&patches),
+            [Some(LEADER_COST), None],
+            "a second follow removed the mark again"
+        );
     }
 
     #[test]

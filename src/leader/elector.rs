@@ -10,9 +10,9 @@ use super::fence::Fence;
 use super::lock::{Attempt, LeaseApi, LeaseLock};
 use super::standby::Standby;
 use super::timing::{InvalidTiming, Timing};
+use crate::clock::Clock;
 use crate::kube::Error;
 use crate::metrics::{self, Gauge, Histogram};
-use smol::Timer;
 use std::fmt;
 use std::time::{Instant, SystemTime};
 
@@ -32,9 +32,11 @@ impl std::error::Error for LeaderLost {}
 
 /// One replica's side of the election. Lives for the whole process: the lock keeps the last
 /// observed lease (its resourceVersion is the renew fast path; its observation time is the
-/// expiry clock), and the fence it hands out stays shared with the main client.
+/// expiry clock), and the fence it hands out stays shared with the main client. Every wait and
+/// deadline of the election, the fence's included, reads one clock.
 pub struct Elector<A: LeaseApi> {
     lock: LeaseLock<A>,
+    clock: Clock,
     timing: Timing,
     fence: Fence,
     standby: Standby<A>,
@@ -45,13 +47,19 @@ pub struct Elector<A: LeaseApi> {
 }
 
 impl<A: LeaseApi> Elector<A> {
-    pub fn new(api: A, identity: String, timing: Timing) -> Result<Elector<A>, InvalidTiming> {
+    pub fn new(
+        api: A,
+        identity: String,
+        timing: Timing,
+        clock: Clock,
+    ) -> Result<Elector<A>, InvalidTiming> {
         timing.validate()?;
         let seconds = timing.lease_duration_seconds().unwrap_or(i32::MAX);
         let metrics = LeaseMetrics::new(api.name());
         Ok(Elector {
-            lock: LeaseLock::new(api, identity, seconds),
-            fence: Fence::new(&timing),
+            lock: LeaseLock::new(api, identity, seconds, clock.clone()),
+            fence: Fence::new(&timing, clock.clone()),
+            clock,
             timing,
             standby: Standby::new(),
             metrics,
@@ -78,6 +86,11 @@ impl<A: LeaseApi> Elector<A> {
         self.timing
     }
 
+    /// The clock the election reads.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     /// The fence for the main client (and the `/healthz` check, [`Fence::healthy`]).
     pub fn fence(&self) -> Fence {
         self.fence.clone()
@@ -86,7 +99,7 @@ impl<A: LeaseApi> Elector<A> {
     /// Returns once this replica leads (fence open). Cancel by dropping the future.
     pub async fn acquire(&mut self) {
         loop {
-            let sent = Instant::now();
+            let sent = self.clock.now();
             let deadline = sent + self.timing.renew_deadline;
             match self.lock.try_acquire_or_renew(deadline).await {
                 Ok(Attempt::Acquired | Attempt::Renewed) => return self.became_leader(sent).await,
@@ -107,21 +120,22 @@ impl<A: LeaseApi> Elector<A> {
             let Some(deadline) = self.fence.deadline().filter(|_| self.fence.is_leading()) else {
                 return self.lost("not leading".into());
             };
-            Timer::at(deadline.min(Instant::now() + self.timing.retry_period)).await;
-            if Instant::now() >= deadline {
+            let next_try = self.clock.now() + self.timing.retry_period;
+            self.clock.sleep_until(deadline.min(next_try)).await;
+            if self.clock.now() >= deadline {
                 return self.lost(format!(
                     "no successful renewal within the renew deadline {:?}",
                     self.timing.renew_deadline
                 ));
             }
-            let sent = Instant::now();
+            let sent = self.clock.now();
             // One attempt may use half the time left: a stuck connection is then dropped while
             // a retry on a fresh one can still make the deadline.
             let attempt_deadline = sent + deadline.saturating_duration_since(sent) / 2;
             let outcome = self.renew_once(fast_path, attempt_deadline).await;
             self.metrics
                 .renew_duration
-                .observe(sent.elapsed().as_secs_f64());
+                .observe((self.clock.now() - sent).as_secs_f64());
             match outcome {
                 Ok(Attempt::Acquired | Attempt::Renewed) => {
                     self.fence.renewed(sent);
@@ -133,7 +147,7 @@ impl<A: LeaseApi> Elector<A> {
                     return self.lost(format!("the lease is now held by {holder}"));
                 }
                 Err(e) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let left = deadline.saturating_duration_since(self.clock.now());
                     log::warn!(
                         "lease renewal failed ({left:?} left before the renew deadline): {e}"
                     );
@@ -161,7 +175,7 @@ impl<A: LeaseApi> Elector<A> {
         if !was_leading && !seen_as_ours {
             return Ok(false);
         }
-        let deadline = Instant::now() + self.timing.release_timeout();
+        let deadline = self.clock.now() + self.timing.release_timeout();
         let released = self.lock.release(deadline).await;
         match &released {
             Ok(true) => log::info!("released lease {}", self.lock.api().name()),
@@ -252,238 +266,4 @@ impl LeaseMetrics {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::deadline::within;
-    use crate::leader::fake::{FakeApi, FakeStore};
-    use crate::testing::ms;
-    use std::time::Duration;
-
-    const ME: &str = "me_abc";
-
-    /// lease 300 ms (written as 1 s), renew deadline 200 ms, retry period 50 ms.
-    fn short() -> Timing {
-        Timing::new(ms(300), ms(200), ms(50)).unwrap()
-    }
-
-    fn elector(store: &FakeStore, timing: Timing) -> Elector<FakeApi> {
-        Elector::new(store.api(), ME.to_owned(), timing).unwrap()
-    }
-
-    fn leading(store: &FakeStore) -> Elector<FakeApi> {
-        let mut e = elector(store, short());
-        let acquired = smol::block_on(within(ms(1000), e.acquire()));
-        assert!(acquired.is_some(), "did not acquire");
-        e
-    }
-
-    fn other_holds(store: &FakeStore) {
-        store.write_as_other(|spec| {
-            spec.holder_identity = Some("other_xyz".into());
-            spec.lease_duration_seconds = Some(15);
-            spec.lease_transitions = Some(3);
-        });
-    }
-
-    #[test]
-    fn invalid_timing_is_rejected_at_construction() {
-        let bad = Timing {
-            lease_duration: ms(100),
-            renew_deadline: ms(200),
-            retry_period: ms(50),
-        };
-        let err = Elector::new(FakeStore::default().api(), ME.into(), bad).err();
-        assert!(err.is_some_and(|e| e.message.contains("--leader-elect-lease-duration")));
-    }
-
-    #[test]
-    fn acquires_an_absent_lease_and_opens_the_fence() {
-        let store = FakeStore::default();
-        let e = leading(&store);
-        assert_eq!(store.holder().as_deref(), Some(ME));
-        assert!(e.fence().check_at(Instant::now(), "POST", "/x").is_ok());
-        assert_eq!(store.requests(), ["GET", "POST"], "only Lease requests");
-    }
-
-    /// The announcement never finishes: an elector that waited for it would never lead.
-    #[test]
-    fn becomes_leader_without_waiting_for_the_leader_event() {
-        let store = FakeStore::default();
-        let (tx, rx) = smol::channel::unbounded();
-        let mut e = elector(&store, short());
-        e.announce_with(Announcer::new(
-            move |message| {
-                let tx = tx.clone();
-                async move {
-                    let _ = tx.send(message).await;
-                    smol::future::pending::<()>().await;
-                }
-            },
-            Duration::from_secs(3600),
-        ));
-        let acquired = smol::block_on(within(ms(1000), e.acquire()));
-        assert!(acquired.is_some(), "acquire waited for the Event");
-        let message = smol::block_on(within(ms(1000), rx.recv()));
-        assert_eq!(message, Some(Ok(format!("{ME} became leader"))));
-    }
-
-    #[test]
-    fn renews_every_retry_period_while_leading() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        store.clear_requests();
-        let lost = smol::block_on(within(ms(400), e.keep_renewing()));
-        assert_eq!(lost, None);
-        assert!(store.count("PUT") >= 5, "{:?}", store.requests());
-        assert_eq!(store.count("GET"), 0, "renewals use the cached version");
-        assert!(e.fence().check_at(Instant::now(), "PUT", "/x").is_ok());
-    }
-
-    #[test]
-    fn transient_renew_failures_are_retried_with_a_get_and_leadership_kept() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        store.fail_next(2);
-        let lost = smol::block_on(within(ms(400), e.keep_renewing()));
-        assert_eq!(lost, None);
-        assert!(store.count("GET") >= 2, "{:?}", store.requests());
-        assert!(e.fence().is_leading());
-        assert_eq!(store.holder().as_deref(), Some(ME));
-    }
-
-    #[test]
-    fn renew_failures_until_the_deadline_lose_leadership_and_close_the_fence() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        store.fail_all(true);
-        let started = Instant::now();
-        let lost = smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
-        let took = started.elapsed();
-        assert!(took >= ms(150) && took < ms(500), "{took:?}");
-        assert!(lost.reason.contains("renew deadline"), "{lost}");
-        assert!(lost.to_string().starts_with("leader election lost"));
-        assert!(!e.fence().is_leading());
-        assert!(e.fence().check_at(Instant::now(), "POST", "/x").is_err());
-    }
-
-    #[test]
-    fn a_stuck_renewal_cannot_outlive_the_renew_deadline() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        store.delay(Duration::from_secs(30));
-        let started = Instant::now();
-        let lost = smol::block_on(within(ms(2000), e.keep_renewing()));
-        assert!(lost.is_some(), "a stuck request held the elector");
-        assert!(started.elapsed() < ms(400), "{:?}", started.elapsed());
-    }
-
-    #[test]
-    fn loses_at_once_when_another_replica_holds_the_lease() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        other_holds(&store);
-        let started = Instant::now();
-        let lost = smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
-        assert!(started.elapsed() < ms(150), "{:?}", started.elapsed());
-        assert!(lost.reason.contains("other_xyz"), "{lost}");
-        assert!(!e.fence().is_leading());
-    }
-
-    #[test]
-    fn release_clears_the_holder_keeps_transitions_and_closes_the_fence() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        assert_eq!(smol::block_on(e.release()), Ok(true));
-        let spec = store.lease().unwrap().spec;
-        assert_eq!(spec.holder_identity.as_deref(), Some(""));
-        assert_eq!(spec.lease_duration_seconds, Some(1));
-        assert_eq!(spec.lease_transitions, Some(0));
-        assert!(!e.fence().is_leading());
-    }
-
-    #[test]
-    fn release_writes_nothing_after_leadership_was_lost() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        other_holds(&store);
-        smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
-        store.clear_requests();
-        assert_eq!(smol::block_on(e.release()), Ok(false));
-        assert_eq!(store.count("PUT"), 0);
-        assert_eq!(store.holder().as_deref(), Some("other_xyz"));
-    }
-
-    #[test]
-    fn release_after_a_missed_deadline_clears_a_lease_the_server_still_shows_as_ours() {
-        let store = FakeStore::default();
-        let mut e = leading(&store);
-        store.fail_all(true);
-        smol::block_on(within(ms(2000), e.keep_renewing())).expect("not lost");
-        store.fail_all(false);
-        assert_eq!(smol::block_on(e.release()), Ok(true));
-        assert_eq!(store.holder().as_deref(), Some(""));
-    }
-
-    #[test]
-    fn master_status_and_renew_metrics_follow_leadership() {
-        let status = || {
-            let labels = [("name", "metrics-lease")];
-            metrics::gauge("leader_election_master_status", "", &labels).get()
-        };
-        let store = FakeStore::default();
-        let mut e = Elector::new(store.api_named("metrics-lease"), ME.into(), short()).unwrap();
-        assert_eq!(status(), 0.0);
-        smol::block_on(within(ms(1000), e.acquire())).expect("did not acquire");
-        assert_eq!(status(), 1.0);
-        let labels = [("name", "metrics-lease")];
-        let renewals = || metrics::histogram("skiff_lease_renew_duration_seconds", "", &labels);
-        let last = || metrics::gauge("skiff_lease_last_renew_timestamp_seconds", "", &labels);
-        let (count_at_acquire, last_at_acquire) = (renewals().count(), last().get());
-        assert!(last_at_acquire > 1.7e9, "{last_at_acquire}");
-        smol::block_on(within(ms(120), e.keep_renewing()));
-        assert!(renewals().count() > count_at_acquire);
-        assert!(
-            last().get() > last_at_acquire,
-            "the renewals moved the timestamp"
-        );
-        smol::block_on(e.release()).unwrap();
-        assert_eq!(status(), 0.0);
-    }
-
-    #[test]
-    fn release_without_ever_leading_sends_nothing() {
-        let store = FakeStore::default();
-        let mut e = elector(&store, short());
-        assert_eq!(smol::block_on(e.release()), Ok(false));
-        assert!(store.requests().is_empty());
-    }
-
-    /// Lease duration 1 s, retry period 2 s: taking it after ~1 s shows the standby woke at the
-    /// observed expiry; renewTime in the far past (taken at once) or future (never taken) would
-    /// show a comparison with the local clock.
-    #[test]
-    fn takes_a_lease_after_local_expiry_whatever_its_renew_time() {
-        let attempt = |renew_time: &'static str| async move {
-            let store = FakeStore::default();
-            store.write_as_other(|spec| {
-                spec.holder_identity = Some("frozen_xyz".into());
-                spec.lease_duration_seconds = Some(1);
-                spec.renew_time = Some(renew_time.into());
-            });
-            let mut e = elector(&store, Timing::default());
-            let started = Instant::now();
-            within(ms(3000), e.acquire()).await.expect("never acquired");
-            let spec = store.lease().unwrap().spec;
-            assert_eq!(spec.holder_identity.as_deref(), Some(ME));
-            assert_eq!(spec.lease_transitions, Some(1));
-            started.elapsed()
-        };
-        let (past, future) = smol::block_on(smol::future::zip(
-            attempt("1970-01-01T00:00:00.000000Z"),
-            attempt("2999-12-31T23:59:59.999999Z"),
-        ));
-        for took in [past, future] {
-            assert!(took >= ms(1000) && took < ms(1700), "{took:?}");
-        }
-    }
-}
+mod tests;

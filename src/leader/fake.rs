@@ -1,15 +1,26 @@
 //! An in-memory Lease store for the leader-election tests: resourceVersion and 409 semantics,
-//! scripted failures and delays, a watch, and a hook to act as "another replica".
+//! scripted failures and delays, a watch, and a hook to act as "another replica". Each store
+//! has a manual clock of its own: its delays and deadlines, and the lock and elector the tests
+//! build on it, read that clock, which the tests move by hand.
 
 use super::lock::LeaseApi;
+use super::timing::Timing;
+use crate::clock::{Clock, ManualClock};
 use crate::kube::api::{Lease, LeaseSpec};
 use crate::kube::{Error, WatchEvent};
-use smol::Timer;
 use smol::channel::{Receiver, Sender, unbounded};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 type Events = Receiver<Result<WatchEvent<Lease>, Error>>;
+
+/// client-go's defaults (lease 15 s, renew deadline 10 s, retry period 2 s): virtual time makes
+/// real timings cost nothing, so the tests use them.
+pub const CLIENT_GO_TIMING: Timing = Timing {
+    lease_duration: Duration::from_secs(15),
+    renew_deadline: Duration::from_secs(10),
+    retry_period: Duration::from_secs(2),
+};
 /// What "another replica" does to the lease.
 type OtherWrite = Box<dyn FnOnce(&mut LeaseSpec) + Send>;
 
@@ -31,9 +42,20 @@ struct Inner {
 #[derive(Clone, Default)]
 pub struct FakeStore {
     inner: Arc<Mutex<Inner>>,
+    time: ManualClock,
 }
 
 impl FakeStore {
+    /// The store's clock, for what the tests build on it.
+    pub fn clock(&self) -> Clock {
+        self.time.clock()
+    }
+
+    /// The hand that moves [`FakeStore::clock`].
+    pub fn time(&self) -> &ManualClock {
+        &self.time
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -164,10 +186,11 @@ impl FakeApi {
         op: impl FnOnce(&mut Inner) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let (delay, outcome) = self.store.request(method);
+        let clock = self.store.clock();
         if !delay.is_zero() {
-            Timer::after(delay).await;
+            clock.sleep(delay).await;
         }
-        if Instant::now() > deadline {
+        if clock.now() > deadline {
             return Err(Error::Timeout(format!("fake {method} past its deadline")));
         }
         outcome?;

@@ -1,10 +1,11 @@
 //! The Fence: the main client may write only while this replica's lease is provably its own.
 //!
 //! Shared, lock-free state: the monotonic time of the last successful renewal and a `leading`
-//! flag. Every mutating request checks it *by time*, so the fence closes at
-//! last renew + renew deadline even if the elector task is stuck or starved.
+//! flag. Every mutating request checks it *by time*, read on the elector's clock, so the fence
+//! closes at last renew + renew deadline even if the elector task is stuck or starved.
 
 use super::timing::Timing;
+use crate::clock::Clock;
 use crate::kube::{Error, WriteGuard};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,19 +41,22 @@ struct State {
     renew_deadline: Duration,
     lease_duration: Duration,
     on_close: Mutex<Vec<OnClose>>,
+    /// Where [`WriteGuard::check`] reads the time.
+    clock: Clock,
 }
 
 impl Fence {
-    /// A closed fence (not leading).
-    pub fn new(timing: &Timing) -> Fence {
+    /// A closed fence (not leading) that reads the time on `clock`.
+    pub fn new(timing: &Timing, clock: Clock) -> Fence {
         Fence {
             state: Arc::new(State {
-                origin: Instant::now(),
+                origin: clock.now(),
                 last_renew_nanos: AtomicU64::new(0),
                 leading: AtomicBool::new(false),
                 renew_deadline: timing.renew_deadline,
                 lease_duration: timing.lease_duration,
                 on_close: Mutex::new(Vec::new()),
+                clock,
             }),
         }
     }
@@ -153,7 +157,7 @@ impl Fence {
 
 impl WriteGuard for Fence {
     fn check(&self, method: &str, path: &str) -> Result<(), Error> {
-        self.check_at(Instant::now(), method, path)
+        self.check_at(self.state.clock.now(), method, path)
     }
 }
 
@@ -164,7 +168,7 @@ mod tests {
     const PATH: &str = "/api/v1/namespaces/a/configmaps";
 
     fn fence() -> Fence {
-        Fence::new(&Timing::default())
+        Fence::new(&Timing::default(), Clock::real())
     }
 
     fn refusal(result: Result<(), Error>) -> String {
@@ -208,6 +212,19 @@ mod tests {
             f.is_leading(),
             "the fence closes by time, with no one calling close()"
         );
+    }
+
+    /// What the main client's transport calls: the same refusal, at the time on the clock.
+    #[test]
+    fn the_write_guard_reads_the_fences_clock() {
+        let manual = crate::clock::ManualClock::new();
+        let f = Fence::new(&Timing::default(), manual.clock());
+        f.renewed(manual.now());
+        manual.advance(Duration::from_secs(10));
+        assert_eq!(f.check("POST", PATH), Ok(()));
+        manual.advance(Duration::from_millis(1));
+        let msg = refusal(f.check("POST", PATH));
+        assert!(msg.contains("10.0s ago"), "{msg}");
     }
 
     #[test]

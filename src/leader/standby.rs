@@ -7,14 +7,12 @@
 
 use super::lock::{LeaseApi, LeaseLock};
 use super::timing::{JITTER_FACTOR, Timing};
-use crate::deadline::before;
 use crate::kube::api::Lease;
 use crate::kube::{Error, WatchEvent};
 use crate::random::{self, Rng};
-use smol::Timer;
 use smol::stream::StreamExt;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// EXPIRY_MARGIN: wake this long after the observed expiry, so the lease is strictly expired.
 const EXPIRY_MARGIN: Duration = Duration::from_millis(1);
@@ -42,8 +40,9 @@ impl<A: LeaseApi> Standby<A> {
     /// (client-go's wait.JitterUntil: period × (1 + rand × 1.2)) passed, the observed lease
     /// expired, or the watch shows the holder cleared or the lease deleted.
     pub async fn wait(&mut self, lock: &mut LeaseLock<A>, timing: &Timing) {
+        let clock = lock.clock().clone();
         let retry_at =
-            Instant::now() + random::jitter(timing.retry_period, JITTER_FACTOR, &mut self.random);
+            clock.now() + random::jitter(timing.retry_period, JITTER_FACTOR, &mut self.random);
         if self.watch.is_none() {
             self.open_watch(lock, timing).await;
         }
@@ -55,11 +54,11 @@ impl<A: LeaseApi> Standby<A> {
                 _ => retry_at,
             };
             let Some(events) = self.watch.as_mut() else {
-                Timer::at(wake_at).await;
+                clock.sleep_until(wake_at).await;
                 return;
             };
             let next = smol::future::or(async { Some(events.next().await) }, async {
-                Timer::at(wake_at).await;
+                clock.sleep_until(wake_at).await;
                 None
             })
             .await;
@@ -78,7 +77,8 @@ impl<A: LeaseApi> Standby<A> {
     ) -> bool {
         match event {
             Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease))) => {
-                lock.observe(lease, Instant::now());
+                let now = lock.clock().now();
+                lock.observe(lease, now);
                 lock.observed().is_some_and(|o| o.holder().is_none())
             }
             Some(Ok(WatchEvent::Deleted(_))) => {
@@ -100,8 +100,12 @@ impl<A: LeaseApi> Standby<A> {
     }
 
     async fn open_watch(&mut self, lock: &LeaseLock<A>, timing: &Timing) {
-        let deadline = Instant::now() + timing.retry_period;
-        match before(deadline, "lease watch", lock.api().watch()).await {
+        let clock = lock.clock();
+        let deadline = clock.now() + timing.retry_period;
+        match clock
+            .before(deadline, "lease watch", lock.api().watch())
+            .await
+        {
             Ok(events) => self.watch = Some(Box::pin(events)),
             Err(e) => log::debug!("cannot watch the lease, polling instead: {e}"),
         }
@@ -117,12 +121,10 @@ impl<A: LeaseApi> Default for Standby<A> {
 
 #[cfg(test)]
 mod tests {
-    use crate::deadline::within;
     use crate::leader::fake::{FakeApi, FakeStore};
     use crate::leader::{Elector, Timing};
-    use crate::testing::ms;
-    use smol::Timer;
-    use std::time::{Duration, Instant};
+    use crate::testing::{ms, secs};
+    use std::time::Duration;
 
     fn other_holds(store: &FakeStore) {
         store.write_as_other(|spec| {
@@ -132,11 +134,11 @@ mod tests {
     }
 
     fn elector(store: &FakeStore, timing: Timing) -> Elector<FakeApi> {
-        Elector::new(store.api(), "me_abc".into(), timing).unwrap()
+        Elector::new(store.api(), "me_abc".into(), timing, store.clock()).unwrap()
     }
 
-    /// Runs `acquire` while another replica does `act` after 100 ms; returns how long after
-    /// `act` this replica led, or `None` if it did not lead within `limit`.
+    /// Runs `acquire` in virtual time while another replica does `act` after 100 ms; returns how
+    /// long after `act` this replica led, or `None` if it did not lead within `limit`.
     fn lead_after(
         store: &FakeStore,
         timing: Timing,
@@ -144,19 +146,19 @@ mod tests {
         limit: Duration,
     ) -> Option<Duration> {
         let mut e = elector(store, timing);
-        smol::block_on(async {
-            let acquired = async {
-                within(limit, e.acquire()).await?;
-                Some(Instant::now())
-            };
-            let acted = async {
-                Timer::after(ms(100)).await;
-                act(store);
-                Instant::now()
-            };
-            let (acquired, acted) = smol::future::zip(acquired, acted).await;
-            acquired.map(|at| at.saturating_duration_since(acted))
-        })
+        let clock = store.clock();
+        let acquired = async {
+            e.acquire().await;
+            clock.now()
+        };
+        let acted = async {
+            clock.sleep(ms(100)).await;
+            act(store);
+            clock.now()
+        };
+        let both = smol::future::zip(acquired, acted);
+        let (acquired, acted) = store.time().run_for(limit, both)?;
+        Some(acquired.saturating_duration_since(acted))
     }
 
     #[test]
@@ -167,42 +169,48 @@ mod tests {
         assert!(jittered(0.999_999) < ms(4400));
     }
 
-    /// Retry period 2 s (jittered to 2–4.4 s): leading within 300 ms can only come from the watch.
+    /// Retry period 2 s, lease 15 s: leading when the holder is cleared, with no time passed,
+    /// can only come from the watch.
     #[test]
-    fn leads_promptly_after_a_watch_event_shows_the_holder_cleared() {
+    fn leads_at_once_when_a_watch_event_shows_the_holder_cleared() {
         let store = FakeStore::default();
         other_holds(&store);
         let clear =
             |s: &FakeStore| s.write_as_other(|spec| spec.holder_identity = Some(String::new()));
-        let took = lead_after(&store, Timing::default(), clear, ms(1500)).expect("did not lead");
-        assert!(took < ms(300), "{took:?}");
+        let took = lead_after(&store, Timing::default(), clear, secs(60)).expect("did not lead");
+        assert_eq!(took, Duration::ZERO);
         assert_eq!(store.holder().as_deref(), Some("me_abc"));
         assert_eq!(store.count("WATCH"), 1);
     }
 
     #[test]
-    fn leads_promptly_after_the_lease_is_deleted() {
+    fn leads_at_once_when_the_lease_is_deleted() {
         let store = FakeStore::default();
         other_holds(&store);
         let took = lead_after(
             &store,
             Timing::default(),
             FakeStore::delete_as_other,
-            ms(1500),
+            secs(60),
         );
-        assert!(took.is_some_and(|t| t < ms(300)), "{took:?}");
+        assert_eq!(took, Some(Duration::ZERO));
         assert_eq!(store.lease().unwrap().spec.lease_transitions, Some(0));
     }
 
+    /// Within the first retry period (2 s, jittered to at least that), a renewal seen on the
+    /// watch must not make the standby try again.
     #[test]
     fn a_renewal_seen_on_the_watch_does_not_wake_the_standby() {
         let store = FakeStore::default();
         other_holds(&store);
         let renew = |s: &FakeStore| s.write_as_other(|spec| spec.renew_time = Some("x".into()));
-        assert_eq!(lead_after(&store, Timing::default(), renew, ms(1500)), None);
+        let led = lead_after(&store, Timing::default(), renew, ms(1999));
+        assert_eq!(led, None);
         assert_eq!(store.count("GET"), 1, "{:?}", store.requests());
     }
 
+    /// Without a watch, the next attempt comes at the jittered retry period: 50 ms × (1 + u ×
+    /// 1.2) after the last, so within 110 ms of the holder being cleared.
     #[test]
     fn falls_back_to_polling_when_the_watch_fails() {
         let store = FakeStore::default();
@@ -211,8 +219,8 @@ mod tests {
         let short = Timing::new(ms(300), ms(200), ms(50)).unwrap();
         let clear =
             |s: &FakeStore| s.write_as_other(|spec| spec.holder_identity = Some(String::new()));
-        let took = lead_after(&store, short, clear, ms(1000)).expect("did not lead by polling");
-        assert!(took < ms(200), "{took:?}");
+        let took = lead_after(&store, short, clear, secs(60)).expect("did not lead by polling");
+        assert!(took > Duration::ZERO && took < ms(110), "{took:?}");
         let (gets, watches) = (store.count("GET"), store.count("WATCH"));
         assert!(gets >= 2 && watches <= gets, "{:?}", store.requests());
     }

@@ -17,6 +17,7 @@ use super::listed_page::ListedPage;
 use super::queue::WorkQueue;
 use super::store::{ObjectKey, Store};
 use super::watcher::Watcher;
+use crate::clock::Clock;
 use crate::kube::api::Resource;
 use crate::metrics::{self, Counter, Histogram};
 use smol::future::FutureExt as _;
@@ -42,10 +43,15 @@ impl Controller {
     /// flow (at least one; a Mirror's flow is its namespace) and its own queue. One worker
     /// more serves the other flows while one flow holds all of its `workers`.
     pub fn new(name: &str, workers: usize) -> Controller {
+        Controller::with_clock(name, workers, Clock::real())
+    }
+
+    /// [`Controller::new`] whose queue waits out its retries and delays on `clock`.
+    pub fn with_clock(name: &str, workers: usize, clock: Clock) -> Controller {
         let workers = workers.max(1);
         Controller {
             name: name.to_owned(),
-            queue: WorkQueue::fair(name, workers),
+            queue: WorkQueue::fair(name, workers, clock),
             workers: workers + 1,
         }
     }

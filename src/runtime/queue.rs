@@ -9,16 +9,16 @@
 //!   order within one, and a queue made [`WorkQueue::fair`] hands no flow more than its cap.
 //! - After [`WorkQueue::shutdown`], `get` returns `None`: in-flight keys finish, no new one
 //!   starts, and what was still queued is dropped (the next leader lists everything anyway).
+//! - Delays are waited for on the queue's [`Clock`]: the real one, or a manual one in tests.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use smol::Timer;
-
 use super::backoff::item_backoff;
 use super::fair::{FairQueue, Flow};
+use crate::clock::Clock;
 use crate::metrics::{self, Counter, Gauge};
 
 /// A shared handle to one queue; clones are the same queue.
@@ -42,6 +42,7 @@ struct Shared<T> {
     depth: Gauge,
     adds: Counter,
     retries: Counter,
+    clock: Clock,
 }
 
 struct Book<T> {
@@ -59,11 +60,12 @@ struct Book<T> {
 impl<T: Flow + Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     /// A queue whose metrics carry `name` (the controller's name).
     pub fn new(name: &str) -> WorkQueue<T> {
-        WorkQueue::fair(name, usize::MAX)
+        WorkQueue::fair(name, usize::MAX, Clock::real())
     }
 
-    /// A queue that hands no flow more than `cap` keys to process at once.
-    pub fn fair(name: &str, cap: usize) -> WorkQueue<T> {
+    /// A queue that hands no flow more than `cap` keys to process at once, and waits out its
+    /// delays on `clock`.
+    pub fn fair(name: &str, cap: usize, clock: Clock) -> WorkQueue<T> {
         let labels = [("name", name)];
         WorkQueue {
             shared: Arc::new(Shared {
@@ -91,6 +93,7 @@ impl<T: Flow + Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
                     "Retries of failed keys.",
                     &labels,
                 ),
+                clock,
             }),
         }
     }
@@ -113,7 +116,7 @@ impl<T: Flow + Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
         if delay.is_zero() {
             return self.add(key);
         }
-        let due = Instant::now() + delay;
+        let due = self.shared.clock.now() + delay;
         {
             let mut book = self.book();
             if book.shut_down || book.delayed.get(&key).is_some_and(|at| *at <= due) {
@@ -122,7 +125,8 @@ impl<T: Flow + Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
             book.delayed.insert(key.clone(), due);
         }
         let queue = Arc::downgrade(&self.shared);
-        smol::spawn(add_when_due(queue, key, due)).detach();
+        let wait = self.shared.clock.sleep_until(due);
+        smol::spawn(add_when_due(queue, key, due, wait)).detach();
     }
 
     /// Queues a key that failed after its per-key backoff, which doubles with each failure.
@@ -222,13 +226,14 @@ impl<T: Flow + Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<T> {
     }
 }
 
-/// Waits until `due`, then adds `key` unless a sooner delay took its place or the queue is
-/// gone. Holds only a weak handle, so pending delays do not keep a dropped queue alive.
-async fn add_when_due<T>(queue: Weak<Shared<T>>, key: T, due: Instant)
+/// Waits until `due` (`wait` ends then), then adds `key` unless a sooner delay took its place
+/// or the queue is gone. Holds only a weak handle, so pending delays do not keep a dropped
+/// queue alive.
+async fn add_when_due<T>(queue: Weak<Shared<T>>, key: T, due: Instant, wait: crate::clock::Sleep)
 where
     T: Flow + Clone + Eq + Hash + Send + Sync + 'static,
 {
-    Timer::at(due).await;
+    wait.await;
     let Some(shared) = queue.upgrade() else {
         return;
     };
@@ -244,157 +249,4 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use smol::block_on;
-    use smol::future::FutureExt as _;
-
-    fn queue(name: &str) -> WorkQueue<&'static str> {
-        WorkQueue::new(name)
-    }
-
-    #[test]
-    fn a_key_is_queued_once_however_often_it_is_added() {
-        let q = queue("test-dedup");
-        for key in ["a", "a", "b", "a"] {
-            q.add(key);
-        }
-        assert_eq!(q.len(), 2);
-        assert_eq!(block_on(q.get()), Some("a"));
-        assert_eq!(block_on(q.get()), Some("b"));
-        assert!(q.is_empty());
-        assert_eq!(q.shared.adds.get(), 2);
-    }
-
-    #[test]
-    fn a_key_in_process_is_not_handed_out_again_until_done() {
-        let q = queue("test-processing");
-        q.add("a");
-        assert_eq!(block_on(q.get()), Some("a"));
-        q.add("a");
-        q.add("b");
-        assert_eq!(block_on(q.get()), Some("b"));
-        assert!(
-            q.is_empty(),
-            "a is dirty but must wait for its processing to end"
-        );
-        q.done(&"a");
-        assert_eq!(block_on(q.get()), Some("a"));
-    }
-
-    #[test]
-    fn a_key_not_added_during_processing_is_not_requeued() {
-        let q = queue("test-clean-done");
-        q.add("a");
-        assert_eq!(block_on(q.get()), Some("a"));
-        q.done(&"a");
-        assert!(q.is_empty());
-    }
-
-    #[test]
-    fn failures_count_up_and_forget_resets_them() {
-        let q = queue("test-failures");
-        q.add("a");
-        let key = block_on(q.get());
-        assert_eq!(key, Some("a"));
-        for expected in 1..=3 {
-            q.requeue_rate_limited("a");
-            assert_eq!(q.failures(&"a"), expected);
-        }
-        assert_eq!(q.shared.retries.get(), 3);
-        q.forget(&"a");
-        assert_eq!(q.failures(&"a"), 0);
-    }
-
-    #[test]
-    fn a_failed_key_comes_back_after_its_backoff() {
-        let q = queue("test-requeue");
-        let start = Instant::now();
-        q.requeue_rate_limited("a");
-        assert!(q.is_empty(), "the retry must wait for its backoff");
-        assert_eq!(block_on(q.get()), Some("a"));
-        assert!(start.elapsed() >= item_backoff(0));
-    }
-
-    #[test]
-    fn add_after_delays_and_the_earliest_delay_wins() {
-        let q = queue("test-add-after");
-        let start = Instant::now();
-        q.add_after("a", Duration::from_secs(60));
-        q.add_after("a", Duration::from_millis(3));
-        assert!(q.is_empty());
-        assert_eq!(block_on(q.get()), Some("a"));
-        let waited = start.elapsed();
-        assert!(waited >= Duration::from_millis(3) && waited < Duration::from_secs(60));
-    }
-
-    #[test]
-    fn shutdown_lets_in_flight_keys_finish_and_hands_out_nothing_new() {
-        let q = queue("test-shutdown");
-        q.add("a");
-        q.add("b");
-        assert_eq!(block_on(q.get()), Some("a"));
-        q.shutdown();
-        assert_eq!(block_on(q.get()), None);
-        q.add("c");
-        q.done(&"a");
-        assert_eq!(block_on(q.get()), None);
-        assert!(q.is_empty());
-    }
-
-    #[test]
-    fn shutdown_wakes_a_waiting_worker() {
-        let q = queue("test-shutdown-wakes");
-        let waiter = {
-            let q = q.clone();
-            smol::spawn(async move { q.get().await })
-        };
-        q.shutdown();
-        assert_eq!(block_on(waiter), None);
-    }
-
-    #[test]
-    fn keys_are_handed_out_in_turn_across_flows() {
-        let q = queue("test-fair");
-        for key in ["big/1", "big/2", "big/3", "big/4", "small/1", "small/2"] {
-            q.add(key);
-        }
-        let order: Vec<_> = (0..6).filter_map(|_| block_on(q.get())).collect();
-        assert_eq!(
-            order,
-            ["big/1", "small/1", "big/2", "small/2", "big/3", "big/4"]
-        );
-    }
-
-    #[test]
-    fn a_flow_at_its_cap_gets_a_key_again_when_one_is_done() {
-        let q = WorkQueue::fair("test-fair-cap", 1);
-        q.add("a/1");
-        q.add("a/2");
-        assert_eq!(block_on(q.get()), Some("a/1"));
-        let waiter = {
-            let q = q.clone();
-            smol::spawn(async move { q.get().await })
-        };
-        block_on(Timer::after(Duration::from_millis(20)));
-        assert!(!waiter.is_finished(), "a/2 must wait for a/1");
-        q.done(&"a/1");
-        assert_eq!(block_on(waiter), Some("a/2"));
-    }
-
-    #[test]
-    fn a_get_dropped_while_it_waits_takes_no_key() {
-        let q = queue("test-fair-cancel");
-        let dropped = block_on(async {
-            q.get()
-                .or(async {
-                    Timer::after(Duration::from_millis(5)).await;
-                    None
-                })
-                .await
-        });
-        assert_eq!(dropped, None);
-        q.add("a/1");
-        assert_eq!(block_on(q.get()), Some("a/1"));
-    }
-}
+mod tests;

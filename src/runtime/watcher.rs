@@ -11,12 +11,11 @@
 
 use std::time::{Duration, Instant};
 
-use smol::Timer;
-
 use super::backoff::{Backoff, WATCH_BACKOFF_INITIAL, WATCH_BACKOFF_MAX};
 use super::change::Change;
 use super::hearing::Hearing;
 use super::list_watch::{EventStream, ListWatch};
+use crate::clock::Clock;
 use crate::kube::api::{ObjectList, Resource};
 use crate::kube::client::DEFAULT_PAGE_SIZE;
 use crate::kube::{Error, ListParams, Selectors, WatchEvent, WatchParams};
@@ -47,6 +46,8 @@ pub struct WatcherConfig {
     /// First retry delay after a failure, doubling up to `backoff_max` (both jittered).
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
+    /// Where the backoff is waited out and a watch's age and silence are measured.
+    pub clock: Clock,
 }
 
 impl Default for WatcherConfig {
@@ -57,6 +58,7 @@ impl Default for WatcherConfig {
             watch_timeout: WATCH_TIMEOUT,
             backoff_initial: WATCH_BACKOFF_INITIAL,
             backoff_max: WATCH_BACKOFF_MAX,
+            clock: Clock::real(),
         }
     }
 }
@@ -129,7 +131,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     pub async fn next(&mut self) -> Result<Change<K>, Error> {
         loop {
             if let Some(at) = self.retry_at {
-                Timer::at(at).await;
+                self.config.clock.sleep_until(at).await;
                 self.retry_at = None;
             }
             if let Some(result) = self.step().await {
@@ -236,7 +238,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         match self.source.watch(&params).await {
             Ok(stream) => {
                 if let State::Watching { stream: slot, .. } = &mut self.state {
-                    let now = Instant::now();
+                    let now = self.config.clock.now();
                     *slot = Some(OpenWatch {
                         stream,
                         opened: now,
@@ -247,7 +249,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
                 None
             }
             Err(e) => {
-                self.hearing.dial_failed(&e, Instant::now());
+                self.hearing.dial_failed(&e, self.config.clock.now());
                 self.failed(e)
             }
         }
@@ -264,7 +266,8 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         else {
             return None;
         };
-        let quiet_since = stream.as_ref().map_or_else(Instant::now, |w| w.last_event);
+        let now = self.config.clock.now();
+        let quiet_since = stream.as_ref().map_or(now, |w| w.last_event);
         self.hearing.streamed(&received, quiet_since);
         let event = match received {
             Some(Ok(event)) => event,
@@ -273,9 +276,9 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
                 return self.failed(e);
             }
             None => {
-                let short_and_empty = stream
-                    .take()
-                    .is_some_and(|w| w.events == 0 && w.opened.elapsed() < SHORT_WATCH);
+                let short_and_empty = stream.take().is_some_and(|w| {
+                    w.events == 0 && now.saturating_duration_since(w.opened) < SHORT_WATCH
+                });
                 if short_and_empty {
                     self.schedule_retry();
                 }
@@ -284,7 +287,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         };
         if let Some(open) = stream {
             open.events += 1;
-            open.last_event = Instant::now();
+            open.last_event = now;
         }
         self.backoff.reset();
         let (new_version, output) = match event {
@@ -349,7 +352,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     }
 
     fn schedule_retry(&mut self) {
-        self.retry_at = Some(Instant::now() + self.backoff.next_delay());
+        self.retry_at = Some(self.config.clock.now() + self.backoff.next_delay());
     }
 
     /// The watch timeout + up to 20 %, so watches of many replicas do not all end together.

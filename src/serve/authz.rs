@@ -22,6 +22,7 @@ use http_types::StatusCode;
 use smol::lock::Semaphore;
 
 use super::review_cache::{Lookup, Outcome, ReviewCache};
+use crate::clock::Clock;
 use crate::kube::api::{SubjectAccessReview, TokenReview};
 use crate::kube::{Client, Error, TokenBucket};
 
@@ -49,22 +50,30 @@ pub struct MetricsAuth {
     cache: Mutex<ReviewCache>,
     in_flight: Semaphore,
     new_tokens: TokenBucket,
+    clock: Clock,
 }
 
 impl MetricsAuth {
     /// `client` must be the main client without the write guard (see the module doc).
     pub fn new(client: Client) -> Arc<MetricsAuth> {
+        MetricsAuth::with_clock(client, Clock::real())
+    }
+
+    /// [`MetricsAuth::new`] whose cache and new-token budget read `clock`.
+    pub fn with_clock(client: Client, clock: Clock) -> Arc<MetricsAuth> {
+        let (rate, burst) = (NEW_TOKEN_REVIEWS_PER_SECOND, NEW_TOKEN_REVIEW_BURST);
         Arc::new(MetricsAuth {
             client,
             cache: Mutex::new(ReviewCache::default()),
             in_flight: Semaphore::new(MAX_REVIEWS_IN_FLIGHT),
-            new_tokens: TokenBucket::new(NEW_TOKEN_REVIEWS_PER_SECOND, NEW_TOKEN_REVIEW_BURST),
+            new_tokens: TokenBucket::with_clock(rate, burst, clock.clone()),
+            clock,
         })
     }
 
     /// Decides on a request carrying `authorization` (its `Authorization` header, if any).
     pub async fn check(&self, authorization: Option<&str>) -> Decision {
-        self.check_at(authorization, Instant::now()).await
+        self.check_at(authorization, self.clock.now()).await
     }
 
     /// [`check`](Self::check) with the cache's clock at `now`.

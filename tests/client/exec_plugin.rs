@@ -1,17 +1,18 @@
 //! Exec credential plugins against the fake API server: the plugin's token is what the server
 //! sees, a 401 runs the plugin again and retries once (never more), and the lease client's
-//! renewals do not wait while the main client's plugin run takes 3 s.
+//! renewals do not wait while the main client's plugin run lasts.
 
 use crate::support::fake::{FakeServer, Fault, RequestClass};
 use crate::support::plugin::{Plugin, exec_kubeconfig, print_token};
-use crate::support::skiff::{
-    HOME_NS, SHORT_LEASE, SHORT_RENEW_DEADLINE, Skiff, TempDir, eventually, is_lease_hold,
-    longest_gap,
-};
+use crate::support::skiff::{HOME_NS, SHORT_LEASE, Skiff, TempDir, eventually, is_lease_hold};
 use serde_json::json;
 use skiff::kube::api::ConfigMap;
 use skiff::kube::{Client, load_kubeconfig_files};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How long a test waits for the binary to get somewhere it gets in a second or less (lead,
+/// run its plugin, renew twice): a liveness bound, not a speed goal.
+const LIVENESS: Duration = Duration::from_secs(30);
 
 /// Over TLS: like kubectl, skiff runs no credential plugin for a plain http:// server.
 fn server_with_configmap() -> FakeServer {
@@ -107,15 +108,15 @@ fn a_failing_plugin_fails_the_request_naming_the_command_and_hint() {
 }
 
 /// The skiff binary leads with a plugin token; then a 401 on a main-client request makes the
-/// main client run the plugin, which now takes 3 s. The lease client has its own cached
-/// credential, so its renewals go on every retry period throughout.
+/// main client run the plugin again, and that run does not end until the test lets it. The
+/// lease client has its own cached credential, so it renews while the run lasts.
 #[test]
 fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
     let server = server_with_configmap();
     let dir = TempDir::new("exec-lease");
-    let slow_run = "if [ -f \"$here/slow\" ]; then rm \"$here/slow\"; touch \"$here/started\"; sleep 3; touch \"$here/ended\"; fi";
+    let held_run = "if [ -f \"$here/slow\" ]; then rm \"$here/slow\"; touch \"$here/started\"; while [ ! -f \"$here/release\" ]; do sleep 0.05; done; touch \"$here/ended\"; fi";
     let body = format!(
-        "echo \"plugin run $n\" >&2\n{slow_run}\n{}",
+        "echo \"plugin run $n\" >&2\n{held_run}\n{}",
         print_token("tok")
     );
     let plugin = Plugin::write(&dir.0, &body);
@@ -130,7 +131,7 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
     let mut args: Vec<&str> = SHORT_LEASE.to_vec();
     args.push("--log-level=debug");
     let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &args);
-    let leading_and_watching = eventually(Duration::from_secs(20), || {
+    let leading_and_watching = eventually(LIVENESS, || {
         let records = server.requests();
         records.iter().any(is_lease_hold)
             && records
@@ -140,37 +141,45 @@ fn lease_renewals_do_not_wait_for_the_main_clients_plugin_run() {
     assert!(leading_and_watching, "never led; log:\n{}", skiff.logs());
     let runs_before = plugin.runs();
 
-    std::fs::write(plugin.file("slow"), "").expect("arm the slow run");
+    std::fs::write(plugin.file("slow"), "").expect("arm the held run");
     server.set_fault_times(RequestClass::Other, Fault::Unauthorized, 1);
     // The main client's watches reconnect; the first request gets the 401.
     server.close_watches();
-    let seen = |name: &str| {
-        eventually(Duration::from_secs(20), || plugin.file(name).exists()).then(Instant::now)
-    };
-    let started = seen("started").expect("the main client never ran the plugin again");
-    let ended = seen("ended").unwrap_or_else(|| {
-        // A lease client stuck behind the run loses the lease, and skiff exits mid-run.
-        panic!("the slow run never ended; log:\n{}", skiff.logs())
+    let started = eventually(LIVENESS, || plugin.file("started").exists());
+    assert!(started, "the main client never ran the plugin again");
+    let mark = server.requests().len();
+    // Renewals while the main client's run lasts: two, so not one that slipped through.
+    let renewing = eventually(LIVENESS, || {
+        server.requests()[mark..]
+            .iter()
+            .filter(|r| is_lease_hold(r))
+            .count()
+            >= 2
     });
-    assert!(ended - started >= Duration::from_millis(2500));
-    let holds: Vec<Instant> = server
-        .requests()
-        .iter()
-        .filter(|r| is_lease_hold(r))
-        .map(|r| r.received)
-        .collect();
-    let gap = longest_gap(started, &holds, ended);
     assert!(
-        gap < SHORT_RENEW_DEADLINE,
-        "the lease went {gap:?} without a renewal while the main client's plugin ran; log:\n{}",
+        renewing,
+        "no renewals while the main client's plugin ran; log:\n{}",
+        skiff.logs()
+    );
+    assert!(
+        !plugin.file("ended").exists(),
+        "the run ended before it was released"
+    );
+    std::fs::write(plugin.file("release"), "").expect("release the run");
+    assert!(
+        eventually(LIVENESS, || plugin.file("ended").exists()),
+        "the held run never ended; log:\n{}",
+        skiff.logs()
+    );
+    assert!(
+        !skiff.logs().contains("leader election lost"),
+        "log:\n{}",
         skiff.logs()
     );
     assert_eq!(runs_before, 2, "one run per client at start");
     // skiff logs the plugin's stderr once the run has exited, a moment after its `ended` file.
     assert!(
-        eventually(Duration::from_secs(5), || skiff
-            .logs()
-            .contains("plugin run 3")),
+        eventually(LIVENESS, || skiff.logs().contains("plugin run 3")),
         "the plugin's stderr is logged; log:\n{}",
         skiff.logs()
     );

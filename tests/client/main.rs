@@ -15,6 +15,7 @@ mod impersonation;
 mod kubeconfig_diff;
 mod kubeconfig_shapes;
 mod lease_client;
+mod lease_renewals;
 mod proxy;
 mod smoke;
 mod tls;

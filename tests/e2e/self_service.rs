@@ -715,8 +715,10 @@ fn tenants_share_a_kit_kind_the_admin_enables() {
     );
     a.apply(&policy).expect("a creates its NetworkPolicy");
     // A kit kind's offer selects only namespaces an admin labelled for kit copies.
-    let kit_offer = offer(&src, "policy", "NetworkPolicy", "deny-ingress")
-        .replace("      shares-with-a: \"yes\"\n", "      shares-with-a: \"yes\"\n      skiff.dev/kit: b\n");
+    let kit_offer = offer(&src, "policy", "NetworkPolicy", "deny-ingress").replace(
+        "      shares-with-a: \"yes\"\n",
+        "      shares-with-a: \"yes\"\n      skiff.dev/kit: b\n",
+    );
     a.apply(&kit_offer).expect("a offers it");
     b.apply(&accept).expect("b accepts a NetworkPolicy");
 

@@ -24,6 +24,7 @@ pub mod plugin;
 pub mod pod;
 pub mod ports;
 pub mod proxy;
+pub mod renewals;
 pub mod scrape;
 pub mod skiff;
 pub mod socks;

@@ -299,6 +299,14 @@ pub fn leader_under_load(
     (server, dir, skiff)
 }
 
+/// How many requests `server` has seen that pass `test`.
+pub fn count_requests(
+    server: &super::fake::FakeServer,
+    test: impl Fn(&super::fake::RequestRecord) -> bool,
+) -> usize {
+    server.requests().iter().filter(|r| test(r)).count()
+}
+
 /// A controller's write: mutating and not on a Lease.
 pub fn is_controller_write(r: &super::fake::RequestRecord) -> bool {
     is_mutating(r) && r.class == super::fake::RequestClass::Other

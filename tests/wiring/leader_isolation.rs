@@ -1,12 +1,18 @@
 //! The built binary under real controller load (a Mirror fanning out to 1,000 namespaces):
 //! the lease client's connections carry Lease requests only (the "became leader" Event goes
-//! through the main client), and renewals keep coming while every other request is delayed 5 s
-//! or answered 429.
+//! through the main client), and the leader keeps its lease, renewing, while every other
+//! request is delayed 5 s or answered 429.
+//!
+//! Real time, as the binary runs. A renewal that waited behind the controllers' requests would
+//! miss the 1.5 s renew deadline and the binary would exit 1: keeping the lease through a
+//! window four times the deadline is the verdict, not how evenly the renewals came (that is
+//! `make compare`'s figure).
 
 use crate::support::fake::{FakeServer, Fault, RequestClass, RequestRecord};
 use crate::support::lease::LEASE_PATH;
 use crate::support::skiff::{
-    SHORT_RETRY, Skiff, TempDir, eventually, is_controller_write, is_lease_hold, longest_gap,
+    SHORT_RENEW_DEADLINE, SHORT_RETRY, Skiff, TempDir, eventually, is_controller_write,
+    is_lease_hold, longest_gap,
 };
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -37,6 +43,7 @@ fn the_lease_connections_carry_lease_requests_only() {
         server.list("/api/v1/configmaps").len() > NAMESPACES
     });
     assert!(done, "fan-out unfinished; log:\n{}", skiff.logs());
+    // Two more renewals, so the lease connections are seen after the fan-out too.
     std::thread::sleep(SHORT_RETRY * 2);
     let records = server.requests();
     // The lease client's connections: every one that carried a Lease request or a request
@@ -86,14 +93,22 @@ fn is_lease_request(r: &RequestRecord) -> bool {
     r.class == RequestClass::Lease && ["GET", "PUT", "POST"].contains(&r.method.as_str())
 }
 
-/// Sets `fault` on every non-lease request once the fan-out is under way, then watches
-/// renewals for 6 s: the longest wait between successful renewals, and the holder after.
+/// Sets `fault` on every non-lease request once the fan-out is under way, then watches the
+/// leader for four renew deadlines: it must renew and keep the lease throughout.
 fn renewals_while_other_requests_suffer(tag: &str, fault: Fault) {
     let (server, _dir, mut skiff) = leader_under_load(tag, &[], 20);
     let leader = holder(&server);
     server.set_fault(RequestClass::Other, fault);
+    let faulted_at = Instant::now();
+    // The window opens once the controller's requests meet the fault (a liveness bound: they
+    // come every 50 ms at the default QPS).
+    let suffering = eventually(Duration::from_secs(30), || {
+        (server.requests().iter())
+            .any(|r| r.class == RequestClass::Other && r.received > faulted_at)
+    });
+    assert!(suffering, "the controller sent nothing after the fault");
     let from = Instant::now();
-    std::thread::sleep(Duration::from_secs(6));
+    std::thread::sleep(SHORT_RENEW_DEADLINE * 4);
     let to = Instant::now();
     let records = server.requests();
     let renewed: Vec<Instant> = records
@@ -104,13 +119,13 @@ fn renewals_while_other_requests_suffer(tag: &str, fault: Fault) {
     let gap = longest_gap(from, &renewed, to);
     let faulted = records
         .iter()
-        .filter(|r| r.class == RequestClass::Other && r.received > from)
+        .filter(|r| r.class == RequestClass::Other && r.received > faulted_at)
         .count();
     eprintln!("{tag}: longest gap between renewals {gap:?}; {faulted} faulted requests");
-    assert!(faulted >= 10, "the controller sent only {faulted} requests");
+    let renewals = renewed.iter().filter(|at| **at > from).count();
     assert!(
-        gap <= SHORT_RETRY + Duration::from_millis(500),
-        "gap {gap:?}; log:\n{}",
+        renewals >= 1,
+        "no renewal during the fault; log:\n{}",
         skiff.logs()
     );
     assert!(skiff.is_running(), "exited; log:\n{}", skiff.logs());

@@ -44,15 +44,30 @@ fn metrics(replica: &Replica) -> String {
     http_get(replica.metrics, "/metrics").map_or_else(String::new, |(_, body)| body)
 }
 
+/// The lease client's successful PUTs, as its counter says in the metrics `text` (0 when absent).
+fn lease_puts(text: &str) -> f64 {
+    text.lines()
+        .find(|l| {
+            l.starts_with(LEASE_REQUESTS)
+                && l.contains("code=\"200\"")
+                && l.contains("method=\"PUT\"")
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// How long the test waits for a replica to lead, start or renew three times (a second or two
+/// with a 500 ms retry period): a liveness bound.
+const LIVENESS: Duration = Duration::from_secs(30);
+
 #[test]
 fn healthz_and_metrics_show_who_leads_while_renewing() {
     let server = FakeServer::start();
     fan_out_world(&server, 5);
     let dir = TempDir::new("probes");
     let leader = start(&dir, &server, "replica-a");
-    let leading = eventually(Duration::from_secs(10), || {
-        metrics(&leader).contains(LEADING)
-    });
+    let leading = eventually(LIVENESS, || metrics(&leader).contains(LEADING));
     assert!(
         leading,
         "metrics:\n{}\nlog:\n{}",
@@ -65,32 +80,17 @@ fn healthz_and_metrics_show_who_leads_while_renewing() {
         "{holder}"
     );
     let standby = start(&dir, &server, "replica-b");
-    let up = eventually(Duration::from_secs(10), || {
-        metrics(&standby).contains(LEASE_REQUESTS)
-    });
+    let up = eventually(LIVENESS, || metrics(&standby).contains(LEASE_REQUESTS));
     assert!(up, "standby metrics:\n{}", metrics(&standby));
     // A few renewals later: still healthy, still leading, counted by the lease client.
-    std::thread::sleep(Duration::from_millis(1500));
+    let renewed = eventually(LIVENESS, || lease_puts(&metrics(&leader)) >= 3.0);
+    assert!(renewed, "metrics:\n{}", metrics(&leader));
     for replica in [&leader, &standby] {
         assert_eq!(http_get(replica.probes, "/healthz").map(|r| r.0), Some(200));
         assert_eq!(http_get(replica.probes, "/readyz").map(|r| r.0), Some(200));
     }
     let text = metrics(&leader);
     assert!(text.contains(LEADING), "{text}");
-    let lease_puts = text
-        .lines()
-        .find(|l| {
-            l.starts_with(LEASE_REQUESTS)
-                && l.contains("code=\"200\"")
-                && l.contains("method=\"PUT\"")
-        })
-        .unwrap_or_else(|| panic!("no lease PUT counter:\n{text}"));
-    let count: f64 = lease_puts
-        .rsplit(' ')
-        .next()
-        .and_then(|v| v.parse().ok())
-        .expect("a counter value");
-    assert!(count >= 3.0, "{lease_puts}");
     assert!(
         text.contains("rest_client_requests_total{client=\"main\""),
         "{text}"

@@ -1,24 +1,25 @@
-//! The binary as launched, when its connections die or its watches go deaf (fake API server,
-//! fault proxy in between where the network misbehaves).
+//! The binary as launched, when its connections die (fake API server, fault proxy in between
+//! where the network misbehaves).
 //!
 //! Why: skiff's lease client shares nothing with the controllers' client, so a lease that
 //! renews proves nothing about the watches. These tests pin what closes that gap: a silent
 //! watch resumes from its resourceVersion (no relist); a lease request with no reply is hedged
 //! on a new connection and makes every other connection suspect, so the watches resume at
-//! once; a leader whose watches stay deaf steps down for a standby that hears, and writes
-//! nothing after; and `/healthz` says so when there is no standby to step down for.
+//! once. What happens when they stay deaf is in `deafness.rs`.
+//!
+//! Real time, as the binary runs: the tests assert causes (the log says which mechanism acted)
+//! and order; each wait is a liveness bound of 10× what it waits for, or more, and says so.
 
 use std::time::{Duration, Instant};
 
 use crate::support::fake::{FakeServer, RequestRecord};
 use crate::support::fault_proxy::FaultProxy;
 use crate::support::skiff::{
-    Skiff, TempDir, eventually, fan_out_world, free_port, http_get, is_controller_write,
-    is_lease_hold, is_lease_release, longest_gap, write_kubeconfig,
+    Skiff, TempDir, eventually, fan_out_world, is_lease_hold, longest_gap, write_kubeconfig,
 };
 use serde_json::json;
 
-/// How long a test waits for leading and the first copies.
+/// How long a test waits for leading and the first copies (a second or two): a liveness bound.
 const START: Duration = Duration::from_secs(20);
 
 /// A fake cluster of `namespaces` selected namespaces behind a fault proxy, and a leader
@@ -98,6 +99,22 @@ impl Faulty {
         let last_before = renewed.iter().filter(|t| **t <= fault).max();
         longest_gap(*last_before.unwrap_or(&fault), &renewed, Instant::now())
     }
+
+    /// The leader kept its lease: still running, never lost it, and renewed after `fault`.
+    fn kept_the_lease(&mut self, fault: Instant) {
+        let log = self.skiff.logs();
+        assert!(
+            self.skiff.is_running() && !log.contains("leader election lost"),
+            "log:\n{log}"
+        );
+        let renewed_after =
+            (self.server.requests().iter()).any(|r| is_lease_hold(r) && r.received > fault);
+        assert!(renewed_after, "no renewal after the fault; log:\n{log}");
+        eprintln!(
+            "longest renew gap after the fault: {:?}",
+            self.longest_renew_gap(fault)
+        );
+    }
 }
 
 fn is_copy_create(r: &RequestRecord) -> bool {
@@ -106,16 +123,13 @@ fn is_copy_create(r: &RequestRecord) -> bool {
 
 #[test]
 fn silent_watches_resume_from_their_resource_version_without_a_relist() {
+    // The default lease timings (renew deadline 10 s, retry 2 s): the cut below goes by how
+    // quiet a connection is, and may now and then take an idle pooled lease connection too;
+    // with the defaults the hedge has time to route a renewal around it, as in production.
     let faulty = Faulty::start(
         "silent-watches",
         3,
-        &[
-            "--leader-elect-lease-duration=2s",
-            "--leader-elect-renew-deadline=1500ms",
-            "--leader-elect-retry-period=500ms",
-            "--watch-idle-timeout=10s",
-            "--deafness-timeout=0",
-        ],
+        &["--watch-idle-timeout=10s", "--deafness-timeout=0"],
     );
     // Each watch asks the server to end it after 8 s (80 % of 10 s); the fake sends a bookmark
     // every second. Cut when every watch has been open at least 2 s: the client has been quiet
@@ -134,7 +148,8 @@ fn silent_watches_resume_from_their_resource_version_without_a_relist() {
     let fault = Instant::now();
     let killed = faulty.proxy.kill_watches(Duration::from_millis(1500));
     assert!(killed >= 3, "only {killed} watch connections to kill");
-    let took = faulty.new_namespace_copied_within("late-0", Duration::from_secs(15));
+    // A liveness bound, 10× the 10 s idle timeout that finds the dead watches.
+    let took = faulty.new_namespace_copied_within("late-0", Duration::from_secs(100));
     let log = faulty.skiff.logs();
     let took = took.unwrap_or_else(|| panic!("the new namespace never got its copy; log:\n{log}"));
     eprintln!("watches dead, lease alive: the new namespace got its copy after {took:?}");
@@ -169,223 +184,49 @@ fn silent_watches_resume_from_their_resource_version_without_a_relist() {
         !timeouts.is_empty() && timeouts.iter().all(|t| t == "8"),
         "server-side watch timeouts {timeouts:?} are not within the 10 s idle timeout"
     );
-    let gap = faulty.longest_renew_gap(fault);
-    assert!(
-        gap <= Duration::from_millis(1500),
-        "the lease suffered: gap {gap:?}"
-    );
+    // A renewal held up longer than the renew deadline would have cost the lease.
+    let mut faulty = faulty;
+    faulty.kept_the_lease(fault);
 }
 
-/// Default lease timings (renew deadline 10 s, retry 2 s): without the hedge, a renewal on a
-/// dead pooled connection waits out half the time left (about 4 s) before it redials.
+/// Default lease timings (renew deadline 10 s, retry 2 s): the renewal on the dead pooled
+/// connection is sent again on a new one after 1 s (the hedge), whose answer makes every
+/// connection suspect, so the watches resume at once instead of at their 1 min idle timeout.
 #[test]
 fn when_every_connection_dies_the_lease_hedges_and_the_watches_resume_at_once() {
     let mut faulty = Faulty::start("dead-connections", 3, &["--watch-idle-timeout=1m"]);
-    std::thread::sleep(Duration::from_secs(3));
+    // Every watch open and a renewal since: the connections to kill are all there.
+    let open = eventually(START, || {
+        let records = faulty.server.requests();
+        let last_watch = (records.iter().enumerate())
+            .filter(|(_, r)| r.watch && !r.path.contains("/leases") && r.status == 200)
+            .map(|(i, _)| i)
+            .max();
+        last_watch.is_some_and(|w| records[w..].iter().any(is_lease_hold))
+    });
+    assert!(open, "the watches never opened");
     let fault = Instant::now();
     assert!(
         faulty.proxy.kill_open() >= 4,
         "the watches and the lease connection"
     );
-    std::thread::sleep(Duration::from_secs(1));
-    let took = faulty.new_namespace_copied_within("late-0", Duration::from_secs(20));
+    // A liveness bound, 10× the seconds the hedge and the suspicion take; the 1 min watch idle
+    // timeout alone would take longer.
+    let bound = Duration::from_secs(40);
+    let took = faulty.new_namespace_copied_within("late-0", bound);
     let log = faulty.skiff.logs();
     let took = took.unwrap_or_else(|| panic!("the new namespace never got its copy; log:\n{log}"));
     eprintln!("every connection dead: the new namespace got its copy after {took:?}");
     assert!(
-        took < Duration::from_secs(10),
-        "{took:?}: only the 1 min watch idle timeout noticed, not the suspicion; log:\n{log}"
+        log.contains("while a new connection answered"),
+        "the lease request was not hedged on a new connection; log:\n{log}"
     );
     assert!(log.contains("are suspect"), "log:\n{log}");
-    std::thread::sleep(Duration::from_secs(5));
-    let gap = faulty.longest_renew_gap(fault);
-    eprintln!("longest renew gap after the fault: {gap:?}");
     assert!(
-        gap <= Duration::from_millis(3500),
-        "renew gap {gap:?} over retry period + 1.5 s; log:\n{log}"
+        !log.contains("heard nothing"),
+        "the watches resumed by their idle timeout, not the suspicion; log:\n{log}"
     );
     let relists = faulty.lists_since(fault);
     assert!(relists.is_empty(), "relisted after the fault: {relists:?}");
-    assert!(
-        faulty.skiff.is_running() && !log.contains("leader election lost"),
-        "log:\n{log}"
-    );
-}
-
-#[test]
-fn a_leader_whose_watches_stay_deaf_steps_down_for_a_standby_that_hears() {
-    deaf_leader(Duration::ZERO);
-}
-
-#[test]
-fn a_deaf_leader_steps_down_on_a_10ms_link() {
-    deaf_leader(Duration::from_millis(10));
-}
-
-/// Two replicas, each reaching the fake API server through a link with `latency` each way.
-/// Over TLS: the replicas are told apart by their tokens, which go to https:// servers only.
-fn deaf_leader(latency: Duration) {
-    let server = FakeServer::start_tls();
-    fan_out_world(&server, 3);
-    let upstream = server.url().trim_start_matches("https://").to_owned();
-    let link = FaultProxy::start(&upstream);
-    link.set_latency(latency);
-    let url = format!("https://{}", link.address());
-    let ca = server.ca_pem();
-    let dir = TempDir::new("deaf-leader");
-    let flags = [
-        "--leader-elect",
-        "--leader-elect-lease-duration=2s",
-        "--leader-elect-renew-deadline=1500ms",
-        "--leader-elect-retry-period=500ms",
-        "--watch-idle-timeout=2s",
-        "--deafness-timeout=4s",
-        "--kube-api-qps=1000",
-        "--kube-api-burst=1000",
-    ];
-    let replica = |name: &str, token: &str| {
-        let kubeconfig = dir.0.join(format!("{name}.kubeconfig"));
-        let written = write_kubeconfig(&dir, &url, ca.as_deref(), Some(token), "skiff-system");
-        std::fs::rename(written, &kubeconfig).expect("name the kubeconfig");
-        let log = dir.0.join(format!("{name}.log"));
-        Skiff::start_with_env(&kubeconfig, log, &flags, &[("POD_NAME", name)])
-    };
-    let leader = replica("replica-a", "token-a");
-    let holds = |who: &str| {
-        let server = &server;
-        let who = who.to_owned();
-        move || {
-            server
-                .requests()
-                .iter()
-                .any(|r| is_lease_hold(r) && by(r, &who))
-        }
-    };
-    assert!(
-        eventually(START, holds("token-a")),
-        "A never led; log:\n{}",
-        leader.logs()
-    );
-    assert!(
-        eventually(START, || server
-            .requests()
-            .iter()
-            .filter(|r| is_copy_create(r))
-            .count()
-            >= 3),
-        "A never wrote its copies; log:\n{}",
-        leader.logs()
-    );
-    let mut standby = replica("replica-b", "token-b");
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(!holds("token-b")(), "B led while A heard");
-
-    let silenced = Instant::now();
-    server.silence_watches_of("token-a");
-    let led = eventually(Duration::from_secs(15), holds("token-b"));
-    let records = server.requests();
-    assert!(led, "B never led; A's log:\n{}", leader.logs());
-    let b_leads = records
-        .iter()
-        .filter(|r| is_lease_hold(r) && by(r, "token-b"))
-        .map(|r| r.received)
-        .min()
-        .expect("B's first hold");
-    let after = b_leads - silenced;
-    eprintln!(
-        "A's watches silenced (latency {latency:?}); B led {after:?} later (deafness timeout 4 s + \
-         retry 0.5 s)"
-    );
-    // The deafness timeout + the retry period, + 1 s for a busy machine (CI builds the arm64
-    // binary in the background meanwhile; 5.23 s was seen there, 4.3-4.5 s on a quieter one).
-    assert!(
-        after <= Duration::from_millis(5500),
-        "B led only after {after:?}"
-    );
-    let release = records
-        .iter()
-        .find(|r| is_lease_release(r) && by(r, "token-a") && r.received > silenced)
-        .unwrap_or_else(|| panic!("A never released; log:\n{}", leader.logs()));
-    let late: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| by(r, "token-a") && is_controller_write(r) && r.received > release.received)
-        .collect();
-    assert!(late.is_empty(), "A wrote after stepping down: {late:?}");
-
-    let name = "after-step-down";
-    server.insert(json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {"fanout": "yes"}}}));
-    let path = format!("/api/v1/namespaces/{name}/configmaps/app-ca");
-    assert!(
-        eventually(Duration::from_secs(15), || server.get(&path).is_some()),
-        "the new leader did not copy; B's log:\n{}",
-        standby.logs()
-    );
-    let writer = server
-        .requests()
-        .into_iter()
-        .find(|r| is_copy_create(r) && r.path.contains(name))
-        .expect("the copy's create");
-    assert!(by(&writer, "token-b"), "the copy came from A");
-    let log = leader.logs();
-    assert!(log.contains("stepping down"), "log:\n{log}");
-    let mut leader = leader;
-    assert!(
-        leader.is_running(),
-        "A exited instead of standing by; log:\n{log}"
-    );
-    assert!(standby.is_running());
-}
-
-#[test]
-fn without_leader_election_healthz_fails_while_the_controllers_are_deaf() {
-    let server = FakeServer::start_tls();
-    server.set_bookmark_interval(Duration::from_millis(300));
-    fan_out_world(&server, 1);
-    let dir = TempDir::new("deaf-healthz");
-    let ca = server.ca_pem();
-    let kubeconfig = write_kubeconfig(
-        &dir,
-        &server.url(),
-        ca.as_deref(),
-        Some("token-a"),
-        "skiff-system",
-    );
-    let port = free_port();
-    let probes = format!("--health-probe-bind-address=127.0.0.1:{port}");
-    let flags = [
-        probes.as_str(),
-        "--watch-idle-timeout=2s",
-        "--deafness-timeout=3s",
-    ];
-    let skiff = Skiff::start(&kubeconfig, dir.0.join("skiff.log"), &flags);
-    let healthy = || http_get(port, "/healthz").is_some_and(|(status, _)| status == 200);
-    assert!(
-        eventually(START, healthy),
-        "never healthy; log:\n{}",
-        skiff.logs()
-    );
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(healthy(), "unhealthy while hearing bookmarks every 300 ms");
-    server.silence_watches_of("token-a");
-    let mut why = String::new();
-    let failed = eventually(Duration::from_secs(10), || {
-        match http_get(port, "/healthz") {
-            Some((500, body)) => {
-                why = body;
-                true
-            }
-            _ => false,
-        }
-    });
-    assert!(failed, "/healthz stayed 200; log:\n{}", skiff.logs());
-    assert!(
-        why.starts_with("controllers-hearing: the watch of"),
-        "{why}"
-    );
-}
-
-/// Whether `r` was sent with bearer token `token`.
-fn by(r: &RequestRecord, token: &str) -> bool {
-    r.token.as_deref() == Some(token)
+    faulty.kept_the_lease(fault);
 }

@@ -7,6 +7,7 @@ mod support;
 
 mod bad_input;
 mod cli_flags;
+mod deafness;
 mod hostile_fds;
 mod leader_expiry;
 mod leader_isolation;

@@ -1,8 +1,14 @@
+//! The controller's workers, retries and stop, and `feed`. Retries wait on a manual clock the
+//! tests move once they see the retry sleep; other waits are for smol's executor, bounded by
+//! [`LIVENESS`].
+
 use super::*;
+use crate::clock::ManualClock;
 use crate::kube::api::{ConfigMap, ListMeta, ObjectList, ObjectMeta};
 use crate::kube::{Error, ListParams, WatchEvent, WatchParams};
 use crate::runtime::list_watch::EventStream;
 use crate::runtime::watcher::WatcherConfig;
+use crate::testing::ms;
 use smol::Timer;
 use smol::channel::{Receiver, Sender, unbounded};
 use smol::future::{block_on, or};
@@ -13,11 +19,15 @@ fn key(name: &str) -> ObjectKey {
     ObjectKey::new("ns", name)
 }
 
-/// `future`'s output; fails the test instead of hanging when it takes over 5 s.
-async fn within_5s<T>(future: impl Future<Output = T>) -> T {
-    crate::deadline::within(Duration::from_secs(5), future)
+/// How long a test waits for the workers on smol's executor: a liveness bound for other
+/// threads, not a speed goal (the reconciles here take microseconds).
+const LIVENESS: Duration = Duration::from_secs(10);
+
+/// `future`'s output; fails the test instead of hanging when it takes over [`LIVENESS`].
+async fn within_liveness<T>(future: impl Future<Output = T>) -> T {
+    crate::deadline::within(LIVENESS, future)
         .await
-        .expect("did not finish within 5 s")
+        .expect("did not finish within the liveness bound")
 }
 
 async fn signal(rx: Receiver<()>) {
@@ -25,7 +35,7 @@ async fn signal(rx: Receiver<()>) {
 }
 
 /// Runs a controller named `name` with `workers` on the keys `names` until a reconcile
-/// closes the stop channel it is handed (fails the test after 5 s); returns its queue.
+/// closes the stop channel it is handed (fails the test after [`LIVENESS`]); returns its queue.
 fn run_until_stopped<F, E>(
     name: &str,
     workers: usize,
@@ -43,7 +53,7 @@ where
     }
     let (stop_tx, stop_rx) = unbounded::<()>();
     let reconcile = move |key| reconcile(key, stop_tx.clone());
-    block_on(within_5s(controller.run(reconcile, signal(stop_rx))));
+    block_on(within_liveness(controller.run(reconcile, signal(stop_rx))));
     queue
 }
 
@@ -111,7 +121,7 @@ fn a_flow_holding_all_its_workers_leaves_one_to_another_flow() {
     }
     let (stop_tx, stop_rx) = unbounded::<()>();
     let run = smol::spawn(controller.run(reconcile, signal(stop_rx)));
-    block_on(within_5s(async {
+    block_on(within_liveness(async {
         for _ in 0..2 {
             let _ = started_rx.recv().await;
         }
@@ -144,11 +154,14 @@ fn stop_waits_for_the_reconcile_in_flight_and_starts_no_new_one() {
     let (stop_tx, stop_rx) = unbounded::<()>();
     queue.add(key("a"));
     let run = smol::spawn(controller.run(reconcile, signal(stop_rx)));
-    block_on(within_5s(async {
+    block_on(within_liveness(async {
         assert_eq!(started_rx.recv().await, Ok(key("a")));
         queue.add(key("b"));
         stop_tx.close();
-        Timer::after(Duration::from_millis(5)).await;
+        // Shutting the queue down is the last thing `run` does before waiting for its workers.
+        while !queue.is_shutting_down() {
+            Timer::after(Duration::from_millis(1)).await;
+        }
         assert!(
             !run.is_finished(),
             "run returned while a reconcile was in flight"
@@ -161,23 +174,43 @@ fn stop_waits_for_the_reconcile_in_flight_and_starts_no_new_one() {
 
 #[test]
 fn a_failed_reconcile_is_retried_with_backoff_then_forgotten() {
+    let time = ManualClock::new();
     let calls: Calls<Instant> = Arc::default();
     let c = Arc::clone(&calls);
-    let reconcile = move |_key: ObjectKey, stop: Sender<()>| {
-        let seen = record(&c, Instant::now());
+    let clock = time.clock();
+    let reconcile = move |_key: ObjectKey| {
+        let seen = record(&c, clock.now());
         async move {
             if seen < 3 {
                 return Err("transient");
             }
-            stop.close();
             Ok(Action::Done)
         }
     };
-    let queue = run_until_stopped("test-retry", 2, &["a"], reconcile);
-    let calls = calls.lock().unwrap();
-    assert_eq!(calls.len(), 3);
-    assert!(calls[1] - calls[0] >= Duration::from_millis(5));
-    assert!(calls[2] - calls[1] >= Duration::from_millis(10));
+    let controller = Controller::with_clock("test-retry", 2, time.clock());
+    let queue = controller.queue();
+    queue.add(key("a"));
+    let (stop_tx, stop_rx) = unbounded::<()>();
+    let run = smol::spawn(controller.run(reconcile, signal(stop_rx)));
+    // Each failure sleeps its backoff (5 ms, then 10 ms) on the clock before the retry.
+    let t0 = time.now();
+    for due in [t0 + ms(5), t0 + ms(15)] {
+        assert!(
+            time.wait_for_sleep(due, LIVENESS),
+            "no retry due at {:?}: {:?}",
+            due - t0,
+            time.sleeps()
+        );
+        time.advance_to(due);
+    }
+    block_on(within_liveness(async {
+        while calls.lock().unwrap().len() < 3 || queue.failures(&key("a")) > 0 {
+            Timer::after(Duration::from_millis(1)).await;
+        }
+    }));
+    stop_tx.close();
+    block_on(within_liveness(run));
+    assert_eq!(*calls.lock().unwrap(), [t0, t0 + ms(5), t0 + ms(15)]);
     assert_eq!(queue.failures(&key("a")), 0);
     assert_eq!(reconcile_errors("test-retry"), 2);
 }
@@ -258,6 +291,7 @@ fn feed_fills_the_store_before_enqueueing_the_mapped_keys() {
             .collect()
     };
     let watcher = Watcher::new(Quiet, WatcherConfig::default());
+    // Polled until fed; the slice decides nothing.
     let fed = async {
         while queue.len() < 2 {
             Timer::after(Duration::from_millis(1)).await;
@@ -267,7 +301,7 @@ fn feed_fills_the_store_before_enqueueing_the_mapped_keys() {
     fn spawnable<T: Send + 'static>(task: T) -> T {
         task
     }
-    block_on(within_5s(or(spawnable(feeding), fed)));
+    block_on(within_liveness(or(spawnable(feeding), fed)));
     assert_eq!(store.len(), 2);
     assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "a")));
     assert_eq!(block_on(queue.get()), Some(ObjectKey::new("owners", "b")));

@@ -1,6 +1,9 @@
-//! Watcher tests, driven by a scripted in-memory source; in their own file so the watcher stays short.
+//! Watcher tests, driven by a scripted in-memory source; in their own file so the watcher stays
+//! short. The watcher's backoff and its watches' ages are on the source's manual clock, which
+//! [`next`] moves from one wake to the next.
 
 use super::*;
+use crate::clock::ManualClock;
 use crate::kube::api::{ConfigMap, ListMeta, ObjectMeta};
 use smol::block_on;
 use std::collections::VecDeque;
@@ -14,6 +17,7 @@ type Events = Result<Vec<Result<WatchEvent<ConfigMap>, Error>>, Error>;
 struct Fake {
     script: Mutex<(VecDeque<Page>, VecDeque<Events>)>,
     calls: Mutex<(Vec<ListParams>, Vec<WatchParams>)>,
+    time: ManualClock,
 }
 
 struct FakeStream(VecDeque<Result<WatchEvent<ConfigMap>, Error>>);
@@ -64,24 +68,31 @@ fn server_error() -> Error {
     Error::Timeout("slow".into())
 }
 
-/// A watcher over a scripted source, with a 1 ms backoff so tests barely sleep.
+/// A watcher over a scripted source, on the source's manual clock, backing off 1 ms at first.
 fn watcher(lists: Vec<Page>, watches: Vec<Events>) -> (Watcher<ConfigMap, Arc<Fake>>, Arc<Fake>) {
     let fake = Arc::new(Fake::default());
     *fake.script.lock().unwrap() = (lists.into(), watches.into());
     let config = WatcherConfig {
         backoff_initial: Duration::from_millis(1),
         backoff_max: Duration::from_secs(1),
+        clock: fake.time.clock(),
         ..WatcherConfig::default().labels("app=x")
     };
     (Watcher::new(Arc::clone(&fake), config), fake)
 }
 
+/// The watcher's next event, its backoff waited out in virtual time.
+fn next(w: &mut Watcher<ConfigMap, Arc<Fake>>) -> Result<Change<ConfigMap>, Error> {
+    let time = w.source.time.clone();
+    time.run(w.next())
+}
+
 /// The events of one relist, from `Relisting` to `Relisted`, each as the watcher reported it.
 fn next_relist(w: &mut Watcher<ConfigMap, Arc<Fake>>) -> Vec<Change<ConfigMap>> {
-    let mut events = vec![block_on(w.next()).expect("a relist begins")];
+    let mut events = vec![next(w).expect("a relist begins")];
     assert_eq!(events[0], Change::Relisting);
     while events.last() != Some(&Change::Relisted) {
-        events.push(block_on(w.next()).expect("the relist goes on"));
+        events.push(next(w).expect("the relist goes on"));
     }
     events
 }
@@ -106,7 +117,7 @@ fn lists_every_page_then_watches_from_the_lists_version() {
         next_relist(&mut w),
         Change::relist(vec![cm("a", "5"), cm("b", "9")])
     );
-    assert_eq!(block_on(w.next()), Ok(Change::Applied(cm("c", "11"))));
+    assert_eq!(next(&mut w), Ok(Change::Applied(cm("c", "11"))));
     let (lists, watches) = fake.calls.lock().unwrap().clone();
     let tokens: Vec<_> = lists.iter().map(|p| p.continue_token.clone()).collect();
     assert_eq!(tokens, [None, Some("c1".to_owned())]);
@@ -129,7 +140,7 @@ fn a_watch_that_ends_resumes_from_the_last_seen_version_without_relisting() {
     let second = vec![Ok(WatchEvent::Deleted(cm("a", "13")))];
     let (mut w, fake) = watcher(vec![page(vec![], "10", None)], vec![Ok(first), Ok(second)]);
     next_relist(&mut w);
-    let events: Vec<_> = (0..3).map(|_| block_on(w.next())).collect();
+    let events: Vec<_> = (0..3).map(|_| next(&mut w)).collect();
     assert_eq!(events[2], Ok(Change::Deleted(cm("a", "13"))));
     assert_eq!(watched_versions(&fake), ["10", "12"]);
     assert_eq!(fake.calls.lock().unwrap().0.len(), 1);
@@ -146,7 +157,7 @@ fn a_bookmark_advances_the_resume_version_silently() {
     ];
     let (mut w, fake) = watcher(vec![page(vec![], "10", None)], watches);
     next_relist(&mut w);
-    assert_eq!(block_on(w.next()), Ok(Change::Applied(cm("x", "21"))));
+    assert_eq!(next(&mut w), Ok(Change::Applied(cm("x", "21"))));
     assert_eq!(watched_versions(&fake), ["10", "20"]);
 }
 
@@ -176,8 +187,8 @@ fn an_expired_continue_token_begins_the_relist_again() {
         page(vec![cm("b", "7")], "8", None),
     ];
     let (mut w, fake) = watcher(pages, vec![]);
-    assert_eq!(block_on(w.next()), Ok(Change::Relisting));
-    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("a", "5"))));
+    assert_eq!(next(&mut w), Ok(Change::Relisting));
+    assert_eq!(next(&mut w), Ok(Change::Listed(cm("a", "5"))));
     assert_eq!(
         next_relist(&mut w),
         Change::relist(vec![cm("b", "7")]),
@@ -192,17 +203,19 @@ fn an_expired_continue_token_begins_the_relist_again() {
 fn errors_are_surfaced_backoff_grows_and_success_resets_it() {
     let mut pages: Vec<Page> = (0..3).map(|_| Err(server_error())).collect();
     pages.push(page(vec![], "1", None));
-    let (mut w, _) = watcher(pages, vec![Err(server_error())]);
-    let start = Instant::now();
+    let (mut w, fake) = watcher(pages, vec![Err(server_error())]);
     for failures in 1..=3 {
-        assert_eq!(block_on(w.next()), Err(server_error()));
+        assert_eq!(next(&mut w), Err(server_error()));
         assert_eq!(w.failures(), failures);
     }
     next_relist(&mut w);
-    // Waited at least 1 + 2 + 4 ms of backoff before the list that succeeded.
-    assert!(start.elapsed() >= Duration::from_millis(7));
+    // Waited 1 + 2 + 4 ms of backoff, each jittered by up to as much again, before the list
+    // that succeeded.
+    let waited = fake.time.elapsed();
+    let ms = Duration::from_millis;
+    assert!(waited >= ms(7) && waited < ms(14), "{waited:?}");
     assert_eq!(w.failures(), 0);
-    assert_eq!(block_on(w.next()), Err(server_error()));
+    assert_eq!(next(&mut w), Err(server_error()));
     assert_eq!(w.failures(), 1, "the backoff starts over after a success");
 }
 
@@ -217,6 +230,17 @@ fn a_watch_closed_at_once_without_events_backs_off_instead_of_spinning() {
 }
 
 #[test]
+fn a_watch_that_ends_empty_after_a_second_resumes_without_backing_off() {
+    let (mut w, fake) = watcher(vec![page(vec![], "10", None)], vec![Ok(vec![])]);
+    next_relist(&mut w);
+    assert!(block_on(w.step()).is_none(), "opens the watch");
+    fake.time.advance(SHORT_WATCH);
+    assert!(block_on(w.step()).is_none(), "the watch ends");
+    assert_eq!(w.failures(), 0);
+    assert!(w.retry_at.is_none());
+}
+
+#[test]
 fn a_relist_holds_one_page_and_reports_its_objects_as_they_arrive() {
     let pages = vec![
         page(vec![cm("a", "5"), cm("b", "6")], "", Some("c1")),
@@ -224,20 +248,20 @@ fn a_relist_holds_one_page_and_reports_its_objects_as_they_arrive() {
     ];
     let (mut w, fake) = watcher(pages, vec![]);
     assert_eq!(w.page_remaining(), 0);
-    assert_eq!(block_on(w.next()), Ok(Change::Relisting));
+    assert_eq!(next(&mut w), Ok(Change::Relisting));
     assert_eq!(w.page_remaining(), 2);
-    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("a", "5"))));
+    assert_eq!(next(&mut w), Ok(Change::Listed(cm("a", "5"))));
     assert_eq!(w.page_remaining(), 1);
-    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("b", "6"))));
+    assert_eq!(next(&mut w), Ok(Change::Listed(cm("b", "6"))));
     assert_eq!(w.page_remaining(), 0, "the first page is all reported");
     assert_eq!(
         fake.calls.lock().unwrap().0.len(),
         1,
         "the second page is fetched once the first is reported"
     );
-    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("c", "7"))));
+    assert_eq!(next(&mut w), Ok(Change::Listed(cm("c", "7"))));
     assert_eq!(w.page_remaining(), 0);
-    assert_eq!(block_on(w.next()), Ok(Change::Relisted));
+    assert_eq!(next(&mut w), Ok(Change::Relisted));
 }
 
 #[test]
@@ -248,11 +272,11 @@ fn a_failed_page_is_fetched_again_and_the_relist_goes_on() {
         page(vec![cm("b", "7")], "8", None),
     ];
     let (mut w, fake) = watcher(pages, vec![]);
-    assert_eq!(block_on(w.next()), Ok(Change::Relisting));
-    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("a", "5"))));
-    assert_eq!(block_on(w.next()), Err(server_error()));
-    assert_eq!(block_on(w.next()), Ok(Change::Listed(cm("b", "7"))));
-    assert_eq!(block_on(w.next()), Ok(Change::Relisted));
+    assert_eq!(next(&mut w), Ok(Change::Relisting));
+    assert_eq!(next(&mut w), Ok(Change::Listed(cm("a", "5"))));
+    assert_eq!(next(&mut w), Err(server_error()));
+    assert_eq!(next(&mut w), Ok(Change::Listed(cm("b", "7"))));
+    assert_eq!(next(&mut w), Ok(Change::Relisted));
     let lists = fake.calls.lock().unwrap().0.clone();
     let tokens: Vec<_> = lists.into_iter().map(|p| p.continue_token).collect();
     assert_eq!(tokens, [None, Some("c1".into()), Some("c1".into())]);

@@ -252,9 +252,11 @@ fn many_concurrent_connections_are_all_answered() {
         .filter_map(|r| r.answered)
         .max()
         .expect("answers");
+    // One after another, the delays would take 60 s; overlapping, 200 ms. 20 s is a liveness
+    // bound between the two.
     assert!(
-        last - first < Duration::from_secs(3),
-        "delays overlapped: {:?}",
+        last - first < Duration::from_secs(20),
+        "delays did not overlap: {:?}",
         last - first
     );
 }

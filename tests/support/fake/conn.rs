@@ -107,6 +107,10 @@ async fn inject<S: AsyncRead + AsyncWrite + Unpin>(
             Timer::after(delay).await;
             Ok(None)
         }
+        Fault::Hold(gate) => {
+            let _ = gate.recv().await;
+            Ok(None)
+        }
         Fault::TooManyRequests { retry_after_secs } => {
             let mut headers = json;
             headers.push(("Retry-After".into(), retry_after_secs.to_string()));

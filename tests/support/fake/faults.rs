@@ -37,6 +37,9 @@ impl RequestClass {
 pub enum Fault {
     /// Answer normally after this delay.
     Delay(Duration),
+    /// Answer normally once this gate closes (the test closes or drops its sender): a reply
+    /// held back exactly until the test has seen what it waits for, however slow the machine.
+    Hold(smol::channel::Receiver<()>),
     /// 429 Status with a Retry-After header.
     TooManyRequests { retry_after_secs: u64 },
     /// 500 Status.
