@@ -30,13 +30,18 @@ use crate::runtime::{
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Namespaces per page of the Namespace relist: the largest collection skiff lists (every
 /// namespace of the cluster), of small objects, so pages of 1,000 (about 1.3 MB decoded and on
 /// the wire together) halve the requests a relist takes from the token bucket; every other
 /// watch lists 500 a page.
 pub const NAMESPACE_PAGE: u32 = 1_000;
+
+/// A member's relist of its hub watches after 410 Gone waits a random part of this: when the
+/// hub's API server restarts, every member's watch expires at once, and hundreds of members
+/// relisting together would be the hub's worst minute.
+pub const HUB_RELIST_SPREAD: Duration = Duration::from_secs(10);
 
 /// Everything the reconciler reads. Clones of the stores are shared with the watch tasks, and
 /// clones of the caches share their stores.
@@ -287,7 +292,10 @@ impl Caches {
         let secrets = SourceKind::Secret
             .row()
             .collection_path(Some(&hub.namespace));
-        let config = WatcherConfig::default();
+        let config = WatcherConfig {
+            relist_spread: HUB_RELIST_SPREAD,
+            ..WatcherConfig::default()
+        };
         [
             spawn_watch(
                 ApiSource::new(client, Some(&hub.namespace)),

@@ -48,6 +48,10 @@ pub struct WatcherConfig {
     pub backoff_max: Duration,
     /// Where the backoff is waited out and a watch's age and silence are measured.
     pub clock: Clock,
+    /// A relist after 410 Gone waits a uniform random delay up to this long: many clients of
+    /// one server (a hub's members, after its API server restarted and its watch cache began
+    /// anew) then relist spread over it, not at once. Zero: the usual backoff.
+    pub relist_spread: Duration,
 }
 
 impl Default for WatcherConfig {
@@ -59,6 +63,7 @@ impl Default for WatcherConfig {
             backoff_initial: WATCH_BACKOFF_INITIAL,
             backoff_max: WATCH_BACKOFF_MAX,
             clock: Clock::real(),
+            relist_spread: Duration::ZERO,
         }
     }
 }
@@ -314,6 +319,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
         self.schedule_retry();
         if error.code() == Some(410) {
             log::info!("{} list/watch expired, relisting: {error}", K::KIND);
+            self.spread_relist();
             self.state = State::Empty;
             return None;
         }
@@ -353,6 +359,16 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
 
     fn schedule_retry(&mut self) {
         self.retry_at = Some(self.config.clock.now() + self.backoff.next_delay());
+    }
+
+    /// With a relist spread, the relist after a 410 waits a uniform random part of it.
+    fn spread_relist(&mut self) {
+        let spread = self.config.relist_spread;
+        if spread.is_zero() {
+            return;
+        }
+        let delay = spread.mul_f64(self.jitter.f64());
+        self.retry_at = Some(self.config.clock.now() + delay);
     }
 
     /// The watch timeout + up to 20 %, so watches of many replicas do not all end together.

@@ -281,3 +281,40 @@ fn a_failed_page_is_fetched_again_and_the_relist_goes_on() {
     let tokens: Vec<_> = lists.into_iter().map(|p| p.continue_token).collect();
     assert_eq!(tokens, [None, Some("c1".into()), Some("c1".into())]);
 }
+
+#[test]
+fn a_relist_after_410_waits_a_random_part_of_its_spread_and_happens_once() {
+    let pages = vec![
+        page(vec![cm("a", "5")], "10", None),
+        page(vec![cm("b", "25")], "30", None),
+    ];
+    let gone = Ok(vec![Err(Error::Expired(
+        "the watch cache began anew".into(),
+    ))]);
+    let (mut w, fake) = watcher(pages, vec![gone]);
+    w.config.relist_spread = Duration::from_secs(10);
+    next_relist(&mut w);
+    let listed = fake.time.elapsed();
+    assert_eq!(next_relist(&mut w), Change::relist(vec![cm("b", "25")]));
+    let waited = fake.time.elapsed() - listed;
+    assert!(waited <= Duration::from_secs(10), "{waited:?}");
+    assert_eq!(
+        fake.calls.lock().unwrap().0.len(),
+        2,
+        "one relist for one 410"
+    );
+    // Spread over many watchers, the waits differ: they do not all relist at once.
+    let waits: std::collections::BTreeSet<u128> = (0..8)
+        .map(|_| {
+            let gone = Ok(vec![Err(Error::Expired("gone".into()))]);
+            let pages = vec![page(vec![], "1", None), page(vec![], "2", None)];
+            let (mut w, fake) = watcher(pages, vec![gone]);
+            w.config.relist_spread = Duration::from_secs(10);
+            next_relist(&mut w);
+            let listed = fake.time.elapsed();
+            next_relist(&mut w);
+            (fake.time.elapsed() - listed).as_millis()
+        })
+        .collect();
+    assert!(waits.len() > 4, "{waits:?}");
+}
