@@ -221,6 +221,14 @@ struct Options {
     /// (needs --secret-target-names) and kinds --kinds enables (default configmaps)
     #[argh(option, default = "fleet::DEFAULT_HUB_KINDS.to_owned()")]
     hub_kinds: String,
+    /// with --hub-kubeconfig, how often this member renews its heartbeat on the hub; keep it
+    /// well under the hub's --member-silence-after (default 1m)
+    #[argh(
+        option,
+        default = "fleet::DEFAULT_HUB_HEARTBEAT",
+        from_str_fn(duration_arg)
+    )]
+    hub_heartbeat_period: Duration,
     /// log line format: text or json (default text)
     #[argh(option, default = "LogFormat::Text")]
     log_format: LogFormat,

@@ -59,6 +59,7 @@ pub fn member(
         name: flags.name.clone(),
         namespace,
         kinds: flags.kinds.clone(),
+        heartbeat: flags.heartbeat,
     };
     Ok(PlacedStores::new(hub, client, own))
 }

@@ -17,6 +17,8 @@ pub const DEFAULT_MEMBER_SILENCE: Duration = Duration::from_secs(180);
 /// The hub's Placement writes: a fleet of 1,000 members takes one edit in 4 s.
 pub const DEFAULT_FLEET_QPS: f32 = 250.0;
 pub const DEFAULT_FLEET_BURST: u32 = 500;
+/// How often a member renews its heartbeat on the hub: one request a minute.
+pub const DEFAULT_HUB_HEARTBEAT: Duration = Duration::from_secs(60);
 /// The only kind a member takes from its hub unless its admin names more.
 pub const DEFAULT_HUB_KINDS: &str = "configmaps";
 
@@ -36,6 +38,8 @@ pub struct HubMember {
     pub name: String,
     /// `--hub-kinds`.
     pub kinds: BTreeSet<SourceKind>,
+    /// `--hub-heartbeat-period`.
+    pub heartbeat: Duration,
 }
 
 /// `--fleet-hub` with its settings, `None` when off.
@@ -50,8 +54,8 @@ pub(super) fn fleet_hub(
     if member_silence_after < Duration::from_secs(1) {
         return Err(invalid(
             "--member-silence-after",
-            "--member-silence-after must be at least 1s; a member renews its heartbeat every 60s, \
-             e.g. --member-silence-after=3m"
+            "--member-silence-after must be at least 1s, and several of the members' \
+             --hub-heartbeat-period (1m unless they set it), e.g. --member-silence-after=3m"
                 .to_owned(),
         ));
     }
@@ -62,11 +66,12 @@ pub(super) fn fleet_hub(
     }))
 }
 
-/// `--hub-kubeconfig`, `--hub-name` and `--hub-kinds`, `None` without a hub kubeconfig.
+/// `--hub-kubeconfig`, `--hub-name`, `--hub-kinds` and `--hub-heartbeat-period`, `None`
+/// without a hub kubeconfig.
 pub(super) fn hub_member(
-    kubeconfig: &str,
-    name: &str,
+    (kubeconfig, name): (&str, &str),
     kinds: &str,
+    heartbeat: Duration,
     enabled: &Kinds,
 ) -> Result<Option<HubMember>, FlagError> {
     if kubeconfig.is_empty() {
@@ -90,10 +95,19 @@ pub(super) fn hub_member(
             ),
         ));
     }
+    if heartbeat < Duration::from_secs(1) {
+        return Err(invalid(
+            "--hub-heartbeat-period",
+            "--hub-heartbeat-period must be at least 1s: each heartbeat is a request to the hub, \
+             e.g. --hub-heartbeat-period=1m"
+                .to_owned(),
+        ));
+    }
     Ok(Some(HubMember {
         kubeconfig: PathBuf::from(kubeconfig),
         name: name.to_owned(),
         kinds: hub_kinds(kinds, enabled)?,
+        heartbeat,
     }))
 }
 
@@ -150,7 +164,7 @@ mod tests {
 
     fn member(kubeconfig: &str, name: &str, kinds: &str) -> Result<Option<HubMember>, FlagError> {
         let enabled = Kinds::default().with_secret_targets(true);
-        hub_member(kubeconfig, name, kinds, &enabled)
+        hub_member((kubeconfig, name), kinds, DEFAULT_HUB_HEARTBEAT, &enabled)
     }
 
     fn says(result: Result<Option<HubMember>, FlagError>, flag: &str, words: &str) {
@@ -194,8 +208,11 @@ mod tests {
             "--hub-kubeconfig",
         );
         let none = Kinds::default();
-        let secrets = hub_member("/k", "hub-eu", "secrets", &none);
+        let secrets = hub_member(("/k", "hub-eu"), "secrets", DEFAULT_HUB_HEARTBEAT, &none);
         says(secrets, "--hub-kinds", "--secret-target-names");
+        let enabled = Kinds::default();
+        let hurried = hub_member(("/k", "hub-eu"), "configmaps", Duration::ZERO, &enabled);
+        says(hurried, "--hub-heartbeat-period", "at least 1s");
     }
 
     #[test]

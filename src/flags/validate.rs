@@ -76,7 +76,12 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
                 burst("--fleet-burst", o.fleet_burst)?.get(),
             ),
         )?,
-        hub: super::fleet::hub_member(&o.hub_kubeconfig, &o.hub_name, &o.hub_kinds, &kinds)?,
+        hub: super::fleet::hub_member(
+            (&o.hub_kubeconfig, &o.hub_name),
+            &o.hub_kinds,
+            o.hub_heartbeat_period,
+            &kinds,
+        )?,
         secret_target_names,
         kinds,
         log_format: o.log_format,

@@ -1,11 +1,13 @@
 //! The Events a reconcile posts on its Mirror: objects adopted and copies replaced (Normal, and
-//! logged), conflicts found and copies contested (Warning).
+//! logged), conflicts found and copies contested (Warning); on a hub, member clusters turning
+//! silent or failing (Warning) and well again (Normal), named.
 //!
 //! One Event per reconcile and reason, naming the namespaces concerned, rather than one per
 //! namespace: a fan-out to thousands of namespaces must not post thousands of Events. A tenant's
 //! offer gets the same Events with the namespaces counted, not named, and no writer named: those
 //! are other tenants' namespaces and managers, and each tenant hears of its own on its acceptance.
 
+use super::cluster_troubles::{News, SILENT};
 use super::contest::Contest;
 use super::status::name_some;
 use super::types::Mirror;
@@ -83,14 +85,7 @@ impl Announcer {
             the_copy(mirror),
             naming.places(&contest.namespaces)
         );
-        log::warn!(
-            "Mirror {}/{}: {message}",
-            mirror.metadata.namespace(),
-            mirror.metadata.name()
-        );
-        self.recorder
-            .warning(reference_to(mirror), "Contested", &message)
-            .await;
+        self.warn(mirror, "Contested", &message).await;
     }
 
     /// One Normal Event naming the namespaces where this reconcile adopted an object.
@@ -123,6 +118,44 @@ impl Announcer {
             );
             self.tell(mirror, "Replaced", &message).await;
         }
+    }
+
+    /// On a hub: a Warning naming the member clusters of a fleet Mirror that turned silent or
+    /// failing, and a Normal Event naming those well again.
+    pub async fn clusters(&self, mirror: &Mirror, news: &News) {
+        let (silent, failing): (Vec<_>, Vec<_>) =
+            (news.troubled.iter()).partition(|(_, trouble)| trouble == SILENT);
+        if !silent.is_empty() {
+            let clusters: Vec<String> = silent.into_iter().map(|(c, _)| c.clone()).collect();
+            let message = format!(
+                "no heartbeat lately from {}: counted silent; its copies stay as they are",
+                name_some(&clusters)
+            );
+            self.warn(mirror, "ClustersSilent", &message).await;
+        }
+        if !failing.is_empty() {
+            let clusters: Vec<String> = (failing.into_iter())
+                .map(|(cluster, reason)| format!("{cluster} ({reason})"))
+                .collect();
+            let message = format!("{} report failures", name_some(&clusters));
+            self.warn(mirror, "ClustersFailing", &message).await;
+        }
+        if !news.back.is_empty() {
+            let message = format!("{} heard from and well again", name_some(&news.back));
+            self.tell(mirror, "ClustersBack", &message).await;
+        }
+    }
+
+    /// Logs `message` and records it as a Warning Event on `mirror`.
+    async fn warn(&self, mirror: &Mirror, reason: &str, message: &str) {
+        log::warn!(
+            "Mirror {}/{}: {message}",
+            mirror.metadata.namespace(),
+            mirror.metadata.name()
+        );
+        self.recorder
+            .warning(reference_to(mirror), reason, message)
+            .await;
     }
 
     /// Logs `message` and records it as a Normal Event on `mirror`.

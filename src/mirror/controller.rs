@@ -78,6 +78,9 @@ async fn run(client: Client, options: Options, identity: String, stop: Signal) {
     let client = client.with_cancel(stop.clone());
     let recorder = Recorder::new(&client, "skiff", &identity);
     let listed = Arc::new(caches.clone());
+    if fleet.is_some() {
+        super::fleet_metrics::declare();
+    }
     let placer = (fleet.zip(stores)).map(|((writes, silence), stores)| {
         Placer::new(writes.with_cancel(stop.clone()), stores, silence)
     });

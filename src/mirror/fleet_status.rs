@@ -2,6 +2,7 @@
 //! its status counting clusters: how many hold the current version, and which are failing or
 //! silent, named (up to ten) in the `Ready` condition.
 
+use super::announce::Announcer;
 use super::desired::DesiredCopy;
 use super::mirror_writer::MirrorWriter;
 use super::placer::{Placed, Placer};
@@ -16,7 +17,7 @@ const NAMED: usize = 10;
 
 /// Places what the fleet Mirror `mirror` wants in the member namespaces `serves`, and reports.
 pub async fn place(
-    placer: &Placer,
+    (placer, announce): (&Placer, &Announcer),
     writer: &MirrorWriter,
     mirror: &Mirror,
     (desired, serves): (&DesiredCopy, &BTreeSet<String>),
@@ -39,6 +40,9 @@ pub async fn place(
     observed.synced = placed.synced;
     observed.conflicts = placed.conflicts.clone();
     observed.clusters = Some(placed.clusters);
+    announce
+        .clusters(mirror, &placer.news(mirror, &placed))
+        .await;
     let (reason, message) = verdict(&placed, serves.len());
     writer
         .write_status(mirror, &observed, reason, &message)

@@ -23,15 +23,17 @@ use crate::runtime::{Change, ObjectKey, Store};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The hub a member reads from: its name (`--hub-name`, on every copy it places), the member's
-/// namespace there (its hub kubeconfig's), and the kinds this member takes from it
-/// (`--hub-kinds`).
+/// namespace there (its hub kubeconfig's), the kinds this member takes from it (`--hub-kinds`)
+/// and how often it tells the hub it is there (`--hub-heartbeat-period`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hub {
     pub name: String,
     pub namespace: String,
     pub kinds: BTreeSet<SourceKind>,
+    pub heartbeat: Duration,
 }
 
 /// What a member keeps of one Placement.
@@ -238,7 +240,7 @@ impl PlacedStores {
 
 impl PlacedStores {
     /// Renews this member's heartbeat on the hub (the Lease its admission created there) every
-    /// [`HEARTBEAT_PERIOD`], for as long as this replica leads; a failed renewal is tried again
+    /// `--hub-heartbeat-period`, for as long as this replica leads; a failed renewal is tried again
     /// at the next period (the hub counts a member silent after several missed ones).
     pub async fn heartbeat(self, identity: String) {
         let path = Lease::url_path(Some(&self.hub.namespace), Some(HEARTBEAT_LEASE));
@@ -246,7 +248,7 @@ impl PlacedStores {
             let patch = json!({"spec": {
                 "holderIdentity": identity,
                 "renewTime": crate::time::now_micros(),
-                "leaseDurationSeconds": HEARTBEAT_PERIOD.as_secs() * 3,
+                "leaseDurationSeconds": self.hub.heartbeat.as_secs() * 3,
             }});
             if let Err(e) = self
                 .client
@@ -255,13 +257,10 @@ impl PlacedStores {
             {
                 log::warn!("hub {}: heartbeat not renewed: {e}", self.hub.name);
             }
-            smol::Timer::after(HEARTBEAT_PERIOD).await;
+            smol::Timer::after(self.hub.heartbeat).await;
         }
     }
 }
-
-/// How often a member renews it.
-pub const HEARTBEAT_PERIOD: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn no_key() -> Error {
     Error::Refused("no Placement of this member stands for that Mirror".to_owned())

@@ -190,7 +190,10 @@ impl FleetStores {
             placements: Store::new(PlacementInfo::of)
                 .with_index(|p: &PlacementInfo| p.owner.iter().map(owner_index).collect()),
             // When this hub heard the renewal: its own clock, whatever the member's says.
-            heartbeats: Store::new(|_: &Lease| Instant::now()),
+            heartbeats: Store::new(|lease: &Lease| {
+                super::fleet_metrics::heard(lease.metadata.namespace());
+                Instant::now()
+            }),
         }
     }
 

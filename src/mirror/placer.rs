@@ -13,8 +13,10 @@
 //!   `--member-silence-after`) or pending. Nothing here waits on a member: the hub writes only
 //!   to its own API server, through a client and token bucket of its own (`--fleet-qps`).
 
+use super::cluster_troubles::{ClusterTroubles, News, SILENT};
 use super::copy::{Owner, labelled_for};
 use super::desired::DesiredCopy;
+use super::fleet_metrics;
 use super::placement::{
     CARRIER_TYPE, Carrier, FORMAT, FleetStores, MirrorOnHub, Placement, PlacementInfo,
     PlacementSpec, placement_name, spec_hash,
@@ -47,6 +49,7 @@ pub struct Placer {
     client: Client,
     stores: FleetStores,
     silence: Duration,
+    troubles: ClusterTroubles,
 }
 
 impl Placer {
@@ -55,7 +58,15 @@ impl Placer {
             client,
             stores,
             silence,
+            troubles: ClusterTroubles::default(),
         }
+    }
+
+    /// What changed in `mirror`'s troubled clusters since its last Events, `placed` now.
+    pub fn news(&self, mirror: &Mirror, placed: &Placed) -> News {
+        let silent = (placed.silent.iter()).map(|c| (c.clone(), SILENT.to_owned()));
+        let troubled = silent.chain(placed.failing.iter().cloned()).collect();
+        self.troubles.news(&Owner::of(mirror), troubled)
     }
 
     /// Places what `mirror` wants (`desired`) in the member namespaces `serves`, withdraws it
@@ -86,11 +97,19 @@ impl Placer {
                     self.carry(&owner, (ns, &name, held.uid.as_deref()), &spec, &carried)
                         .await?;
                 }
-                None => {
-                    let uid = self.create(&owner, ns, &name, &spec).await?;
-                    self.carry(&owner, (ns, &name, uid.as_deref()), &spec, &carried)
-                        .await?;
-                }
+                None => match self.create(&owner, ns, &name, &spec).await {
+                    Ok(uid) => {
+                        self.carry(&owner, (ns, &name, uid.as_deref()), &spec, &carried)
+                            .await?
+                    }
+                    Err(e) if e.code() == Some(409) => {
+                        if !self.holds(&owner, ns, &name).await? {
+                            placed.conflicts.push(ns.clone());
+                            continue;
+                        }
+                    }
+                    Err(e) => return Err(e),
+                },
             }
             self.count(ns, &desired.hash.hex(), &name, &mut placed);
         }
@@ -148,6 +167,15 @@ impl Placer {
         }
     }
 
+    /// After a create met 409: whether `owner` holds the Placement `ns/name` (written by an
+    /// earlier reconcile whose watch event has not come yet; it will wake the Mirror again), or
+    /// something else does, without the labels the hub's watch selects.
+    async fn holds(&self, owner: &Owner, ns: &str, name: &str) -> Result<bool, Error> {
+        let path = Placement::url_path(Some(ns), Some(name));
+        let held: Placement = self.client.get_at(path).await?;
+        Ok(PlacementInfo::of(&held).owner.as_ref() == Some(owner))
+    }
+
     async fn create(
         &self,
         owner: &Owner,
@@ -163,6 +191,7 @@ impl Placer {
             status: None,
         };
         let created = self.client.create(&placement).await?;
+        fleet_metrics::placement_written(ns);
         Ok(created.metadata.uid)
     }
 
@@ -181,6 +210,7 @@ impl Placer {
         ]);
         let path = Placement::url_path(Some(ns), Some(name));
         let _: Placement = self.client.patch_at(path, &patch, PatchKind::Json).await?;
+        fleet_metrics::placement_written(ns);
         Ok(())
     }
 
@@ -201,11 +231,15 @@ impl Placer {
                     {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
                     {"op": "add", "path": "/spec/withdrawn", "value": true},
                 ]);
-                let _: Placement = self.client.patch_at(path, &patch, PatchKind::Json).await?;
-                Ok(())
+                self.client
+                    .patch_at::<Placement>(path, &patch, PatchKind::Json)
+                    .await
+                    .map(drop)
             }
             other => other.map(drop),
-        }
+        }?;
+        fleet_metrics::placement_written(&key.namespace);
+        Ok(())
     }
 
     /// Writes the carrier of a Secret's data beside its Placement (`at`: namespace, name and

@@ -144,7 +144,8 @@ impl Reconciler {
         };
         if let Some(placer) = self.placer.as_ref().filter(|_| mirror.spec.is_fleet()) {
             let want = (&desired, &tenancy.serves);
-            return fleet_status::place(placer, &self.mirrors, &mirror, want).await;
+            let placing = (placer, &self.announce);
+            return fleet_status::place(placing, &self.mirrors, &mirror, want).await;
         }
         let target = Arc::new(Target::new(owner, tenancy.names.clone(), desired));
         self.sync(&mirror, tenancy, &target).await

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use crate::support::fault_proxy::{FaultProxy, kubeconfig_through};
 use crate::support::fleet::{Admission, Fleet};
-use crate::support::mirror_e2e::{Replica, one_replica_at_a_time};
+use crate::support::mirror_e2e::{Replica, has_event, one_replica_at_a_time};
+use crate::support::scrape::{scrape, sum_samples};
 use serde_json::{Value, json};
 
 /// The hub's name as its members know it (`--hub-name`).
@@ -287,6 +288,8 @@ fn a_member_copies_only_the_kinds_its_own_admin_allows_and_a_secret_travels_as_a
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn a_hub_cut_off_changes_nothing_in_its_member_and_the_member_resumes_without_a_relist() {
+    // The hub cannot hear a member it is cut off from either: it shows the member silent (its
+    // status, a Warning Event and a metric naming it) and well again once it reports.
     require_e2e_binaries();
     let fleet = Fleet::start(1);
     let cut = fleet.admit("cut-1", &[("test", "cut")]);
@@ -305,21 +308,54 @@ fn a_hub_cut_off_changes_nothing_in_its_member_and_the_member_resumes_without_a_
         dir: cut.dir.clone(),
     };
     let _turn = one_replica_at_a_time();
-    let hub = Replica::start_with(fleet.hub, "hub", &["--fleet-hub"]);
+    // Silent after 8 s without a heartbeat, renewed every 2 s: the cut shows within the test.
+    let hub_flags = ["--fleet-hub", "--member-silence-after=8s"];
+    let hub = Replica::start_with(fleet.hub, "hub", &hub_flags);
     let flag = format!("--hub-kubeconfig={}", through.display());
-    let skiff = Replica::start_with(member, "cut-1", &[&flag, "--hub-name=hub-eu"]);
+    let member_flags = [
+        flag.as_str(),
+        "--hub-name=hub-eu",
+        "--hub-heartbeat-period=2s",
+    ];
+    let skiff = Replica::start_with(member, "cut-1", &member_flags);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         until("the copy", || holds(member, "bundle", "v1"));
+        until("the member current on the hub", || {
+            let (reason, clusters) = ready(fleet.hub, "bundle");
+            reason == "Synced" && clusters["current"] == 1
+        });
+        let heard = "skiff_fleet_member_heartbeat_timestamp_seconds";
+        let heard_at = || sum_samples(&scrape(hub.metrics_port), heard, &[("cluster", "cut-1")]);
+        assert!(
+            heard_at() > 0.0,
+            "the hub's metric names the member it heard"
+        );
         let before = member
             .object("configmap", "team-a", "bundle")
             .expect("the copy");
         let writes = skiff.writes();
         let relists_before = member_relists(fleet.hub, &proxied.cluster);
         proxy.partition();
+        let cut_at = Instant::now();
         configmap(fleet.hub, "bundle", "v2");
+        until("the hub shows the member silent, naming it", || {
+            let (reason, clusters) = ready(fleet.hub, "bundle");
+            reason == "ClustersSilent" && clusters["silent"] == 1
+        });
+        let said = "no heartbeat lately from cut-1";
+        assert!(has_event(
+            fleet.hub,
+            "bundle",
+            "Warning",
+            "ClustersSilent",
+            said
+        ));
+        let last_heard = heard_at();
         // Longer than the watch idle timeout and a deafness check: the hub's silence must make
         // the member neither write nor step down.
-        std::thread::sleep(Duration::from_secs(25));
+        let cut_for = Duration::from_secs(25);
+        std::thread::sleep(cut_for.saturating_sub(cut_at.elapsed()));
+        assert_eq!(heard_at(), last_heard, "nothing heard while cut off");
         let after = member
             .object("configmap", "team-a", "bundle")
             .expect("the copy is kept");
@@ -340,6 +376,14 @@ fn a_hub_cut_off_changes_nothing_in_its_member_and_the_member_resumes_without_a_
         until("the edit once the hub is back", || {
             holds(member, "bundle", "v2")
         });
+        until("the member current again on the hub, and said so", || {
+            let (reason, clusters) = ready(fleet.hub, "bundle");
+            let back = "cut-1 heard from and well again";
+            reason == "Synced"
+                && clusters["current"] == 1
+                && has_event(fleet.hub, "bundle", "Normal", "ClustersBack", back)
+        });
+        assert!(heard_at() > last_heard, "heard again");
         assert_eq!(
             member_relists(fleet.hub, &proxied.cluster),
             relists_before,
