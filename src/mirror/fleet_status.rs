@@ -70,6 +70,14 @@ fn verdict(placed: &Placed, selected: usize) -> (Reason, String) {
         let message = format!("{current}; {} failing: {}", clusters.failing, some(failing));
         return (Reason::ClustersFailing, message);
     }
+    if !placed.conflicts.is_empty() {
+        let named = some(placed.conflicts.iter().cloned());
+        let message = format!(
+            "{current}; in {named} another fleet Mirror's Placement or carrier holds the name: \
+             nothing is placed there. Give one of them another spec.targetName"
+        );
+        return (Reason::Conflict, message);
+    }
     if clusters.pending > 0 {
         return (
             Reason::ClustersPending,

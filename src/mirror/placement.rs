@@ -135,8 +135,8 @@ pub struct PlacementInfo {
     pub observed_hash: Option<String>,
     /// The member's `Ready` reason, when not ready.
     pub failing: Option<String>,
-    /// Its carrier's name, for a Secret.
-    pub carrier: Option<String>,
+    /// Its carrier's name, for a Secret, and the member namespace it is in.
+    pub carrier: Option<(String, String)>,
 }
 
 impl PlacementInfo {
@@ -154,7 +154,8 @@ impl PlacementInfo {
             failing: ready
                 .filter(|c| c.status != "True")
                 .map(|c| c.reason.clone()),
-            carrier: placement.spec.secret.as_ref().map(|c| c.name.clone()),
+            carrier: (placement.spec.secret.as_ref())
+                .map(|c| (placement.metadata.namespace().to_owned(), c.name.clone())),
         }
     }
 }
@@ -187,8 +188,10 @@ impl FleetStores {
     pub fn new(silence: Duration) -> FleetStores {
         FleetStores {
             silence,
-            placements: Store::new(PlacementInfo::of)
-                .with_index(|p: &PlacementInfo| p.owner.iter().map(owner_index).collect()),
+            placements: Store::new(PlacementInfo::of).with_index(|p: &PlacementInfo| {
+                let carrier = p.carrier.iter().map(|(ns, name)| carrier_index(ns, name));
+                p.owner.iter().map(owner_index).chain(carrier).collect()
+            }),
             // When this hub heard the renewal: its own clock, whatever the member's says.
             heartbeats: Store::new(|lease: &Lease| {
                 super::fleet_metrics::heard(lease.metadata.namespace());
@@ -202,6 +205,12 @@ impl FleetStores {
         self.placements.indexed(&owner_index(owner))
     }
 
+    /// The owners of the Placements whose carrier is the Secret `ns/name`.
+    pub fn carrier_owners(&self, ns: &str, name: &str) -> Vec<Option<Owner>> {
+        let placements = self.placements.indexed(&carrier_index(ns, name));
+        placements.into_iter().map(|(_, p)| p.owner).collect()
+    }
+
     /// When the hub last heard the member of namespace `ns`, if it ever did.
     pub fn heard(&self, ns: &str) -> Option<Instant> {
         self.heartbeats.get(ns, HEARTBEAT_LEASE)
@@ -211,6 +220,11 @@ impl FleetStores {
         self.placements.wait_until_ready().await;
         self.heartbeats.wait_until_ready().await;
     }
+}
+
+/// The index value of the carrier `ns/name`: a space, which no owner's index value holds.
+fn carrier_index(ns: &str, name: &str) -> String {
+    format!("carrier {ns}/{name}")
 }
 
 fn owner_index(owner: &Owner) -> String {

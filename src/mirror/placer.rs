@@ -14,9 +14,10 @@
 //!   to its own API server, through a client and token bucket of its own (`--fleet-qps`).
 
 use super::cluster_troubles::{ClusterTroubles, News, SILENT};
-use super::copy::{Owner, labelled_for};
+use super::copy::{Owner, labelled_for, owner_of};
 use super::desired::DesiredCopy;
 use super::fleet_metrics;
+use super::payload::Digest;
 use super::placement::{
     CARRIER_TYPE, Carrier, FORMAT, FleetStores, MirrorOnHub, Placement, PlacementInfo,
     PlacementSpec, placement_name, spec_hash,
@@ -42,6 +43,16 @@ pub struct Placed {
     pub failing: Vec<(String, String)>,
     /// When a selected cluster that is heard from now turns silent unless it renews.
     pub next: Option<Duration>,
+}
+
+/// What a member namespace holds of a fleet Mirror after [`Placer::place_in`].
+enum Held {
+    /// Its Placement (and carrier) already held what the Mirror wants.
+    AsWanted,
+    /// They were written now.
+    Written,
+    /// Another Mirror's Placement or carrier holds the name.
+    ByAnother,
 }
 
 /// The hub's placements of fleet Mirrors, through the fleet client.
@@ -83,38 +94,63 @@ impl Placer {
         let name = placement_name(mirror.metadata.namespace(), mirror.metadata.name());
         let mut placed = Placed::default();
         for ns in serves {
-            match self.stores.placements.get(ns, &name) {
-                Some(held) if held.owner.as_ref() != Some(&owner) => {
+            match self
+                .place_in(ns, &owner, (&name, &spec, want), &carried)
+                .await?
+            {
+                Held::ByAnother => {
                     placed.conflicts.push(ns.clone());
                     continue;
                 }
-                Some(held) if held.spec == want && !carrier_missing(&held) => {
-                    placed.synced += 1;
-                }
-                Some(held) => {
-                    let rv = held.resource_version.to_string();
-                    self.replace(ns, &name, &rv, &spec).await?;
-                    self.carry(&owner, (ns, &name, held.uid.as_deref()), &spec, &carried)
-                        .await?;
-                }
-                None => match self.create(&owner, ns, &name, &spec).await {
-                    Ok(uid) => {
-                        self.carry(&owner, (ns, &name, uid.as_deref()), &spec, &carried)
-                            .await?
-                    }
-                    Err(e) if e.code() == Some(409) => {
-                        if !self.holds(&owner, ns, &name).await? {
-                            placed.conflicts.push(ns.clone());
-                            continue;
-                        }
-                    }
-                    Err(e) => return Err(e),
-                },
+                Held::AsWanted => placed.synced += 1,
+                Held::Written => {}
             }
             self.count(ns, &desired.hash.hex(), &name, &mut placed);
         }
         self.withdraw(&owner, |ns| serves.contains(ns)).await?;
         Ok(placed)
+    }
+
+    /// Makes the Placement `name` in the member namespace `ns` hold `spec` (whose hash is
+    /// `want`) and its carrier `carried`, unless another Mirror's holds the name there.
+    async fn place_in(
+        &self,
+        ns: &str,
+        owner: &Owner,
+        (name, spec, want): (&str, &PlacementSpec, Digest),
+        carried: &Option<Value>,
+    ) -> Result<Held, Error> {
+        if let Some(carrier) = &spec.secret {
+            let owners = self.stores.carrier_owners(ns, &carrier.name);
+            if owners.iter().any(|o| o.as_ref() != Some(owner)) {
+                return Ok(Held::ByAnother);
+            }
+        }
+        let written = match self.stores.placements.get(ns, name) {
+            Some(held) if held.owner.as_ref() != Some(owner) => return Ok(Held::ByAnother),
+            Some(held) if held.spec == want && !carrier_missing(&held) => {
+                return Ok(Held::AsWanted);
+            }
+            Some(held) => {
+                let rv = held.resource_version.to_string();
+                self.replace(ns, name, &rv, spec).await?;
+                self.carry(owner, (ns, name, held.uid.as_deref()), spec, carried)
+                    .await?
+            }
+            None => match self.create(owner, ns, name, spec).await {
+                Ok(uid) => {
+                    self.carry(owner, (ns, name, uid.as_deref()), spec, carried)
+                        .await?
+                }
+                Err(e) if e.code() == Some(409) => self.holds(owner, ns, name).await?,
+                Err(e) => return Err(e),
+            },
+        };
+        Ok(if written {
+            Held::Written
+        } else {
+            Held::ByAnother
+        })
     }
 
     /// Withdraws every Placement of `owner` in a namespace `keep` does not keep: a tombstone
@@ -131,7 +167,7 @@ impl Placer {
                 gone_is_fine(self.client.delete_at(path, Some(precondition)).await)?;
             } else if !held.withdrawn {
                 self.tombstone(&key, &rv).await?;
-                if let Some(carrier) = &held.carrier {
+                if let Some((_, carrier)) = &held.carrier {
                     let path = Secret::url_path(Some(&key.namespace), Some(carrier));
                     gone_is_fine(self.client.delete_at(path, None).await)?;
                 }
@@ -244,16 +280,17 @@ impl Placer {
 
     /// Writes the carrier of a Secret's data beside its Placement (`at`: namespace, name and
     /// uid), owned by it: data only, none of the source's or target's metadata, of a type no
-    /// controller acts on.
+    /// controller acts on. False when another fleet Mirror's carrier holds the name there:
+    /// carriers are named by the copy's name, and a conflict is reported, not overwritten.
     async fn carry(
         &self,
         owner: &Owner,
         (ns, placement, uid): (&str, &str, Option<&str>),
         spec: &PlacementSpec,
         data: &Option<Value>,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
         let (Some(carrier), Some(data)) = (&spec.secret, data) else {
-            return Ok(());
+            return Ok(true);
         };
         let mut meta = labelled_for(owner, ns, &carrier.name);
         meta.annotations.insert(
@@ -270,20 +307,24 @@ impl Placer {
         let body = serde_json::to_vec(&secret).map_err(|e| Error::Refused(e.to_string()))?;
         match self.client.create_encoded_at(path, body.into()).await {
             Err(e) if e.is_already_exists() => {
+                let path = Secret::url_path(Some(ns), Some(&carrier.name));
+                let held: Secret = self.client.get_at(path.clone()).await?;
+                if owner_of(&held.metadata).as_ref() != Some(owner) {
+                    return Ok(false);
+                }
                 let mut patch = Map::new();
                 patch.insert("metadata".into(), json!({"annotations": meta.annotations}));
                 let mut data = data.as_object().cloned().unwrap_or_default();
                 data.insert("$patch".into(), "replace".into());
                 patch.insert("data".into(), Value::Object(data));
-                let path = Secret::url_path(Some(ns), Some(&carrier.name));
                 let patch = Value::Object(patch);
                 let _: Secret = self
                     .client
                     .patch_at(path, &patch, PatchKind::Strategic)
                     .await?;
-                Ok(())
+                Ok(true)
             }
-            other => other.map(drop),
+            other => other.map(|_| true),
         }
     }
 }

@@ -281,6 +281,35 @@ fn a_member_copies_only_the_kinds_its_own_admin_allows_and_a_secret_travels_as_a
                 "{conditions}"
             );
             assert!(copy(plain_cp, "secret", "team-a", "app-tls").is_none());
+
+            // A second fleet Mirror whose copy takes the same name meets the first one's
+            // carrier: a conflict on the hub, never an overwrite.
+            fleet.hub.apply(
+                &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "other-tls", "namespace": OPERATOR_NAMESPACE},
+                "data": {"tls.key": "b3RoZXI="}})
+                .to_string(),
+            );
+            fleet.hub.apply(
+                &json!({"apiVersion": "skiff.dev/v1alpha1", "kind": "Mirror",
+                "metadata": {"name": "other-tls", "namespace": OPERATOR_NAMESPACE},
+                "spec": {"source": {"kind": "Secret", "name": "other-tls"},
+                         "targetName": "app-tls",
+                         "clusterSelector": {"matchLabels": {"test": "limits"}},
+                         "namespaceSelector": {"matchLabels": {"team": "a"}}}})
+                .to_string(),
+            );
+            until("the second Mirror reports the conflict", || {
+                let (reason, _) = ready(fleet.hub, "other-tls");
+                reason == "Conflict" && status(fleet.hub, "other-tls")["conflicts"] == 2
+            });
+            let carrier = fleet.hub.object("secret", "open-1", "app-tls");
+            let carrier = carrier.expect("the first Mirror's carrier");
+            assert_eq!(carrier["data"]["tls.key"], "a2V5", "carrier kept");
+            assert_eq!(
+                carrier["metadata"]["labels"]["skiff.dev/mirror-name"], "app-tls",
+                "{carrier}"
+            );
         },
     );
 }
