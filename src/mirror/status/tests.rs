@@ -253,3 +253,57 @@ fn a_progress_report_keeps_the_contest_the_status_shows() {
         condition(m.status.as_ref().unwrap(), "Contested")
     );
 }
+
+/// Every reason, the compiler checking none is left out.
+macro_rules! every_reason {
+    ($($reason:ident),* $(,)?) => {{
+        fn _exhaustive(reason: Reason) {
+            match reason {
+                $(Reason::$reason)|* => {}
+            }
+        }
+        [$(Reason::$reason),*]
+    }};
+}
+
+#[test]
+fn readme_names_every_ready_reason_in_its_status_section() {
+    let reasons = every_reason![
+        Synced,
+        Progressing,
+        SourceNotFound,
+        Conflict,
+        Contested,
+        SourceNamespaceNotAllowed,
+        SecretTargetsDisabled,
+        SecretTargetNotAllowed,
+        SourceNotAllowed,
+        KindNotAllowed,
+        SourceKeyMissing,
+        RequiredKeyNotListed,
+        KindNotEnabled,
+        KeysNotApplicable,
+        RoleNotBindable,
+        BindingNotAllowed,
+        NamespaceNotLabelled,
+        NameReserved,
+        ClustersPending,
+        ClustersFailing,
+        ClustersSilent,
+        FleetNotEnabled,
+        Error,
+    ];
+    let readme = include_str!("../../../README.md");
+    let section = readme
+        .split("\n### Status\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README has a Status section");
+    let missing: Vec<&str> = (reasons.iter().map(|r| r.as_str()))
+        .filter(|r| !section.contains(&format!("`{r}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's Status section does not name these Ready reasons: {missing:?}"
+    );
+}
