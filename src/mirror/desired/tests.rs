@@ -124,6 +124,7 @@ fn target_metadata_wins_over_carried_metadata_and_tracking_keys_stay_behind() {
             annotations: map(&[("note", "n")]),
             ..ObjectMeta::default()
         },
+        kind: None,
     });
     let desired = DesiredCopy::of(&m, &source).expect("desired");
     assert_eq!(
