@@ -100,6 +100,17 @@ mod tests {
     fn configmap_mirrors_are_never_refused() {
         let none = SecretTargets::default();
         assert_eq!(none.refusal(&mirror(SourceKind::ConfigMap, "x")), None);
+        let mut published = mirror(SourceKind::Secret, "ca-bundle");
+        published.spec.target = Some(crate::mirror::types::TargetSpec {
+            kind: Some(SourceKind::ConfigMap),
+            ..Default::default()
+        });
+        let names = SecretTargets::new(["app-tls".to_string()]);
+        assert_eq!(
+            names.refusal(&published),
+            None,
+            "a Secret published as a ConfigMap is named as a ConfigMap"
+        );
     }
 
     #[test]

@@ -210,6 +210,28 @@ mod tests {
     }
 
     #[test]
+    fn a_projection_its_renames_and_its_deletion_policy_decode() {
+        let json = r#"{"spec":{"source":{"kind":"Secret","name":"ca","keys":["tls.crt"],
+            "rename":[{"from":"tls.crt","to":"ca.crt"}]},
+            "target":{"kind":"ConfigMap"},"deletionPolicy":"Orphan"}}"#;
+        let m: Mirror = serde_json::from_str(json).expect("valid mirror");
+        assert_eq!(m.spec.copy_kind(), SourceKind::ConfigMap);
+        assert!(m.spec.projects());
+        let rename = Rename {
+            from: "tls.crt".into(),
+            to: "ca.crt".into(),
+        };
+        assert_eq!(m.spec.source.rename, [rename]);
+        assert_eq!(m.spec.deletion_policy(), DeletionPolicy::Orphan);
+        let plain: Mirror =
+            serde_json::from_str(r#"{"spec":{"source":{"kind":"Secret","name":"x"}}}"#)
+                .expect("valid mirror");
+        assert_eq!(plain.spec.copy_kind(), SourceKind::Secret);
+        assert!(!plain.spec.projects());
+        assert_eq!(plain.spec.deletion_policy(), DeletionPolicy::Delete);
+    }
+
+    #[test]
     fn keys_metadata_and_target_metadata_decode() {
         let json = r#"{"spec":{"source":{"kind":"Secret","name":"tls","keys":["tls.crt","tls.key"],
             "copyLabels":["cnpg.io/*"],"copyAnnotations":["*"]},
