@@ -5,7 +5,7 @@
 //! they are the same logical client. Two `Client::new` calls share nothing.
 
 use super::Error;
-use super::api::{ObjectList, ObjectMeta, Resource};
+use super::api::{ListMeta, ObjectList, ObjectMeta, Resource};
 use super::body::Pieces;
 use super::config::Config;
 use super::guard::WriteGuard;
@@ -43,6 +43,14 @@ pub struct Written {
     /// `PartialObjectMetadata`, or the object's own kind from a server that ignored the ask.
     pub kind: String,
     pub metadata: ObjectMeta,
+}
+
+/// A page of a LIST read for metadata only, whose `items` an empty list holds as `null`.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct MetadataPage {
+    metadata: ListMeta,
+    items: Option<Vec<Written>>,
 }
 
 /// How the API server reads a PATCH body: RFC 7386 merge patch, or the strategic merge patch of
@@ -207,8 +215,8 @@ impl Client {
             let mut spec = RequestSpec::new(Method::Get, path.clone(), "list");
             spec.query = page_params.query();
             spec.accept = METADATA_LIST;
-            let page: ObjectList<Written> = decode(&self.transport.execute(&spec).await?)?;
-            all.extend(page.items.into_iter().map(|item| item.metadata));
+            let page: MetadataPage = decode(&self.transport.execute(&spec).await?)?;
+            all.extend(page.items.into_iter().flatten().map(|item| item.metadata));
             let Some(token) = page.metadata.continue_token.filter(|t| !t.is_empty()) else {
                 return Ok(all);
             };

@@ -31,6 +31,8 @@ mod mirror;
 mod mirror_metadata;
 mod mirror_takeover;
 mod node;
+mod orphan;
+mod projection;
 mod rbac;
 mod secret_targets;
 mod self_service;

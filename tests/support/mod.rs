@@ -19,6 +19,9 @@ pub mod metrics_reader;
 pub mod mirror_e2e;
 pub mod node;
 pub mod peer;
+// The certificates the unit tests use, shared as they are: one file, made for both.
+#[path = "../../src/testing/pem.rs"]
+pub mod pem;
 pub mod plugin;
 pub mod pod;
 pub mod ports;
