@@ -72,7 +72,7 @@ FUZZ_SECONDS ?= 600
 # In a target directory of its own: a check build shares nothing with the test builds, and this
 # way neither waits for the other's lock.
 CLIPPY ?= CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/lint $(CARGO) clippy --all-targets -- -D warnings
-FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy
+FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy certificates
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large bench-bigsource compare compare-kit static size docker-build \
 	docker-push image install uninstall deploy undeploy build-installer demo clean \

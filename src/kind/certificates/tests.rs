@@ -86,3 +86,16 @@ fn a_block_holding_more_than_one_certificate_is_refused() {
     let old_label = block(&der).replace("CERTIFICATE", "X509 CERTIFICATE");
     assert_mentions(&refused(old_label.as_bytes()), &["X509 CERTIFICATE"]);
 }
+
+/// Mutated certificates, chains and keys: what passes is certificates alone, block by block,
+/// as the fuzz target's oracle reads it (`fuzzing::certificates`).
+#[test]
+fn property_what_passes_mutated_is_certificates_alone() {
+    let pem = issued();
+    let combined = format!("{}{}", pem.chain, pem.key);
+    let seeds = [pem.ca.as_str(), &pem.chain, &pem.key, &combined];
+    crate::property::check("certificate mutations", |random| {
+        let seed = seeds[random.below(seeds.len())].as_bytes();
+        crate::fuzzing::certificates(&crate::property::mutate(seed, random));
+    });
+}
