@@ -93,6 +93,7 @@ fn samples_pass_server_side_dry_run_and_create_nothing() {
         "picked-keys-mirror.yaml",
         "argocd-repository-mirror.yaml",
         "gitops-safe-mirror.yaml",
+        "cert-manager-ca-mirror.yaml",
     ]
     .map(file);
     let mut args = vec!["apply", "--dry-run=server"];
@@ -111,6 +112,7 @@ fn samples_pass_server_side_dry_run_and_create_nothing() {
         "mirror.skiff.dev/git-repo created (server dry run)",
         "configmap/db-ca created (server dry run)",
         "mirror.skiff.dev/db-ca created (server dry run)",
+        "mirror.skiff.dev/platform-ca created (server dry run)",
     ] {
         assert!(
             out.lines().any(|l| l == line),

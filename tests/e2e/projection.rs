@@ -377,3 +377,42 @@ fn renamed_keys_reach_configmaps_secrets_and_projections() {
         );
     });
 }
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_cert_manager_sample_publishes_the_cas_own_certificate_and_leaves_it_behind() {
+    require_e2e_binaries();
+    with_skiff("projection-sample", |cp| {
+        let ns = cp.create_namespace("sample", &[("trust.example.com/platform-ca", "true")]);
+        let sample = crate::support::control_plane::manifests_dir()
+            .join("samples/cert-manager-ca-mirror.yaml");
+        cp.kubectl_ok(&["apply", "-f", &sample.display().to_string()]);
+        // The CA's Secret as cert-manager writes it for a root: its own certificate twice.
+        let pem = issued();
+        let b64 = |text: &str| STANDARD.encode(text);
+        cp.apply(
+            &json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": {"name": "platform-ca", "namespace": OPERATOR_NAMESPACE},
+                "data": {"tls.crt": b64(&pem.ca), "ca.crt": b64(&pem.ca), "tls.key": b64(&pem.key)}})
+            .to_string(),
+        );
+        wait_until("the CA's certificate published as ca.crt", || {
+            managed_configmap(cp, &ns, "platform-ca")
+                .is_some_and(|cm| cm["data"] == json!({"ca.crt": pem.ca}))
+        });
+        cp.kubectl_ok(&[
+            "delete",
+            "-f",
+            &sample.display().to_string(),
+            "--wait=false",
+        ]);
+        wait_until("the sample Mirror gone", || {
+            absent(cp, "mirror", OPERATOR_NAMESPACE, "platform-ca")
+        });
+        let left = cp
+            .object("configmap", &ns, "platform-ca")
+            .expect("left in place");
+        assert_eq!(left["data"], json!({"ca.crt": pem.ca}));
+        assert!(left["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null());
+    });
+}
