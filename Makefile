@@ -126,7 +126,7 @@ run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kin
 	$(CARGO) run -- $(ARGS)
 
 bench: compare ## run the benchmarks (benches/, make compare first) and record the figures in BENCHMARKS.md
-	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode --bench acceptances --bench kit_memory
+	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode --bench acceptances --bench kit_memory --bench projection
 
 bench-bigsource: testbin static peer ## a 900 KB ConfigMap into 300 and 1,000 namespaces and a 1 MB Secret into 100, on a real control plane: the static binary beside the controller-runtime peer (about 10 min; BIGSOURCE_BASELINE=<older skiff> measures it too, BIGSOURCE_PEER=0 leaves the peer out)
 	SKIFF_BINARY=$(STATIC_BINARY) $(CARGO) bench --bench bigsource
