@@ -23,13 +23,12 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
+use support::bench::{STEP_LIMIT, bench_mode, leading, settle};
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
 use support::pem::issued;
-use support::skiff::{Skiff, TempDir, eventually, proc_status_kib};
+use support::skiff::{eventually, rss_anon_median};
 
 const SELECT_LABEL: &str = "projection-bench";
-const STEP_LIMIT: Duration = Duration::from_secs(300);
-const SETTLE: Duration = Duration::from_secs(5);
 const FLAGS: [&str; 6] = [
     "--leader-elect",
     "--leader-election-namespace=skiff-system",
@@ -38,38 +37,6 @@ const FLAGS: [&str; 6] = [
     "--kube-api-burst=100",
     "--secret-target-names=app-tls",
 ];
-
-fn bench_mode() -> bool {
-    std::env::args().any(|a| a == "--bench")
-}
-
-/// skiff's RssAnon in KiB, the median of 10 readings 200 ms apart.
-fn rss_anon(pid: u32) -> u64 {
-    let mut samples: Vec<u64> = (0..10)
-        .filter_map(|_| {
-            std::thread::sleep(Duration::from_millis(200));
-            proc_status_kib(pid, "RssAnon")
-        })
-        .collect();
-    samples.sort_unstable();
-    samples.get(samples.len() / 2).copied().unwrap_or(0)
-}
-
-fn create_namespaces(cp: &ControlPlane, count: usize) {
-    let items: Vec<Value> = (0..count)
-        .map(|i| {
-            json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": format!("projection-{i:05}"), "labels": {SELECT_LABEL: "yes"}}})
-        })
-        .collect();
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-    let out = cp.kubectl_stdin(&["create", "-f", "-", "-o", "name"], &list.to_string());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// The sources: a small ConfigMap (the warm-up), a ConfigMap holding a CA and a chain, and the
 /// cert-manager Secret holding the same beside its key.
@@ -122,38 +89,15 @@ fn main() {
         println!("projection: skipped (no control plane binaries; make testbin)");
         return;
     }
-    let namespaces: usize = match (bench_mode(), std::env::var("SKIFF_BENCH_NAMESPACES")) {
-        (false, _) => 20,
-        (true, Ok(n)) => n.parse().unwrap_or(1_000),
-        (true, Err(_)) => 1_000,
-    };
+    let namespaces = support::bench::namespaces();
     let cp = ControlPlane::start();
     cp.install_manifests();
     let overlay = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/secret-targets");
     cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
-    create_namespaces(&cp, namespaces);
+    cp.create_namespaces("projection", &[(SELECT_LABEL, "yes")], namespaces);
     sources(&cp);
-    let dir = TempDir::new("projection-bench");
-    let mut skiff = Skiff::start_with_env(
-        &cp.operator_kubeconfig(),
-        dir.0.join("skiff.log"),
-        &FLAGS,
-        &[("POD_NAME", "projection-bench")],
-    );
-    let filled = eventually(STEP_LIMIT, || {
-        skiff.logs().contains("mirror caches filled; reconciling")
-    });
-    assert!(
-        filled,
-        "skiff did not start reconciling; log:\n{}",
-        skiff.logs()
-    );
+    let (mut skiff, _dir) = leading(&cp, "projection-bench", &FLAGS);
     let pid = skiff.child.id();
-    let settle = || {
-        if bench_mode() {
-            std::thread::sleep(SETTLE);
-        }
-    };
     let runs = [
         (
             "warm-up",
@@ -172,7 +116,7 @@ fn main() {
         ),
     ];
     settle();
-    let mut before = rss_anon(pid);
+    let mut before = rss_anon_median(pid);
     let mut steps = Vec::new();
     for (i, (name, source, extra)) in runs.into_iter().enumerate() {
         let mirror_name = format!("bench-{i}");
@@ -184,7 +128,7 @@ fn main() {
         let seconds = started.elapsed().as_secs_f64();
         assert!(done, "{name} did not converge; log:\n{}", skiff.logs());
         settle();
-        let now = rss_anon(pid);
+        let now = rss_anon_median(pid);
         let per_copy = (now as f64 - before as f64) * 1024.0 / namespaces as f64;
         before = now;
         steps.push(Step {

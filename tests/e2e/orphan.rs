@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use crate::support::mirror_e2e::{
-    Replica, absent, control_plane, has_event, mirror, one_replica_at_a_time, ready_says,
-    source_configmap, wait_until,
+    absent, has_event, mirror, ready_says, source_configmap, wait_until, with_replica_flags,
 };
 use crate::support::skiff::eventually;
 
@@ -70,26 +69,12 @@ fn skiffs_marks(object: &Value) -> Vec<String> {
     labels.chain(annotations).map(|k| k.to_string()).collect()
 }
 
-fn with_replica(name: &str, extra: &[&str], test: impl FnOnce(&'static ControlPlane, &Replica)) {
-    let _turn = one_replica_at_a_time();
-    let cp = control_plane();
-    let replica = Replica::start_with(cp, name, extra);
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(cp, &replica)));
-    if outcome.is_err() {
-        eprintln!("skiff log ({name}):\n{}", replica.skiff.logs());
-    }
-    replica.stop();
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
 #[test]
 #[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
 fn orphaned_copies_keep_their_data_and_nothing_of_skiffs_until_handed_over() {
     require_e2e_binaries();
     let fast = ["--kube-api-qps=100", "--kube-api-burst=200"];
-    with_replica("orphan", &fast, |cp, _| {
+    with_replica_flags("orphan", &fast, |cp, _| {
         let label = "orphan";
         let namespaces = cp.create_namespaces("orphan", &[("mirror-e2e", label)], COPIES);
         // One copy was adopted: the annotation that handed it over goes with skiff's marks.
@@ -190,7 +175,7 @@ fn orphaned_copies_keep_their_data_and_nothing_of_skiffs_until_handed_over() {
 fn a_mirror_deleted_during_its_fan_out_leaves_no_copy_of_skiffs() {
     require_e2e_binaries();
     // The default pace (20 writes a second): the deletion lands while creates are in flight.
-    with_replica("orphan-in-flight", &[], |cp, _| {
+    with_replica_flags("orphan-in-flight", &[], |cp, _| {
         let label = "orphan-in-flight";
         let count = 200;
         cp.create_namespaces("in-flight", &[("mirror-e2e", label)], count);

@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, require_e2e_binaries};
 use crate::support::mirror_e2e::{
     Replica, absent, control_plane, mirror_with_source, one_replica_at_a_time, ready, ready_says,
-    source_configmap, wait_until, with_skiff,
+    running, source_configmap, wait_until, with_skiff,
 };
 use crate::support::pem::issued;
 
@@ -63,6 +63,18 @@ fn publish(
     );
 }
 
+/// The Mirror `trust` publishing `keys` of `issuer-ca` as `trust-bundle` where `publish` is.
+fn trust(cp: &ControlPlane, keys: &[&str]) {
+    publish(
+        cp,
+        ("trust", "issuer-ca"),
+        keys,
+        "",
+        "trust-bundle",
+        "publish",
+    );
+}
+
 /// skiff's ConfigMap `name` in `namespace`, if it is one.
 fn managed_configmap(cp: &ControlPlane, namespace: &str, name: &str) -> Option<Value> {
     let cm = cp.object("configmap", namespace, name)?;
@@ -84,38 +96,18 @@ fn a_ca_and_its_chain_are_published_as_a_configmap_and_nothing_else_ever_is() {
     let selected = cp.create_namespaces("publish", &[("mirror-e2e", label)], 2);
     cert_manager_secret(cp, "issuer-ca");
     // Not in --secret-target-names: the copies are ConfigMaps, which any name may take.
-    publish(
-        cp,
-        ("trust", "issuer-ca"),
-        &["ca.crt", "tls.crt"],
-        "",
-        "trust-bundle",
-        label,
-    );
+    trust(cp, &["ca.crt", "tls.crt"]);
     let pem = issued();
     let published = json!({"ca.crt": pem.ca, "tls.crt": pem.chain});
-    let replica = Replica::start(cp, "publish");
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    running(cp, ("publish", &[]), |_| {
         published_as_text(cp, &selected, &published);
         refused_by_name(cp, &selected[0]);
-    }));
-    let restarted = outcome.and_then(|()| {
-        replica.stop();
-        let replica = Replica::start(cp, "publish-again");
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            restart_writes_nothing(cp, &replica, &selected);
-            not_skiffs_and_handed_over(cp, label, &published);
-            deleted_with_the_mirror(cp, &selected);
-        }));
-        if outcome.is_err() {
-            eprintln!("skiff log:\n{}", replica.skiff.logs());
-        }
-        replica.stop();
-        outcome
     });
-    if let Err(panic) = restarted {
-        std::panic::resume_unwind(panic);
-    }
+    running(cp, ("publish-again", &[]), |replica| {
+        restart_writes_nothing(cp, replica, &selected);
+        not_skiffs_and_handed_over(cp, label, &published);
+        deleted_with_the_mirror(cp, &selected);
+    });
 }
 
 fn published_as_text(cp: &ControlPlane, selected: &[String], published: &Value) {
@@ -170,14 +162,7 @@ fn refused_by_name(cp: &ControlPlane, ns: &str) {
         ("key.der", "not text"),
         ("keystore.p12", "not text"),
     ] {
-        publish(
-            cp,
-            ("trust", "issuer-ca"),
-            &["ca.crt", key],
-            "",
-            "trust-bundle",
-            "publish",
-        );
+        trust(cp, &["ca.crt", key]);
         wait_until(&format!("{key} refused by name"), || {
             ready_says(cp, "trust", "KeyNotPublishable", key)
         });
@@ -193,14 +178,7 @@ fn refused_by_name(cp: &ControlPlane, ns: &str) {
             "the copy was written for {key}"
         );
     }
-    publish(
-        cp,
-        ("trust", "issuer-ca"),
-        &["ca.crt", "tls.crt"],
-        "",
-        "trust-bundle",
-        "publish",
-    );
+    trust(cp, &["ca.crt", "tls.crt"]);
     wait_until("published again", || {
         ready_says(cp, "trust", "Synced", "2 of 2")
     });

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod audit;
+pub mod bench;
 pub mod cluster;
 pub mod control_plane;
 pub mod fake;
