@@ -14,6 +14,7 @@ use super::projection::project;
 use super::source::SourceContent;
 use super::status::{Reason, Refusal, and_list};
 use super::types::Mirror;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -93,22 +94,23 @@ fn shape(mirror: &Mirror, source: &SourceContent) -> Result<Option<Payload>, Ref
     );
     let lists = "spec.source.keys lists";
     held(&source.payload, (lists, &source_named), spec.keys.iter())?;
+    // Borrowed until something changes it: a big source is not copied for a rename.
     let mut payload = match spec.keys.is_empty() {
-        true => source.payload.clone(),
-        false => source.payload.only(&spec.keys),
+        true => Cow::Borrowed(&source.payload),
+        false => Cow::Owned(source.payload.only(&spec.keys)),
     };
     if mirror.spec.projects() {
-        payload = project(mirror, &payload)?;
+        payload = Cow::Owned(project(mirror, &payload)?);
     }
     if !spec.rename.is_empty() {
         let picked = match spec.keys.is_empty() {
             true => source_named,
             false => format!("spec.source.keys of {source_named}"),
         };
-        payload = rename(mirror, &payload, &picked)?;
+        payload = Cow::Owned(rename(mirror, &payload, &picked)?);
     }
     required_keys_kept(&payload)?;
-    Ok(Some(payload))
+    Ok(Some(payload.into_owned()))
 }
 
 /// The payload with the Mirror's renames, when each names a key it holds and no two keys end
