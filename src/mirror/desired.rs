@@ -114,8 +114,7 @@ fn shape(mirror: &Mirror, source: &SourceContent) -> Result<Option<Payload>, Ref
 }
 
 /// The payload with the Mirror's renames, when each names a key it holds and no two keys end
-/// under one name.
-/// `picked` names what the payload holds, for a message.
+/// under one name; `picked` says what the payload holds, for a message.
 fn rename(mirror: &Mirror, payload: &Payload, picked: &str) -> Result<Payload, Refusal> {
     let renames = &mirror.spec.source.rename;
     let from = renames.iter().map(|r| &r.from);
