@@ -16,7 +16,6 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::Duration;
 use support::bench::{STEP_LIMIT, bench_mode, leading, settle};
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
@@ -115,10 +114,7 @@ fn main() {
         return;
     }
     let namespaces = support::bench::namespaces();
-    let cp = ControlPlane::start();
-    cp.install_manifests();
-    let overlay = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kinds");
-    cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
+    let cp = support::bench::control_plane("kinds");
     create_namespaces(&cp, namespaces);
     let (mut skiff, _dir) = leading(&cp, "kit-memory", &FLAGS);
     let pid = skiff.child.id();

@@ -22,7 +22,6 @@ mod support;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use std::path::Path;
 use std::time::{Duration, Instant};
 use support::bench::{STEP_LIMIT, bench_mode, leading, settle};
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
@@ -93,10 +92,7 @@ fn main() {
         return;
     }
     let namespaces = support::bench::namespaces();
-    let cp = ControlPlane::start();
-    cp.install_manifests();
-    let overlay = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/secret-targets");
-    cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
+    let cp = support::bench::control_plane("secret-targets");
     cp.create_namespaces("projection", &[(SELECT_LABEL, "yes")], namespaces);
     sources(&cp);
     let (mut skiff, _dir) = leading(&cp, "projection-bench", &FLAGS);

@@ -27,6 +27,17 @@ pub fn namespaces() -> usize {
     }
 }
 
+/// A control plane with `manifests/` and the kustomize overlay `deploy/<overlay>` applied.
+pub fn control_plane(overlay: &str) -> ControlPlane {
+    let cp = ControlPlane::start();
+    cp.install_manifests();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join(overlay);
+    cp.kubectl_ok(&["apply", "-k", &dir.display().to_string()]);
+    cp
+}
+
 /// skiff, named `name` (its `POD_NAME`), leading `cp` with `flags` once its caches are filled;
 /// its log is in the returned folder.
 pub fn leading(cp: &ControlPlane, name: &str, flags: &[&str]) -> (Skiff, TempDir) {
