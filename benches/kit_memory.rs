@@ -16,7 +16,6 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::time::Duration;
 use support::bench::{STEP_LIMIT, bench_mode, leading, settle};
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
 use support::skiff::{eventually, rss_anon_median};
@@ -116,7 +115,7 @@ fn main() {
     let namespaces = support::bench::namespaces();
     let cp = support::bench::control_plane("kinds");
     create_namespaces(&cp, namespaces);
-    let (mut skiff, _dir) = leading(&cp, "kit-memory", &FLAGS);
+    let (skiff, _dir) = leading(&cp, "kit-memory", &FLAGS);
     let pid = skiff.child.id();
     settle();
     let mut before = rss_anon_median(pid);
@@ -135,14 +134,7 @@ fn main() {
         rows.push((format!("+ {namespaces} {kind} copies"), now, Some(per_copy)));
         before = now;
     }
-    skiff.signal("TERM");
-    assert_eq!(
-        skiff.wait_exit(Duration::from_secs(30)),
-        Some(0),
-        "{}",
-        skiff.logs()
-    );
-    cp.stop();
+    support::bench::finish(skiff, &cp);
     if !bench_mode() {
         return;
     }

@@ -22,7 +22,7 @@ mod support;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use support::bench::{STEP_LIMIT, bench_mode, leading, settle};
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
 use support::pem::issued;
@@ -95,7 +95,7 @@ fn main() {
     let cp = support::bench::control_plane("secret-targets");
     cp.create_namespaces("projection", &[(SELECT_LABEL, "yes")], namespaces);
     sources(&cp);
-    let (mut skiff, _dir) = leading(&cp, "projection-bench", &FLAGS);
+    let (skiff, _dir) = leading(&cp, "projection-bench", &FLAGS);
     let pid = skiff.child.id();
     // The two sources in the order A B B A, so that a drift of the heap over the run (reuse
     // of what an earlier fan-out freed) weighs on both alike.
@@ -155,14 +155,7 @@ fn main() {
         steps.len() * namespaces,
         "every copy a ConfigMap"
     );
-    skiff.signal("TERM");
-    assert_eq!(
-        skiff.wait_exit(Duration::from_secs(30)),
-        Some(0),
-        "{}",
-        skiff.logs()
-    );
-    cp.stop();
+    support::bench::finish(skiff, &cp);
     if !bench_mode() {
         return;
     }

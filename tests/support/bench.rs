@@ -59,6 +59,14 @@ pub fn leading(cp: &ControlPlane, name: &str, flags: &[&str]) -> (Skiff, TempDir
     (skiff, dir)
 }
 
+/// Stops `skiff` with SIGTERM, expecting exit 0, then the control plane.
+pub fn finish(mut skiff: Skiff, cp: &ControlPlane) {
+    skiff.signal("TERM");
+    let code = skiff.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{}", skiff.logs());
+    cp.stop();
+}
+
 /// Waits before a memory reading of a bench run; a test run reads at once.
 pub fn settle() {
     if bench_mode() {
