@@ -72,7 +72,7 @@ FUZZ_SECONDS ?= 600
 # In a target directory of its own: a check build shares nothing with the test builds, and this
 # way neither waits for the other's lock.
 CLIPPY ?= CARGO_TARGET_DIR=$${CARGO_TARGET_DIR:-target}/lint $(CARGO) clippy --all-targets -- -D warnings
-FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy
+FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig proxy certificates
 
 .PHONY: help build test testbin peer lint fmt run bench bench-large bench-bigsource compare compare-kit static size docker-build \
 	docker-push image install uninstall deploy undeploy build-installer demo clean hub-admit \
@@ -129,7 +129,7 @@ run: ## run skiff with ARGS, e.g. make run ARGS="--leader-elect --kubeconfig kin
 	$(CARGO) run -- $(ARGS)
 
 bench: compare ## run the benchmarks (benches/, make compare first) and record the figures in BENCHMARKS.md
-	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode --bench acceptances --bench kit_memory --bench policy
+	$(CARGO) bench --bench fanout --bench memory --bench scale --bench decode --bench acceptances --bench kit_memory --bench policy --bench projection
 
 bench-bigsource: testbin static peer ## a 900 KB ConfigMap into 300 and 1,000 namespaces and a 1 MB Secret into 100, on a real control plane: the static binary beside the controller-runtime peer (about 10 min; BIGSOURCE_BASELINE=<older skiff> measures it too, BIGSOURCE_PEER=0 leaves the peer out)
 	SKIFF_BINARY=$(STATIC_BINARY) $(CARGO) bench --bench bigsource

@@ -110,6 +110,8 @@ impl World {
             offer_selector: selector("may-offer"),
             max_copies: 100,
             kinds: [SourceKind::ConfigMap].into(),
+            projections: Default::default(),
+            orphan: false,
         };
         let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
         let targets = SecretTargets::default();

@@ -16,14 +16,11 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::path::Path;
-use std::time::Duration;
+use support::bench::{STEP_LIMIT, bench_mode, leading, settle};
 use support::control_plane::{ControlPlane, OPERATOR_NAMESPACE, e2e_enabled};
-use support::skiff::{Skiff, TempDir, eventually, proc_status_kib};
+use support::skiff::{eventually, rss_anon_median};
 
 const SELECT_LABEL: &str = "kit-memory";
-const STEP_LIMIT: Duration = Duration::from_secs(300);
-const SETTLE: Duration = Duration::from_secs(5);
 const FLAGS: [&str; 8] = [
     "--leader-elect",
     "--leader-election-namespace=skiff-system",
@@ -75,22 +72,6 @@ fn sources() -> [(&'static str, &'static str, Value); 6] {
     ]
 }
 
-fn bench_mode() -> bool {
-    std::env::args().any(|a| a == "--bench")
-}
-
-/// skiff's RssAnon in KiB, the median of 10 readings 200 ms apart.
-fn rss_anon(pid: u32) -> u64 {
-    let mut samples: Vec<u64> = (0..10)
-        .filter_map(|_| {
-            std::thread::sleep(Duration::from_millis(200));
-            proc_status_kib(pid, "RssAnon")
-        })
-        .collect();
-    samples.sort_unstable();
-    samples.get(samples.len() / 2).copied().unwrap_or(0)
-}
-
 fn create_namespaces(cp: &ControlPlane, count: usize) {
     let items: Vec<Value> = (0..count)
         .map(|i| {
@@ -131,39 +112,13 @@ fn main() {
         println!("kit_memory: skipped (no control plane binaries; make testbin)");
         return;
     }
-    let namespaces: usize = match (bench_mode(), std::env::var("SKIFF_BENCH_NAMESPACES")) {
-        (false, _) => 20,
-        (true, Ok(n)) => n.parse().unwrap_or(1_000),
-        (true, Err(_)) => 1_000,
-    };
-    let cp = ControlPlane::start();
-    cp.install_manifests();
-    let overlay = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kinds");
-    cp.kubectl_ok(&["apply", "-k", &overlay.display().to_string()]);
+    let namespaces = support::bench::namespaces();
+    let cp = support::bench::control_plane("kinds");
     create_namespaces(&cp, namespaces);
-    let dir = TempDir::new("kit-memory");
-    let mut skiff = Skiff::start_with_env(
-        &cp.operator_kubeconfig(),
-        dir.0.join("skiff.log"),
-        &FLAGS,
-        &[("POD_NAME", "kit-memory")],
-    );
-    let filled = eventually(STEP_LIMIT, || {
-        skiff.logs().contains("mirror caches filled; reconciling")
-    });
-    assert!(
-        filled,
-        "skiff did not start reconciling; log:\n{}",
-        skiff.logs()
-    );
+    let (skiff, _dir) = leading(&cp, "kit-memory", &FLAGS);
     let pid = skiff.child.id();
-    let settle = || {
-        if bench_mode() {
-            std::thread::sleep(SETTLE);
-        }
-    };
     settle();
-    let mut before = rss_anon(pid);
+    let mut before = rss_anon_median(pid);
     let mut rows = vec![("idle leader".to_owned(), before, None)];
     for (kind, api_version, content) in sources() {
         let name = add_mirror(&cp, kind, api_version, &content);
@@ -174,19 +129,12 @@ fn main() {
         });
         assert!(synced, "{kind} did not converge; log:\n{}", skiff.logs());
         settle();
-        let now = rss_anon(pid);
+        let now = rss_anon_median(pid);
         let per_copy = (now as f64 - before as f64) * 1024.0 / namespaces as f64;
         rows.push((format!("+ {namespaces} {kind} copies"), now, Some(per_copy)));
         before = now;
     }
-    skiff.signal("TERM");
-    assert_eq!(
-        skiff.wait_exit(Duration::from_secs(30)),
-        Some(0),
-        "{}",
-        skiff.logs()
-    );
-    cp.stop();
+    support::bench::finish(skiff, &cp);
     if !bench_mode() {
         return;
     }

@@ -179,6 +179,13 @@ struct Options {
     /// --secret-target-names) and kinds --kinds enables, a comma list (default configmaps)
     #[argh(option, default = "DEFAULT_SELF_SERVICE_KINDS.to_owned()")]
     self_service_kinds: String,
+    /// with --self-service, the kinds tenants may publish as another, a comma list:
+    /// secrets-as-configmaps (certificates only) (default none)
+    #[argh(option, default = "String::new()")]
+    self_service_projections: String,
+    /// with --self-service, offers may leave their copies on deletion (deletionPolicy: Orphan)
+    #[argh(switch)]
+    self_service_orphan: bool,
     /// kinds Mirrors may copy besides ConfigMaps and Secrets, as resource.group (comma lists,
     /// repeatable): networkpolicies.networking.k8s.io, limitranges, resourcequotas,
     /// rolebindings.rbac.authorization.k8s.io, serviceaccounts (default none)
@@ -426,9 +433,12 @@ impl fmt::Display for Settings {
             self.self_service.as_ref().map_or_else(
                 || "false".to_owned(),
                 |s| format!(
-                    "true (max-copies-per-tenant-mirror={} self-service-kinds={})",
+                    "true (max-copies-per-tenant-mirror={} self-service-kinds={} \
+                     self-service-projections={} self-service-orphan={})",
                     s.max_copies,
-                    s.kinds_flag()
+                    s.kinds_flag(),
+                    s.projections_flag(),
+                    s.orphan
                 )
             ),
             or_none(self.kinds.flagged().map(|k| k.flag_name()).collect()),

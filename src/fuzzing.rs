@@ -7,11 +7,16 @@
 
 use std::path::Path;
 
+use crate::kind::certificates::only_certificates;
 use crate::kube::api::ConfigMap;
 use crate::kube::proxy::{self, ProxyConfig};
 use crate::kube::reply_limits::{self, BodyLimit, MAX_OBJECT_BYTES, MAX_WATCH_LINE_BYTES};
 use crate::kube::{WatchStream, kubeconfig, tunnel};
 use crate::serve::{client_hello, head, limits};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use openssl::pkey::PKey;
+use openssl::x509::X509;
 
 /// A reader over the input that hands out a few hundred bytes a read, the size varying with
 /// the input's length, so reads end in different places.
@@ -142,11 +147,57 @@ pub fn proxy(data: &[u8]) {
     let _ = proxy::resolve(&ProxyConfig::Url(proxy_url.to_owned()), &server, &env);
 }
 
+/// A Secret's value a projection may publish as a ConfigMap's (`kind::certificates`). The
+/// oracle, read apart from the check: what passes holds, between whitespace, only
+/// `CERTIFICATE` blocks, each of which the openssl crate parses as exactly one certificate,
+/// and no private key in any form.
+pub fn certificates(data: &[u8]) {
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    if only_certificates(data).is_err() {
+        return;
+    }
+    let text = std::str::from_utf8(data).expect("what passes is text");
+    let (mut rest, mut blocks) = (text, 0);
+    while let Some(start) = rest.find(BEGIN) {
+        assert!(
+            rest[..start].trim_ascii().is_empty(),
+            "text before block {blocks}"
+        );
+        let body = &rest[start + BEGIN.len()..];
+        let end = body.find(END).expect("each block ends");
+        let base64: String = (body[..end].chars())
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect();
+        let der = STANDARD.decode(base64).expect("a block is base64");
+        let certificate = X509::from_der(&der).expect("a block is a certificate");
+        assert_eq!(
+            certificate.to_der().ok(),
+            Some(der),
+            "block {blocks} holds more"
+        );
+        rest = &body[end + END.len()..];
+        blocks += 1;
+    }
+    assert!(
+        rest.trim_ascii().is_empty() && blocks > 0,
+        "text after the blocks"
+    );
+    assert!(
+        PKey::private_key_from_pem(data).is_err(),
+        "a private key passed"
+    );
+    assert!(
+        PKey::private_key_from_der(data).is_err(),
+        "a DER key passed"
+    );
+}
+
 /// A fuzz target: one input, checked.
 pub type Target = fn(&[u8]);
 
 /// The targets by name, as `fuzz/fuzz_targets/` and `fuzz/seeds/` name them.
-pub const TARGETS: [(&str, Target); 7] = [
+pub const TARGETS: [(&str, Target); 8] = [
     ("reply", reply),
     ("watch", watch),
     ("connect_reply", connect_reply),
@@ -154,6 +205,7 @@ pub const TARGETS: [(&str, Target); 7] = [
     ("client_hello", client_hello),
     ("kubeconfig", kubeconfig),
     ("proxy", proxy),
+    ("certificates", certificates),
 ];
 
 #[cfg(test)]

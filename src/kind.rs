@@ -7,17 +7,22 @@
 //! has. Adding a kind is adding a row (docs/ARCHITECTURE.md, "Adding a kind", says what else:
 //! its RBAC rows and its tests).
 //!
-//! [`SourceKind`] names a row; it is what a Mirror's `spec.source.kind` holds. The flags that
+//! A row may also say which other kinds its objects may be published as ([`Projection`]: a
+//! Secret's certificates as a ConfigMap), through which check ([`certificates`]).
+//!
+//! [`SourceKind`] names a row; it is what a Mirror's `spec.source.kind` holds (and its
+//! `spec.target.kind`, a projection's). The flags that
 //! name kinds (`--kinds`, `--self-service-kinds`) are read by one parser ([`names`]), and which
 //! kinds an install enables is [`Kinds`].
 
+pub mod certificates;
 mod enabled;
 pub mod names;
 mod row;
 mod table;
 
 pub use enabled::Kinds;
-pub use row::{EnabledBy, Field, Guard, HashHead, Kind, NameRule, Reserved, Shape};
+pub use row::{EnabledBy, Field, Guard, HashHead, Kind, NameRule, Projection, Reserved, Shape};
 pub use table::TABLE;
 
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,7 @@
 //! What the unit tests share, so each test module reads the same way.
 
+pub mod pem;
+
 use std::time::Duration;
 
 /// Fails unless `text` contains each of `parts`: error and condition messages must name what

@@ -10,7 +10,7 @@
 //! `notin`) are refused with a message saying so, rather than half understood.
 
 use super::FlagError;
-use crate::kind::{EnabledBy, Kinds, SourceKind, names};
+use crate::kind::{EnabledBy, Kind, Kinds, SourceKind, TABLE, names};
 use crate::kube::api::{LabelSelector, LabelSelectorRequirement};
 use std::collections::BTreeSet;
 
@@ -23,6 +23,10 @@ pub struct SelfService {
     pub max_copies: usize,
     /// `--self-service-kinds`: the kinds tenants may share.
     pub kinds: BTreeSet<SourceKind>,
+    /// `--self-service-projections`: the kinds tenants may publish as another, and as which.
+    pub projections: BTreeSet<(SourceKind, SourceKind)>,
+    /// `--self-service-orphan`: a tenant's offer may leave its copies when it goes.
+    pub orphan: bool,
 }
 
 impl SelfService {
@@ -30,10 +34,35 @@ impl SelfService {
         self.kinds.contains(&kind)
     }
 
+    /// Whether tenants may copy a `source` into copies of kind `copy`: share it as it is, or
+    /// publish it as another kind.
+    pub fn shares_as(&self, source: SourceKind, copy: SourceKind) -> bool {
+        match source == copy {
+            true => self.shares(source),
+            false => self.projections.contains(&(source, copy)),
+        }
+    }
+
+    /// Whether tenants' sources of `kind` are read: shared, or published as another kind.
+    pub fn reads(&self, kind: SourceKind) -> bool {
+        self.shares(kind) || self.projections.iter().any(|(from, _)| *from == kind)
+    }
+
     /// The kinds tenants may share, as `--self-service-kinds` spells them.
     pub fn kinds_flag(&self) -> String {
         let names: Vec<String> = self.kinds.iter().map(|k| k.row().flag_name()).collect();
         names.join(",")
+    }
+
+    /// The projections tenants may make, as `--self-service-projections` spells them (`none`).
+    pub fn projections_flag(&self) -> String {
+        let names: Vec<String> = (self.projections.iter())
+            .filter_map(|(from, to)| Some(from.row().projection_name(from.row().projection(*to)?)))
+            .collect();
+        match names.is_empty() {
+            true => "none".to_owned(),
+            false => names.join(","),
+        }
     }
 }
 
@@ -49,6 +78,15 @@ const MAX_FLAG: &str = "--max-copies-per-tenant-mirror";
 pub const DEFAULT_SELF_SERVICE_KINDS: &str = "configmaps";
 
 const KINDS_FLAG: &str = "--self-service-kinds";
+const PROJECTIONS_FLAG: &str = "--self-service-projections";
+
+/// The flags of self-service, as given: `--self-service-kinds`, `--self-service-projections`
+/// and `--self-service-orphan`.
+pub(super) struct Shared<'a> {
+    pub kinds: &'a str,
+    pub projections: &'a str,
+    pub orphan: bool,
+}
 
 /// `None` when self-service is off. `enabled` are the kinds copies are on for, which a shared
 /// kind must be.
@@ -56,7 +94,7 @@ pub(super) fn self_service(
     on: bool,
     selector: &str,
     max_copies: u32,
-    kinds: &str,
+    shared: Shared,
     enabled: &Kinds,
 ) -> Result<Option<SelfService>, FlagError> {
     if !on {
@@ -71,8 +109,40 @@ pub(super) fn self_service(
     Ok(Some(SelfService {
         offer_selector: label_selector(selector)?,
         max_copies: max_copies as usize,
-        kinds: shared_kinds(kinds, enabled)?,
+        kinds: shared_kinds(shared.kinds, enabled)?,
+        projections: projections(shared.projections, enabled)?,
+        orphan: shared.orphan,
     }))
+}
+
+/// `--self-service-projections`: each a projection of the kind table (`secrets-as-configmaps`)
+/// whose source kind skiff reads at all.
+fn projections(text: &str, kinds: &Kinds) -> Result<BTreeSet<(SourceKind, SourceKind)>, FlagError> {
+    let every = || {
+        TABLE
+            .iter()
+            .flat_map(|row| row.published_as.iter().map(move |p| (row, p)))
+    };
+    let mut allowed = BTreeSet::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some((row, p)) = every().find(|(row, p)| row.projection_name(p) == entry) else {
+            let names: Vec<String> = every().map(|(row, p)| row.projection_name(p)).collect();
+            return Err(invalid(
+                PROJECTIONS_FLAG,
+                format!(
+                    "{PROJECTIONS_FLAG} {entry:?} is not a projection skiff makes; it makes: {}",
+                    names.join(", ")
+                ),
+            ));
+        };
+        if !kinds.is_enabled(row.id) {
+            let why = not_enabled(row, entry);
+            let message = format!("{PROJECTIONS_FLAG} names {entry} but {why}");
+            return Err(invalid(PROJECTIONS_FLAG, message));
+        }
+        allowed.insert((row.id, p.to));
+    }
+    Ok(allowed)
 }
 
 /// `--self-service-kinds`: each kind named, and only one skiff copies at all: a kit kind must
@@ -82,18 +152,7 @@ fn shared_kinds(text: &str, kinds: &Kinds) -> Result<BTreeSet<SourceKind>, FlagE
     for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let row = names::lookup(KINDS_FLAG, entry).map_err(kinds_error)?;
         if !kinds.is_enabled(row.id) {
-            let why = match row.enabled_by {
-                EnabledBy::SecretTargetNames => format!(
-                    "--secret-target-names is empty: tenants share {}s only under those names; \
-                     set --secret-target-names (with its RBAC) or drop {entry}",
-                    row.name
-                ),
-                EnabledBy::KindsFlag | EnabledBy::Always => format!(
-                    "--kinds does not enable it: add {} to --kinds (with its RBAC) or drop it \
-                     here",
-                    row.flag_name()
-                ),
-            };
+            let why = not_enabled(row, entry);
             return Err(kinds_error(format!("{KINDS_FLAG} names {entry} but {why}")));
         }
         shared.insert(row.id);
@@ -105,6 +164,21 @@ fn shared_kinds(text: &str, kinds: &Kinds) -> Result<BTreeSet<SourceKind>, FlagE
         )));
     }
     Ok(shared)
+}
+
+/// Why tenants may not share `entry`, of the kind `row`, which skiff does not copy.
+fn not_enabled(row: &Kind, entry: &str) -> String {
+    match row.enabled_by {
+        EnabledBy::SecretTargetNames => format!(
+            "--secret-target-names is empty: tenants share {}s only under those names; set \
+             --secret-target-names (with its RBAC) or drop {entry}",
+            row.name
+        ),
+        EnabledBy::KindsFlag | EnabledBy::Always => format!(
+            "--kinds does not enable it: add {} to --kinds (with its RBAC) or drop it here",
+            row.flag_name()
+        ),
+    }
 }
 
 fn kinds_error(message: String) -> FlagError {
@@ -202,16 +276,31 @@ mod tests {
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let selector = DEFAULT_OFFER_NAMESPACE_SELECTOR;
         let enabled = enabled.clone().with_secret_targets(!names.is_empty());
-        self_service(true, selector, 5, kinds, &enabled).map(|s| s.expect("on"))
+        let shared = Shared {
+            kinds,
+            projections: "",
+            orphan: false,
+        };
+        self_service(true, selector, 5, shared, &enabled).map(|s| s.expect("on"))
     }
 
     #[test]
     fn off_unless_asked_and_a_cap_of_zero_is_refused() {
         let none = &Kinds::default();
-        assert_eq!(self_service(false, "", 0, "", none), Ok(None));
+        let off = Shared {
+            kinds: "",
+            projections: "",
+            orphan: false,
+        };
+        assert_eq!(self_service(false, "", 0, off, none), Ok(None));
         let on = on(DEFAULT_SELF_SERVICE_KINDS, &Kinds::default(), &[]).expect("valid");
         assert_eq!(on.max_copies, 5);
-        let e = self_service(true, "a", 0, "configmaps", none);
+        let shared = Shared {
+            kinds: "configmaps",
+            projections: "",
+            orphan: false,
+        };
+        let e = self_service(true, "a", 0, shared, none);
         let e = e.expect_err("cap 0").to_string();
         assert!(e.contains(MAX_FLAG), "{e}");
     }

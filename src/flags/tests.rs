@@ -1,5 +1,6 @@
 use super::testing::{addr, try_parse};
 use super::*;
+use crate::kind::SourceKind;
 use crate::testing::secs;
 
 #[test]
@@ -187,4 +188,53 @@ fn settings_display_names_flags_without_secrets_to_hide() {
         .to_string();
     assert!(line.contains("leader-elect-lease-duration=15s"), "{line}");
     assert!(line.contains("metrics-bind-address=0 (disabled)"), "{line}");
+}
+
+#[test]
+fn tenants_publish_and_orphan_only_as_the_admin_flags_say() {
+    let on = ["--self-service", "--secret-target-names=app-tls"];
+    let s = try_parse(&on).expect("valid");
+    let shared = s.self_service.as_ref().expect("on");
+    assert!(
+        shared.projections.is_empty() && !shared.orphan,
+        "off by default"
+    );
+    let flags = [
+        &on[..],
+        &[
+            "--self-service-projections=secrets-as-configmaps",
+            "--self-service-orphan",
+        ],
+    ]
+    .concat();
+    let s = try_parse(&flags).expect("valid");
+    let shared = s.self_service.as_ref().expect("on");
+    assert!(shared.shares_as(SourceKind::Secret, SourceKind::ConfigMap));
+    assert!(!shared.shares(SourceKind::Secret) && shared.orphan);
+    let line = s.to_string();
+    assert!(
+        line.contains("self-service-projections=secrets-as-configmaps self-service-orphan=true"),
+        "{line}"
+    );
+    for (bad, says) in [
+        (
+            "--self-service-projections=configmaps-as-secrets",
+            "secrets-as-configmaps",
+        ),
+        ("--self-service-projections=secrets", "not a projection"),
+    ] {
+        let e = try_parse(&[&on[..], &[bad]].concat())
+            .expect_err(bad)
+            .to_string();
+        assert!(
+            e.contains("--self-service-projections") && e.contains(says),
+            "{e}"
+        );
+    }
+    let off = [
+        "--self-service",
+        "--self-service-projections=secrets-as-configmaps",
+    ];
+    let e = try_parse(&off).expect_err("Secrets not read").to_string();
+    assert!(e.contains("--secret-target-names"), "{e}");
 }

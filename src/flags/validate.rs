@@ -65,7 +65,11 @@ pub(super) fn settings(o: Options) -> Result<Settings, FlagError> {
             o.self_service,
             &o.offer_namespace_selector,
             o.max_copies_per_tenant_mirror,
-            &o.self_service_kinds,
+            super::self_service::Shared {
+                kinds: &o.self_service_kinds,
+                projections: &o.self_service_projections,
+                orphan: o.self_service_orphan,
+            },
             &kinds,
         )?,
         fleet_hub: super::fleet::fleet_hub(

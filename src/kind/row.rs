@@ -39,6 +39,25 @@ pub struct Kind {
     /// For each `type`, the keys the API server requires, a group each of which needs one key.
     pub required_keys: &'static [(&'static str, &'static [&'static [&'static str]])],
     pub guard: Guard,
+    /// The other kinds an object of this kind may be published as (`spec.target.kind`).
+    pub published_as: &'static [Projection],
+}
+
+/// A kind a row's objects may be published as, and what of them: the keys a Mirror lists
+/// (`spec.source.keys`, required: a projection publishes what is named, never a whole object)
+/// of the source's `from_field`, whose values are base64 (a Secret's `data`), each decoded,
+/// checked and written as text into the copy's `to_field` (a ConfigMap's `data`). Nothing else
+/// of the source goes with it: not its type, not its immutability.
+#[derive(Debug)]
+pub struct Projection {
+    /// The row of the copies.
+    pub to: SourceKind,
+    pub from_field: &'static str,
+    pub to_field: &'static str,
+    /// What a value must be to be published, as messages and the docs say it.
+    pub admits: &'static str,
+    /// Why a value (its bytes, decoded) may not be published, if it may not.
+    pub check: fn(&[u8]) -> Result<(), String>,
 }
 
 /// One top-level field a copy carries.
@@ -178,5 +197,15 @@ impl Kind {
     /// Why a copy may not be named `name`, if it may not.
     pub fn reserved(&self, name: &str) -> Option<&'static Reserved> {
         self.reserved.iter().find(|r| r.name == name)
+    }
+
+    /// How an object of this kind is published as a `to`, if it may be.
+    pub fn projection(&self, to: SourceKind) -> Option<&'static Projection> {
+        self.published_as.iter().find(|p| p.to == to)
+    }
+
+    /// The name flags give the projection `p` of this row: `secrets-as-configmaps`.
+    pub fn projection_name(&self, p: &Projection) -> String {
+        format!("{}-as-{}", self.resource, p.to.row().resource)
     }
 }

@@ -1,7 +1,8 @@
 //! The table: one row per kind skiff copies, in [`SourceKind`]'s order.
 
 use super::SourceKind;
-use super::row::{EnabledBy, Field, Guard, HashHead, Kind, NameRule, Reserved, Shape};
+use super::certificates::only_certificates;
+use super::row::{EnabledBy, Field, Guard, HashHead, Kind, NameRule, Projection, Reserved, Shape};
 use crate::kube::PatchKind;
 
 const KEYS: Shape = Shape::Keys;
@@ -53,6 +54,7 @@ const fn spec_kind(
         refused_type: None,
         required_keys: &[],
         guard: Guard::LabelledNamespaces,
+        published_as: &[],
     }
 }
 
@@ -83,6 +85,7 @@ pub const TABLE: [Kind; 7] = [
         refused_type: None,
         required_keys: &[],
         guard: Guard::None,
+        published_as: &[],
     },
     Kind {
         id: SourceKind::Secret,
@@ -119,6 +122,15 @@ pub const TABLE: [Kind; 7] = [
             ("kubernetes.io/basic-auth", &[&["username", "password"]]),
         ],
         guard: Guard::None,
+        // A CA's or a server's certificates, for anyone in the namespace to read, never its
+        // key (cert-manager's `ca.crt` and `tls.crt`).
+        published_as: &[Projection {
+            to: SourceKind::ConfigMap,
+            from_field: "data",
+            to_field: "data",
+            admits: "PEM certificates",
+            check: only_certificates,
+        }],
     },
     spec_kind(
         SourceKind::NetworkPolicy,
@@ -152,6 +164,7 @@ pub const TABLE: [Kind; 7] = [
         refused_type: None,
         required_keys: &[],
         guard: Guard::BindableRoles,
+        published_as: &[],
     },
     Kind {
         id: SourceKind::ServiceAccount,
@@ -177,5 +190,6 @@ pub const TABLE: [Kind; 7] = [
         refused_type: None,
         required_keys: &[],
         guard: Guard::LabelledNamespaces,
+        published_as: &[],
     },
 ];

@@ -180,17 +180,26 @@ fn readme_table() -> String {
             .iter()
             .map(|r| format!("`{}`", r.name))
             .collect();
+        let keys: Vec<String> = row.key_fields().map(|f| format!("`{}`", f.name)).collect();
+        let published: Vec<String> = (row.published_as.iter())
+            .map(|p| {
+                let to = p.to.row().name;
+                format!("{to} (`{}`): {} only", p.to_field, p.admits)
+            })
+            .collect();
+        let or_none = |items: Vec<String>| match items.is_empty() {
+            true => "none".to_owned(),
+            false => items.join(", "),
+        };
         lines.push(format!(
-            "| {} | `{}` | `{}` | {enabled} | {} | {never} | {} |",
+            "| {} | `{}` | `{}` | {enabled} | {} | {} | {} | {never} | {} |",
             row.name,
             row.flag_name(),
             row.api_version(),
             carries.join(", "),
-            if reserved.is_empty() {
-                "none".to_owned()
-            } else {
-                reserved.join(", ")
-            }
+            or_none(keys),
+            or_none(published),
+            or_none(reserved)
         ));
     }
     lines.join("\n")
@@ -212,4 +221,36 @@ fn readme_shows_the_kind_table_as_it_is() {
         wanted,
         "README.md's kind table differs from src/kind/table.rs; its rows should read:\n{wanted}"
     );
+}
+
+#[test]
+fn the_crd_allows_exactly_the_projections_of_the_table() {
+    let crd = include_str!("../../manifests/crd.yaml");
+    let allowed: Vec<String> = (TABLE.iter())
+        .flat_map(|row| {
+            let pairs = row.published_as.iter();
+            pairs.map(move |p| {
+                let to = p.to.row().name;
+                format!(
+                    "(self.source.kind == '{}' && self.target.kind == '{to}')",
+                    row.name
+                )
+            })
+        })
+        .collect();
+    assert_eq!(
+        crd.matches("&& self.target.kind == '").count(),
+        allowed.len(),
+        "manifests/crd.yaml allows other projections than src/kind/table.rs: {allowed:?}"
+    );
+    for pair in &allowed {
+        assert!(
+            crd.contains(pair.as_str()),
+            "manifests/crd.yaml lacks {pair}"
+        );
+    }
+    let names: Vec<String> = (TABLE.iter())
+        .flat_map(|row| row.published_as.iter().map(move |p| row.projection_name(p)))
+        .collect();
+    assert_eq!(names, ["secrets-as-configmaps"]);
 }

@@ -5,7 +5,7 @@
 //! they are the same logical client. Two `Client::new` calls share nothing.
 
 use super::Error;
-use super::api::{ObjectList, ObjectMeta, Resource};
+use super::api::{ListMeta, ObjectList, ObjectMeta, Resource};
 use super::body::Pieces;
 use super::config::Config;
 use super::guard::WriteGuard;
@@ -32,6 +32,10 @@ const JSON: &str = "application/json";
 pub const METADATA_ONLY: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json";
 
+/// The Accept header of a LIST read for its objects' metadata only.
+const METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json";
+
 /// What a write answered with, read for its metadata only ([`METADATA_ONLY`]).
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(default)]
@@ -39,6 +43,14 @@ pub struct Written {
     /// `PartialObjectMetadata`, or the object's own kind from a server that ignored the ask.
     pub kind: String,
     pub metadata: ObjectMeta,
+}
+
+/// A page of a LIST read for metadata only, whose `items` an empty list holds as `null`.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct MetadataPage {
+    metadata: ListMeta,
+    items: Option<Vec<Written>>,
 }
 
 /// How the API server reads a PATCH body: RFC 7386 merge patch, the strategic merge patch of
@@ -189,6 +201,31 @@ impl Client {
             next = page.metadata.continue_token;
         }
         Ok(all)
+    }
+
+    /// The metadata of every object of the collection at `path` a LIST with `params` finds,
+    /// page by page, asked for metadata only (`PartialObjectMetadataList`): a re-read of many
+    /// big objects that brings none of their content.
+    pub async fn list_metadata_at(
+        &self,
+        path: String,
+        params: &ListParams,
+    ) -> Result<Vec<ObjectMeta>, Error> {
+        let mut page_params = params.clone();
+        page_params.limit = Some(params.limit.unwrap_or(DEFAULT_PAGE_SIZE));
+        let mut all = Vec::new();
+        loop {
+            let mut spec = RequestSpec::new(Method::Get, path.clone(), "list");
+            spec.query = page_params.query();
+            spec.accept = METADATA_LIST;
+            let page: MetadataPage = decode(&self.transport.execute(&spec).await?)?;
+            all.extend(page.items.into_iter().flatten().map(|item| item.metadata));
+            let Some(token) = page.metadata.continue_token.filter(|t| !t.is_empty()) else {
+                return Ok(all);
+            };
+            page_params.continue_token = Some(token);
+            page_params.resource_version = None;
+        }
     }
 
     /// Creates `obj` in `obj.metadata().namespace`.

@@ -1,6 +1,6 @@
-//! The Events a reconcile posts on its Mirror: objects adopted and copies replaced (Normal, and
-//! logged), conflicts found and copies contested (Warning); on a hub, member clusters turning
-//! silent or failing (Warning) and well again (Normal), named.
+//! The Events a reconcile posts on its Mirror: objects adopted, copies replaced and copies
+//! orphaned (Normal, and logged), conflicts found and copies contested (Warning); on a hub,
+//! member clusters turning silent or failing (Warning) and well again (Normal), named.
 //!
 //! One Event per reconcile and reason, naming the namespaces concerned, rather than one per
 //! namespace: a fan-out to thousands of namespaces must not post thousands of Events. A tenant's
@@ -158,6 +158,30 @@ impl Announcer {
             .await;
     }
 
+    /// One Normal Event counting the copies a deleted Mirror left in place without skiff's
+    /// marks (`spec.deletionPolicy: Orphan`).
+    pub async fn orphaned(&self, mirror: &Mirror, count: u32, naming: Naming) {
+        if count == 0 {
+            return;
+        }
+        let copies = match count {
+            1 => "1 copy".to_owned(),
+            n => format!("{n} copies"),
+        };
+        let where_ = match naming {
+            Naming::Names => "",
+            Naming::Counts => " in accepting namespaces",
+            Naming::Silent => return,
+        };
+        let message = format!(
+            "{copies} of {}{where_} left in place without skiff's labels and annotations \
+             (spec.deletionPolicy: Orphan): they keep their content, and skiff no longer \
+             updates or deletes them",
+            the_copy(mirror)
+        );
+        self.tell(mirror, "Orphaned", &message).await;
+    }
+
     /// Logs `message` and records it as a Normal Event on `mirror`.
     async fn tell(&self, mirror: &Mirror, reason: &str, message: &str) {
         log::info!(
@@ -175,7 +199,7 @@ impl Announcer {
 fn the_copy(mirror: &Mirror) -> String {
     format!(
         "{} {}",
-        mirror.spec.source.kind.as_str(),
+        mirror.spec.copy_kind().as_str(),
         mirror.spec.target_name()
     )
 }

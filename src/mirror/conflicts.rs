@@ -50,7 +50,7 @@ impl Conflicts {
         cached: impl Fn(&str) -> bool,
     ) -> BTreeSet<String> {
         let now = Instant::now();
-        let kind = mirror.spec.source.kind;
+        let kind = mirror.spec.copy_kind();
         self.known.forget_renamed(owner, names);
         let mut suspects: BTreeSet<String> = self
             .known

@@ -10,7 +10,10 @@
 //!   labelled `skiff.dev/offered=true` that are not skiff's copies (so copies cannot chain,
 //!   see [`super::tenant_sources`]), and gets no finalizer (its copies are deleted when skiff
 //!   sees it gone, so a tenant namespace never waits for skiff to delete);
-//! - each acceptance of it (of the same kind) gets a `Served` condition whose reason is one
+//! - it publishes a Secret's certificates as a ConfigMap only when the admin names that
+//!   projection (`--self-service-projections`), and its copies outlive it (`deletionPolicy:
+//!   Orphan`, which gives it a finalizer) only under `--self-service-orphan`;
+//! - each acceptance of it (of its copies' kind) gets a `Served` condition whose reason is one
 //!   of [`Verdict`]'s, and an Event when that reason changes (Normal when served, Warning
 //!   when not, none while pending).
 //!   "Not offered to you" and "no such Mirror or source" read the same, so an acceptance
@@ -25,7 +28,7 @@ use super::kind_checks::KindChecks;
 use super::namespace::NamespaceInfo;
 use super::secret_targets::SecretTargets;
 use super::status::{Reason, Refusal};
-use super::types::{Mirror, SourceKind};
+use super::types::{DeletionPolicy, Mirror, SourceKind};
 use crate::flags::SelfService;
 use crate::kind::NameRule;
 use crate::kube::events::{Recorder, reference_to};
@@ -112,20 +115,38 @@ impl Consent {
     }
 
     /// Why the tenant's offer `mirror` may copy nothing: it shares a kind not in
-    /// `--self-service-kinds`, or a Secret whose name is not in `--secret-target-names` (the
-    /// only Secrets skiff may read outside the admin's source namespaces). Then the Secret
-    /// target name, the kind's own checks, as for any Mirror.
+    /// `--self-service-kinds` or publishes one as another not in `--self-service-projections`,
+    /// reads a Secret whose name is not in `--secret-target-names` (the only Secrets skiff may
+    /// read outside the admin's source namespaces), or asks its copies to outlive it while
+    /// `--self-service-orphan` is off. Then the Secret target name, the kinds' own checks, as
+    /// for any Mirror.
     pub fn refusal(&self, mirror: &Mirror, kinds: &KindChecks) -> Option<Refusal> {
         let source = &mirror.spec.source;
-        if !self.settings.shares(source.kind) {
+        let copy = mirror.spec.copy_kind();
+        if !self.settings.shares_as(source.kind, copy) {
+            let what = match copy == source.kind {
+                true => source.kind.as_str().to_owned(),
+                false => format!("{} published as a {}", source.kind.as_str(), copy.as_str()),
+            };
             return Some(Refusal {
                 reason: Reason::KindNotAllowed,
                 message: format!(
                     "a Mirror outside the admin's source namespaces may share only {} \
-                     (--self-service-kinds), not a {}; nothing is read or copied",
+                     (--self-service-kinds) and publish only {} (--self-service-projections), \
+                     not a {what}; nothing is read or copied",
                     self.settings.kinds_flag(),
-                    source.kind.as_str()
+                    self.settings.projections_flag(),
                 ),
+            });
+        }
+        if mirror.spec.deletion_policy() == DeletionPolicy::Orphan && !self.settings.orphan {
+            return Some(Refusal {
+                reason: Reason::OrphanNotAllowed,
+                message: "spec.deletionPolicy Orphan would leave this offer's copies, unlabelled, \
+                          in other tenants' namespaces once it is deleted, and the admin does not \
+                          allow it (--self-service-orphan); nothing is copied. Remove \
+                          spec.deletionPolicy, or ask the admin"
+                    .to_owned(),
             });
         }
         let names = &self.secret_targets;
@@ -164,7 +185,7 @@ impl Consent {
     pub fn local_names(&self, owner: &Owner, mirror: &Mirror) -> LocalNames {
         let acceptances = self.caches.acceptances.as_ref();
         let of = acceptances.map(|a| a.of(owner)).unwrap_or_default();
-        let asked = (mirror.spec.source.kind, mirror.spec.target_name());
+        let asked = (mirror.spec.copy_kind(), mirror.spec.target_name());
         local_names(of, asked, |name| {
             self.secret_targets.names().any(|n| n == name)
         })
@@ -219,7 +240,7 @@ impl Consent {
             return Verdict::NotAvailable;
         };
         let (source, ns) = (&mirror.spec.source, &*key.namespace);
-        if !offer.selected.contains(ns) || source.kind != kind {
+        if !offer.selected.contains(ns) || mirror.spec.copy_kind() != kind {
             return Verdict::NotAvailable;
         }
         if refused {
@@ -236,7 +257,7 @@ impl Consent {
             return Verdict::Pending;
         }
         let owner = Owner::of(mirror);
-        match copy(source.kind, ns, offer.local.names.of(ns)) {
+        match copy(kind, ns, offer.local.names.of(ns)) {
             Some(c) if c.owner.as_deref() == Some(&owner) => Verdict::Served,
             Some(_) => Verdict::Conflict,
             None if blocked.contains(ns) => Verdict::Conflict,

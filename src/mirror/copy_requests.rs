@@ -7,9 +7,9 @@ use super::copy::CopyInfo;
 use super::existing::Existing;
 use super::payload::Payload;
 use crate::kind::Kind;
-use crate::kube::api::Object;
-use crate::kube::{Client, Error, Pieces};
-use serde_json::json;
+use crate::kube::api::{Object, ObjectMeta};
+use crate::kube::{Client, Error, ListParams, Pieces, Selectors};
+use serde_json::{Value, json};
 
 /// Requests on copies, through one client (the fenced main client).
 #[derive(Clone)]
@@ -62,6 +62,42 @@ impl CopyRequests {
             .patch_encoded_at(row.object_path(ns, name), body, row.patch)
             .await?;
         Ok(CopyInfo::written(&patched.metadata, payload))
+    }
+
+    /// The metadata of every object of the kind `row` whose labels `labels` selects, of every
+    /// name or only `name`, across namespaces: read from the server, not the cache.
+    pub async fn list_labelled(
+        &self,
+        row: &'static Kind,
+        labels: &str,
+        name: Option<&str>,
+    ) -> Result<Vec<ObjectMeta>, Error> {
+        let params = ListParams {
+            selectors: Selectors {
+                labels: Some(labels.to_owned()),
+                fields: name.map(|n| format!("metadata.name={n}")),
+            },
+            ..ListParams::default()
+        };
+        (self.client)
+            .list_metadata_at(row.collection_path(None), &params)
+            .await
+    }
+
+    /// Patches the metadata of the object named `name` in `ns` with `patch`, of the kind the
+    /// row takes (a patch carrying a resourceVersion is conditional on it).
+    pub async fn patch_metadata(
+        &self,
+        row: &'static Kind,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<(), Error> {
+        let body = serde_json::to_vec(patch).map_err(|e| Error::Refused(e.to_string()))?;
+        (self.client)
+            .patch_encoded_at(row.object_path(ns, name), body.into(), row.patch)
+            .await
+            .map(drop)
     }
 
     /// Deletes the copy named `name` in `ns`, if it is still at version `rv`.

@@ -178,6 +178,37 @@ mod tests {
     }
 
     #[test]
+    fn a_deleted_copy_wakes_the_mirrors_whose_copies_are_of_its_kind() {
+        let mut published = secret_mirror("published");
+        published.spec.target = Some(crate::mirror::types::TargetSpec {
+            kind: Some(SourceKind::ConfigMap),
+            ..Default::default()
+        });
+        let mirrors = mirrors(vec![published, secret_mirror("secret")]);
+        let configmaps = copy_owners::<ConfigMap>(mirrors.clone(), SourceKind::ConfigMap);
+        let gone = Change::Deleted(copy_of("winner"));
+        assert_eq!(
+            configmaps(&gone),
+            [
+                ObjectKey::new("src", "published"),
+                ObjectKey::new("src", "winner")
+            ]
+        );
+        let secrets = mirrors_of_source::<ConfigMap>(mirrors, SourceKind::Secret);
+        let source = Change::Applied(unlabelled("src"));
+        let mut reading = secrets(&source);
+        reading.sort();
+        assert_eq!(
+            reading,
+            [
+                ObjectKey::new("src", "published"),
+                ObjectKey::new("src", "secret")
+            ],
+            "both read the Secret"
+        );
+    }
+
+    #[test]
     fn a_mirror_relist_enqueues_mirrors_only_leftover_copies_remember() {
         let map = mirror_keys(|| vec![ObjectKey::new("src", "gone")]);
         let relist = Change::relist(vec![mirror("src", "m")]);

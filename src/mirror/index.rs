@@ -64,10 +64,10 @@ pub fn copies_of<K: Resource>(
 
 /// The index values of a Mirror in the Mirror cache: its source and its copies' name.
 fn mirror_index(m: &Mirror) -> Vec<String> {
-    let kind = m.spec.source.kind;
+    let source = &m.spec.source;
     vec![
-        source_index(kind, m.metadata.namespace(), &m.spec.source.name),
-        target_index(kind, m.spec.target_name()),
+        source_index(source.kind, m.metadata.namespace(), &source.name),
+        target_index(m.spec.copy_kind(), m.spec.target_name()),
     ]
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Memory must not grow with objects skiff doesn't manage, so:
 //! - sources are watched only in the namespaces sources may come from (`--source-namespaces`);
-//! - with `--self-service` and the kind shared (`--self-service-kinds`), tenants' sources are
+//! - with `--self-service` and the kind shared (`--self-service-kinds`) or published as another
+//!   (`--self-service-projections`), tenants' sources are
 //!   watched across namespaces by their `skiff.dev/offered=true` label, leaving skiff's own
 //!   copies out so that copies cannot chain;
 //! - copies are watched by skiff's `managed-by` label and kept as a [`CopyInfo`] (a hash of
@@ -52,7 +53,7 @@ impl KindCaches {
         self_service: Option<&SelfService>,
     ) -> KindCaches {
         let source = move |o: &Object| SourceContent::of(row, o);
-        let shared = self_service.filter(|s| s.shares(row.id));
+        let shared = self_service.filter(|s| s.reads(row.id));
         KindCaches {
             row,
             sources: SourceStores::new(scope, source),

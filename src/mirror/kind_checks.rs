@@ -1,15 +1,17 @@
-//! What a Mirror meets before any write, by its kind's row: its kind enabled, keys picked only
-//! of a kind that has keys, a copy name no other controller keeps, and for a kind that binds
-//! roles, the binding guard.
+//! What a Mirror meets before any write, by its kinds' rows: the kinds of its source and of its
+//! copies enabled, keys picked and renamed only of a kind that has keys, a projection its
+//! source's row allows, with keys, a copy name no other controller keeps, and for a kind that
+//! binds roles, the binding guard.
 //!
 //! Each is refused before anything is read or written, with a condition naming the fix, rather
 //! than left to a 403 or to a copy that would take another controller's object.
 
 use super::binding_guard::BindingGuard;
 use super::payload::Payload;
+use super::secret_targets::COMPONENT;
 use super::status::{Reason, Refusal};
 use super::types::Mirror;
-use crate::kind::{Guard, Kind, Kinds};
+use crate::kind::{EnabledBy, Guard, Kind, Kinds};
 use std::collections::BTreeSet;
 
 /// The enabled kinds and the checks their rows ask for.
@@ -31,29 +33,40 @@ impl KindChecks {
         }
     }
 
-    /// Why `mirror` may copy nothing: its kind is not enabled, it lists keys of a kind copied
-    /// whole, its copies would take a reserved name, or (a kind copied only into labelled
-    /// namespaces) its selector does not require the label.
+    /// Why `mirror` may copy nothing: its source's or its copies' kind is not enabled, it lists
+    /// or renames keys of a kind copied whole, it asks a projection its source's row does not
+    /// allow or lists no keys for one, its copies would take a reserved name, or (a kind copied
+    /// only into labelled namespaces) its selector does not require the label.
     pub fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
-        let row = mirror.spec.source.kind.row();
-        if !self.kinds.is_enabled(row.id) {
-            // Secrets are refused earlier, by `--secret-target-names`.
+        let spec = &mirror.spec;
+        let (source, copy) = (spec.source.kind.row(), spec.copy_kind().row());
+        let off = [source, copy]
+            .into_iter()
+            .find(|row| !self.kinds.is_enabled(row.id));
+        if let Some(row) = off {
             return Some(not_enabled(row));
         }
-        if !row.has_keys() && !mirror.spec.source.keys.is_empty() {
+        let keyed = !spec.source.keys.is_empty() || !spec.source.rename.is_empty();
+        if !source.has_keys() && keyed {
             return Some(Refusal {
                 reason: Reason::KeysNotApplicable,
                 message: format!(
-                    "spec.source.keys picks keys of a kind that has them; a {} is copied whole \
-                     ({}); nothing is copied. Remove spec.source.keys",
-                    row.name,
-                    fields(row)
+                    "spec.source.keys and spec.source.rename name keys of a kind that has them; \
+                     a {} is copied whole ({}); nothing is copied. Remove them",
+                    source.name,
+                    fields(source)
                 ),
             });
         }
-        reserved(row, mirror.spec.target_name()).or_else(|| {
-            let guard = self.guard.as_ref().filter(|_| row.guard != Guard::None)?;
-            guard.selector_refusal(row, mirror)
+        (spec
+            .projects()
+            .then(|| projection_refusal(mirror))
+            .flatten())
+        .or_else(|| reserved(copy, spec.target_name()))
+        .or_else(|| {
+            let guard = self.guard.as_ref();
+            let guard = guard.filter(|_| copy.guard != Guard::None)?;
+            guard.selector_refusal(copy, mirror)
         })
     }
 
@@ -108,17 +121,55 @@ pub fn reserved(row: &Kind, name: &str) -> Option<Refusal> {
     })
 }
 
-fn not_enabled(row: &Kind) -> Refusal {
-    Refusal {
-        reason: Reason::KindNotEnabled,
+/// Why a projection may not be made: its source's row does not publish as the copies' kind,
+/// or no keys are listed (a projection publishes only what is named).
+fn projection_refusal(mirror: &Mirror) -> Option<Refusal> {
+    let (from, to) = (mirror.spec.source.kind.row(), mirror.spec.copy_kind().row());
+    let Some(projection) = from.projection(to.id) else {
+        return Some(Refusal {
+            reason: Reason::ProjectionNotSupported,
+            message: format!(
+                "spec.target.kind {}: a {} is not published as a {}; nothing is copied. Remove \
+                 spec.target.kind to copy it as it is",
+                to.name, from.name, to.name
+            ),
+        });
+    };
+    mirror.spec.source.keys.is_empty().then(|| Refusal {
+        reason: Reason::KeysRequired,
         message: format!(
-            "{} copies are not enabled: skiff runs without {} in --kinds and may not read or \
-             write them; nothing is copied. Add it to --kinds (Helm value `kinds`) with the \
-             RBAC it needs (README, RBAC)",
-            row.name,
-            row.flag_name()
+            "a {} is published as a {} only with spec.source.keys naming the keys to publish \
+             (each must hold {}); nothing is copied. List them, e.g. keys: [ca.crt]",
+            from.name, to.name, projection.admits
         ),
-    }
+    })
+}
+
+/// Why a kind that is not enabled copies nothing: the flag that enables it, as its row says.
+fn not_enabled(row: &Kind) -> Refusal {
+    let (reason, message) = match row.enabled_by {
+        EnabledBy::SecretTargetNames => (
+            Reason::SecretTargetsDisabled,
+            format!(
+                "{}s are not enabled: skiff runs without --secret-target-names and may not \
+                 read or write them; nothing is copied. Install the kustomize component \
+                 {COMPONENT} (Helm value `secretTargetNames`), which lets skiff read them in \
+                 its source namespaces",
+                row.name
+            ),
+        ),
+        EnabledBy::KindsFlag | EnabledBy::Always => (
+            Reason::KindNotEnabled,
+            format!(
+                "{} copies are not enabled: skiff runs without {} in --kinds and may not read \
+                 or write them; nothing is copied. Add it to --kinds (Helm value `kinds`) with \
+                 the RBAC it needs (README, RBAC)",
+                row.name,
+                row.flag_name()
+            ),
+        ),
+    };
+    Refusal { reason, message }
 }
 
 /// The fields a copy of `row` carries, as a message lists them.

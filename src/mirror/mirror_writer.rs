@@ -87,6 +87,23 @@ impl MirrorWriter {
         Ok(())
     }
 
+    /// Writes the status a finished fan-out ends in; its first write error, if any, is the
+    /// reconcile's (it is retried).
+    pub async fn write_outcome(
+        &self,
+        mirror: &Mirror,
+        observed: &Observed,
+        errors: Vec<Error>,
+    ) -> Result<(), Error> {
+        let (reason, message) = match errors.first() {
+            None => (Reason::Synced, String::new()),
+            Some(e) => (Reason::Error, e.to_string()),
+        };
+        self.write_status(mirror, observed, reason, &message)
+            .await?;
+        errors.into_iter().next().map_or(Ok(()), Err)
+    }
+
     /// `mirror` with skiff's finalizer, added if it lacks it. A hub's Mirror needs none: its
     /// Placement's tombstone is its deletion, and waits for the member's acknowledgement.
     pub async fn add_finalizer(&self, mirror: Mirror) -> Result<Mirror, Error> {

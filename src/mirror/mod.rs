@@ -23,6 +23,8 @@
 //! - `apply`: the Applier carries out a plan (creates, updates, deletes, a fan-out's
 //!   progress); under it, updating a copy, meeting an object at a create (adoption), and
 //!   replacing a copy the server will not update.
+//! - [`orphan`]: the copies of a deleted Mirror left in place without skiff's marks
+//!   (`spec.deletionPolicy: Orphan`).
 //! - [`mirror_writer`]: the writes to a Mirror itself: its status and finalizer.
 //! - [`announce`]: the Events a reconcile posts on its Mirror.
 //!
@@ -51,6 +53,7 @@
 //! - [`copy_body`]: the body of a copy's create, its content serialized once and shared;
 //!   [`render`]: the object skiff creates and the patch that updates a copy.
 //! - [`desired`]: what a Mirror wants its copies to hold, or why it must copy nothing;
+//!   [`projection`]: a Secret's certificates published as a ConfigMap (`spec.target.kind`);
 //!   [`source`]: what the source cache keeps of a source; [`carry`]: which of the source's own
 //!   labels and annotations may go with its copies.
 //! - [`status`]: the counts and `Ready` condition a Mirror reports, or its refusal;
@@ -75,6 +78,7 @@ pub mod kind_checks;
 mod conflicts;
 pub mod known_conflicts;
 mod apply;
+pub mod orphan;
 pub mod mirror_writer;
 pub mod announce;
 pub mod cluster_troubles;
@@ -98,6 +102,7 @@ pub mod existing;
 pub mod copy_body;
 pub mod render;
 pub mod desired;
+pub mod projection;
 pub mod source;
 pub mod carry;
 pub mod status;

@@ -14,6 +14,15 @@ use crate::kube::api::Object;
 use crate::runtime::{Store, WatcherConfig};
 use std::collections::BTreeMap;
 
+/// The names objects of the kind `row` are watched and listed by: every name (`None`), or each
+/// allowed name where RBAC grants the kind by name (none when no name is allowed).
+pub fn watched_names(row: &Kind, names: &SecretTargets) -> Vec<Option<String>> {
+    match row.names {
+        NameRule::Any => vec![None],
+        NameRule::SecretTargetNames => names.names().map(|n| Some(n.to_owned())).collect(),
+    }
+}
+
 #[derive(Clone)]
 pub struct NamedStores<P> {
     /// By the name the store's watch selects; `None` selects every name.
@@ -27,12 +36,10 @@ impl<P: Clone + Send + Sync + 'static> NamedStores<P> {
         names: &SecretTargets,
         store: impl Fn() -> Store<Object, P>,
     ) -> NamedStores<P> {
-        let watched: Vec<Option<String>> = match row.names {
-            NameRule::Any => vec![None],
-            NameRule::SecretTargetNames => names.names().map(|n| Some(n.to_owned())).collect(),
-        };
         NamedStores {
-            by_name: watched.into_iter().map(|name| (name, store())).collect(),
+            by_name: (watched_names(row, names).into_iter())
+                .map(|name| (name, store()))
+                .collect(),
         }
     }
 

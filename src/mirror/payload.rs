@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// A sha256, kept as its 32 bytes (a copy cache entry holds one; hex only for the status).
@@ -131,6 +132,53 @@ impl Payload {
         });
         Payload {
             kind: self.kind,
+            fields: fields.collect(),
+        }
+    }
+
+    /// The same payload with each key `to` names (the Mirror's renames) under that name, in
+    /// every map; or the names two keys would both take, across its maps.
+    pub fn renamed<'a>(
+        &self,
+        to: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<Payload, BTreeSet<String>> {
+        let (mut taken, mut twice) = (BTreeSet::new(), BTreeSet::new());
+        let row = self.row().content.iter();
+        let fields = row.zip(self.fields.iter()).map(|(field, value)| {
+            let (Shape::Keys, Some(Value::Object(map))) = (&field.shape, value) else {
+                return value.clone();
+            };
+            let mut renamed = Map::new();
+            for (key, value) in map {
+                let name = to(key).unwrap_or(key);
+                if !taken.insert(name) {
+                    twice.insert(name.to_owned());
+                }
+                renamed.insert(name.to_owned(), value.clone());
+            }
+            Some(Value::Object(renamed))
+        });
+        let payload = Payload {
+            kind: self.kind,
+            fields: fields.collect(),
+        };
+        if twice.is_empty() {
+            Ok(payload)
+        } else {
+            Err(twice)
+        }
+    }
+
+    /// A payload of the kind `row` describes holding `map` in its field of keys `field`, and
+    /// nothing else (a projection's copy).
+    pub fn keys_of(row: &'static Kind, field: &str, map: Map<String, Value>) -> Payload {
+        let mut map = (!map.is_empty()).then_some(Value::Object(map));
+        let fields = row.content.iter().map(|f| match f.name == field {
+            true => map.take(),
+            false => None,
+        });
+        Payload {
+            kind: row.id,
             fields: fields.collect(),
         }
     }

@@ -78,6 +78,8 @@ impl Placed {
                 target: spec.target.clone(),
                 conflicts: spec.conflicts,
                 cluster_selector: None,
+                // A withdrawn Placement's copies go: orphaning stays on the hub's side.
+                deletion_policy: None,
             },
             status: placement.status.as_ref().map(|s| s.copies.clone()),
             ..Mirror::default()

@@ -349,6 +349,8 @@ fn spec_of(mirror: &Mirror, desired: &DesiredCopy) -> (PlacementSpec, Option<Val
                 annotations: desired.annotations.clone(),
                 ..ObjectMeta::default()
             },
+            // A projection's payload is already the copy's kind: the Placement's own.
+            kind: None,
         });
     let hash = desired.hash.hex();
     let secret = payload.row().secret_content;

@@ -22,6 +22,7 @@ use super::desired::DesiredCopy;
 use super::fleet_status;
 use super::kind_checks::KindChecks;
 use super::mirror_writer::{MirrorWriter, has_finalizer};
+use super::orphan::Orphans;
 use super::own_writes::CopyKey;
 use super::placer::Placer;
 use super::plan::{Desired, Plan, plan};
@@ -29,7 +30,7 @@ use super::refusals::Refusals;
 use super::secret_targets::SecretTargets;
 use super::status::{Observed, Reason, Refusal};
 use super::tenancy::Tenancy;
-use super::types::Mirror;
+use super::types::{DeletionPolicy, Mirror};
 use crate::kube::events::Recorder;
 use crate::kube::{Client, Error};
 use crate::runtime::{Action, ObjectKey};
@@ -46,6 +47,7 @@ pub struct Reconciler {
     contests: Contests,
     announce: Announcer,
     applier: Arc<Applier>,
+    orphans: Orphans,
     /// With `--self-service`: tenant Mirrors' consents (see consent).
     consent: Option<Consent>,
     /// With `--fleet-hub`: where fleet Mirrors' Placements are written.
@@ -62,6 +64,8 @@ impl Reconciler {
     ) -> Reconciler {
         let requests = CopyRequests::new(client.clone());
         let placed = caches.placed.clone();
+        let listed = (&kinds.kinds, &secret_targets, caches.self_service.as_ref());
+        let orphans = Orphans::new(requests.clone(), listed, stopping.clone());
         let consent = (caches.self_service.clone()).map(|settings| {
             let clients = (client.clone(), recorder.clone());
             Consent::new(settings, secret_targets.clone(), caches.clone(), clients)
@@ -82,6 +86,7 @@ impl Reconciler {
             contests: Contests::default(),
             announce: Announcer::new(recorder),
             applier: Arc::new(Applier::new(requests, stopping)),
+            orphans,
         }
     }
 
@@ -119,16 +124,18 @@ impl Reconciler {
     ) -> Result<Action, Error> {
         let owner = Owner::of(mirror);
         if mirror.metadata.deletion_timestamp.is_some() {
-            return self.finalize(mirror, &owner).await;
+            return self.finalize(mirror, tenancy).await;
         }
         // A Mirror whose sources may not be read writes no copy, so it gets no finalizer:
         // its deletion would have nothing to clean up.
         if let Some(refusal) = refusal {
             return self.refuse(mirror, &Observed::default(), refusal).await;
         }
-        // A tenant's offer gets no finalizer: its copies go when skiff sees it gone. A hub's
-        // Mirror needs none either: its Placement's tombstone waits for this member.
-        let mirror = match tenancy.is_offer() {
+        // A tenant's offer gets no finalizer: its copies go when skiff sees it gone, unless they
+        // outlive it (Orphan). A hub's Mirror needs none either (MirrorWriter::add_finalizer):
+        // its Placement's tombstone waits for this member.
+        let orphans = self.orphans.policy(mirror, tenancy.is_offer()) == DeletionPolicy::Orphan;
+        let mirror = match tenancy.is_offer() && !orphans {
             true => mirror.clone(),
             false => self.mirrors.add_finalizer(mirror.clone()).await?,
         };
@@ -213,7 +220,7 @@ impl Reconciler {
         let (owner, hash) = (&target.owner, target.desired.hash);
         let first_sight = self.conflicts.first_sight(owner);
         let selected = &tenancy.serves;
-        let (kind, names) = (mirror.spec.source.kind, &target.names);
+        let (kind, names) = (mirror.spec.copy_kind(), &target.names);
         let cached = |ns: &str| self.caches.copy(kind, ns, names.of(ns)).is_some();
         let unmanaged = self
             .conflicts
@@ -267,7 +274,8 @@ impl Reconciler {
             private: naming == Naming::Counts,
             clusters: None,
         };
-        self.write_outcome(mirror, &observed, outcome.errors)
+        (self.mirrors)
+            .write_outcome(mirror, &observed, outcome.errors)
             .await?;
         Ok(self.next_run(owner, &gate))
     }
@@ -287,7 +295,7 @@ impl Reconciler {
         selected: &BTreeSet<String>,
         unmanaged: &BTreeSet<String>,
     ) -> Plan {
-        let (kind, names) = (mirror.spec.source.kind, &target.names);
+        let (kind, names) = (mirror.spec.copy_kind(), &target.names);
         let desired = Desired {
             owner: &target.owner,
             kind,
@@ -342,32 +350,26 @@ impl Reconciler {
         announce.replaced(mirror, &outcome.replaced, naming).await;
     }
 
-    /// Writes the status a finished fan-out ends in; its first write error, if any, is the
-    /// reconcile's (it is retried).
-    async fn write_outcome(
-        &self,
-        mirror: &Mirror,
-        observed: &Observed,
-        errors: Vec<Error>,
-    ) -> Result<(), Error> {
-        let (reason, message) = match errors.first() {
-            None => (Reason::Synced, String::new()),
-            Some(e) => (Reason::Error, e.to_string()),
-        };
-        self.mirrors
-            .write_status(mirror, observed, reason, &message)
-            .await?;
-        errors.into_iter().next().map_or(Ok(()), Err)
-    }
-
-    async fn finalize(&self, mirror: &Mirror, owner: &Owner) -> Result<Action, Error> {
+    /// The copies of a deleted Mirror go, or stay without skiff's marks (see orphan); then its
+    /// finalizer is removed.
+    async fn finalize(&self, mirror: &Mirror, tenancy: &Tenancy) -> Result<Action, Error> {
         if !has_finalizer(mirror) {
             return Ok(Action::Done);
         }
-        self.delete_all_copies(owner).await?;
+        let owner = &Owner::of(mirror);
+        let done = match self.orphans.policy(mirror, tenancy.is_offer()) {
+            DeletionPolicy::Delete => self.delete_all_copies(owner).await.map(|()| "deleted"),
+            DeletionPolicy::Orphan => {
+                self.contests.forget(owner); // no held restoration lands once it is orphaned
+                let orphaned = self.orphans.orphan_all(owner, self.applier.written()).await;
+                let naming = tenancy.naming();
+                self.announce.orphaned(mirror, orphaned.count, naming).await;
+                orphaned.error.map_or(Ok("orphaned"), Err)
+            }
+        }?;
         self.mirrors.remove_finalizer(mirror).await?;
         log::info!(
-            "Mirror {}/{}: copies deleted, finalizer removed",
+            "Mirror {}/{}: copies {done}, finalizer removed",
             owner.namespace,
             owner.name
         );

@@ -35,10 +35,10 @@ impl SecretTargets {
         self.names.iter().map(String::as_str)
     }
 
-    /// `None` when `mirror` may write: its kind may take any name, or its target name is
-    /// listed.
+    /// `None` when `mirror` may write: its copies' kind may take any name (a Secret published
+    /// as a ConfigMap too), or its target name is listed.
     pub fn refusal(&self, mirror: &Mirror) -> Option<Refusal> {
-        if mirror.spec.source.kind.row().names != NameRule::SecretTargetNames {
+        if mirror.spec.copy_kind().row().names != NameRule::SecretTargetNames {
             return None;
         }
         let target = mirror.spec.target_name();
@@ -100,6 +100,17 @@ mod tests {
     fn configmap_mirrors_are_never_refused() {
         let none = SecretTargets::default();
         assert_eq!(none.refusal(&mirror(SourceKind::ConfigMap, "x")), None);
+        let mut published = mirror(SourceKind::Secret, "ca-bundle");
+        published.spec.target = Some(crate::mirror::types::TargetSpec {
+            kind: Some(SourceKind::ConfigMap),
+            ..Default::default()
+        });
+        let names = SecretTargets::new(["app-tls".to_string()]);
+        assert_eq!(
+            names.refusal(&published),
+            None,
+            "a Secret published as a ConfigMap is named as a ConfigMap"
+        );
     }
 
     #[test]

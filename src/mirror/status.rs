@@ -52,6 +52,16 @@ pub enum Reason {
     ClustersSilent,
     /// A fleet Mirror (`spec.clusterSelector`) on a skiff that is no hub (`--fleet-hub`).
     FleetNotEnabled,
+    /// `spec.target.kind` names a kind the source's row is not published as.
+    ProjectionNotSupported,
+    /// A projection without `spec.source.keys`: it publishes only what is named.
+    KeysRequired,
+    /// A listed key whose value a projection may not publish (not a certificate).
+    KeyNotPublishable,
+    /// `spec.source.rename` would give two keys of a copy one name.
+    RenameCollides,
+    /// A tenant's offer asks `deletionPolicy: Orphan`, which the admin does not allow.
+    OrphanNotAllowed,
     Error,
 }
 
@@ -80,6 +90,11 @@ impl Reason {
             Reason::ClustersFailing => "ClustersFailing",
             Reason::ClustersSilent => "ClustersSilent",
             Reason::FleetNotEnabled => "FleetNotEnabled",
+            Reason::ProjectionNotSupported => "ProjectionNotSupported",
+            Reason::KeysRequired => "KeysRequired",
+            Reason::KeyNotPublishable => "KeyNotPublishable",
+            Reason::RenameCollides => "RenameCollides",
+            Reason::OrphanNotAllowed => "OrphanNotAllowed",
             Reason::Error => "Error",
         }
     }
@@ -250,10 +265,22 @@ fn conflict_message(mirror: &Mirror, namespaces: &[String]) -> String {
     format!(
         "{} {} named {} exists that this Mirror does not manage, left untouched in: {}",
         namespaces.len(),
-        mirror.spec.source.kind.as_str(),
+        mirror.spec.copy_kind().as_str(),
         mirror.spec.target_name(),
         name_some(namespaces)
     )
+}
+
+/// `a`, `a and b`, `a, b and c`.
+pub fn and_list<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_owned(),
+        [rest @ .., last] => {
+            let rest: Vec<&str> = rest.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", rest.join(", "), last.as_ref())
+        }
+    }
 }
 
 /// The first few of `namespaces`, then how many more: `a, b, c and 5 more`.

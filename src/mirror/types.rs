@@ -47,6 +47,18 @@ pub struct MirrorSpec {
     /// labels of their namespaces on the hub; `namespaceSelector` then selects inside each.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster_selector: Option<LabelSelector>,
+    /// What becomes of the copies when the Mirror is deleted; `Delete` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<DeletionPolicy>,
+}
+
+/// `spec.deletionPolicy`: delete the copies with the Mirror, or leave them in place without
+/// anything that marks them as skiff's (see `orphan`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeletionPolicy {
+    #[default]
+    Delete,
+    Orphan,
 }
 
 /// `spec.conflicts`: restore a contested copy with backoff, or leave it to the other writer
@@ -72,6 +84,23 @@ impl MirrorSpec {
         self.conflicts.unwrap_or_default()
     }
 
+    pub fn deletion_policy(&self) -> DeletionPolicy {
+        self.deletion_policy.unwrap_or_default()
+    }
+
+    /// The kind of the copies: `spec.target.kind`, or the source's kind when absent. Every
+    /// question about a copy (its caches, names, checks and requests) asks this, never the
+    /// source's kind.
+    pub fn copy_kind(&self) -> SourceKind {
+        let target = self.target.as_ref().and_then(|t| t.kind);
+        target.unwrap_or(self.source.kind)
+    }
+
+    /// Whether the copies are of another kind than the source: a projection (`kind::Projection`).
+    pub fn projects(&self) -> bool {
+        self.copy_kind() != self.source.kind
+    }
+
     /// The labels and annotations `spec.target.metadata` sets on every copy.
     pub fn target_metadata(&self) -> Option<&ObjectMeta> {
         self.target.as_ref().map(|t| &t.metadata)
@@ -92,6 +121,17 @@ pub struct SourceRef {
     /// The source's own annotations the copies carry, written as `copy_labels`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub copy_annotations: Vec<String>,
+    /// Keys the copies hold under another name (`{from: tls.crt, to: ca.crt}`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rename: Vec<Rename>,
+}
+
+/// One entry of `spec.source.rename`: the source's key `from` is the copy's key `to`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Rename {
+    pub from: String,
+    pub to: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -100,6 +140,9 @@ pub struct TargetSpec {
     /// Labels and annotations set on every copy. Read as object metadata (the schema allows
     /// only `labels` and `annotations`), whose decoder the binary has anyway.
     pub metadata: ObjectMeta,
+    /// The copies' kind when it is not the source's: a Secret published as a ConfigMap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<SourceKind>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -194,6 +237,28 @@ mod tests {
             serde_json::from_str(r#"{"spec":{"source":{"kind":"ConfigMap","name":"x"}}}"#)
                 .expect("valid mirror");
         assert_eq!(m.spec.namespace_selector, None);
+    }
+
+    #[test]
+    fn a_projection_its_renames_and_its_deletion_policy_decode() {
+        let json = r#"{"spec":{"source":{"kind":"Secret","name":"ca","keys":["tls.crt"],
+            "rename":[{"from":"tls.crt","to":"ca.crt"}]},
+            "target":{"kind":"ConfigMap"},"deletionPolicy":"Orphan"}}"#;
+        let m: Mirror = serde_json::from_str(json).expect("valid mirror");
+        assert_eq!(m.spec.copy_kind(), SourceKind::ConfigMap);
+        assert!(m.spec.projects());
+        let rename = Rename {
+            from: "tls.crt".into(),
+            to: "ca.crt".into(),
+        };
+        assert_eq!(m.spec.source.rename, [rename]);
+        assert_eq!(m.spec.deletion_policy(), DeletionPolicy::Orphan);
+        let plain: Mirror =
+            serde_json::from_str(r#"{"spec":{"source":{"kind":"Secret","name":"x"}}}"#)
+                .expect("valid mirror");
+        assert_eq!(plain.spec.copy_kind(), SourceKind::Secret);
+        assert!(!plain.spec.projects());
+        assert_eq!(plain.spec.deletion_policy(), DeletionPolicy::Delete);
     }
 
     #[test]

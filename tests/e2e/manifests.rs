@@ -95,6 +95,7 @@ fn samples_pass_server_side_dry_run_and_create_nothing() {
         "picked-keys-mirror.yaml",
         "argocd-repository-mirror.yaml",
         "gitops-safe-mirror.yaml",
+        "cert-manager-ca-mirror.yaml",
     ]
     .map(file);
     let mut args = vec!["apply", "--dry-run=server"];
@@ -113,6 +114,7 @@ fn samples_pass_server_side_dry_run_and_create_nothing() {
         "mirror.skiff.dev/git-repo created (server dry run)",
         "configmap/db-ca created (server dry run)",
         "mirror.skiff.dev/db-ca created (server dry run)",
+        "mirror.skiff.dev/platform-ca created (server dry run)",
     ] {
         assert!(
             out.lines().any(|l| l == line),
@@ -345,4 +347,90 @@ fn get_mirrors_shows_source_selected_synced_ready_reason_contested_clusters_and_
             .trim(),
         "mirror.skiff.dev/columns"
     );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn schema_refuses_projections_renames_and_policies_skiff_cannot_honour() {
+    require_e2e_binaries();
+    let cp = ControlPlane::installed();
+    let ns = cp.create_namespace("e2e-schema-projection", &[]);
+    let secret = serde_json::json!({"kind": "Secret", "name": "ca", "keys": ["tls.crt", "ca.crt"]});
+    let with = |source: serde_json::Value, more: serde_json::Value| {
+        let mut spec = serde_json::json!({"source": source});
+        for (field, value) in more.as_object().cloned().unwrap_or_default() {
+            spec[field] = value;
+        }
+        spec
+    };
+    let renamed = |renames: serde_json::Value| {
+        let mut source = secret.clone();
+        source["rename"] = renames;
+        with(source, serde_json::json!({}))
+    };
+    let cases = [
+        (
+            with(
+                serde_json::json!({"kind": "ConfigMap", "name": "ca"}),
+                serde_json::json!({"target": {"kind": "Secret"}}),
+            ),
+            "target.kind Secret: a ConfigMap is not published as a Secret",
+        ),
+        (
+            with(
+                serde_json::json!({"kind": "Secret", "name": "ca"}),
+                serde_json::json!({"target": {"kind": "ConfigMap"}}),
+            ),
+            "a Secret is published as a ConfigMap only with source.keys",
+        ),
+        (
+            with(
+                serde_json::json!({"kind": "LimitRange", "name": "l",
+                    "rename": [{"from": "a", "to": "b"}]}),
+                serde_json::json!({}),
+            ),
+            "keys and rename name keys of a ConfigMap or Secret",
+        ),
+        (
+            renamed(serde_json::json!([{"from": "tls.crt", "to": "a/b"}])),
+            "rename from tls.crt to a/b: a/b is not a valid key",
+        ),
+        (
+            renamed(serde_json::json!([{"from": "..", "to": "ca.pem"}])),
+            "rename from .. to ca.pem: .. is not a valid key",
+        ),
+        (
+            renamed(
+                serde_json::json!([{"from": "tls.crt", "to": "x"}, {"from": "ca.crt", "to": "x"}]),
+            ),
+            "spec.source.rename[1]: Duplicate value",
+        ),
+        (
+            renamed(
+                serde_json::json!([{"from": "tls.crt", "to": "x"}, {"from": "tls.crt", "to": "y"}]),
+            ),
+            "a key is renamed once",
+        ),
+        (
+            renamed(serde_json::json!([{"from": "tls.key", "to": "x"}])),
+            "rename names a key that is not in keys",
+        ),
+        (
+            with(
+                secret.clone(),
+                serde_json::json!({"deletionPolicy": "Keep"}),
+            ),
+            r#"spec.deletionPolicy: Unsupported value: "Keep""#,
+        ),
+    ];
+    assert_refused(cp, &ns, cases);
+    // Every field at once, made valid, is accepted.
+    let mut source = secret.clone();
+    source["rename"] = serde_json::json!([{"from": "tls.crt", "to": "chain.pem"}]);
+    let valid = with(
+        source,
+        serde_json::json!({"target": {"kind": "ConfigMap"}, "deletionPolicy": "Orphan"}),
+    );
+    let args = ["create", "-f", "-"];
+    succeeded(&args, cp.kubectl_stdin(&args, &mirror(&ns, "good", valid)));
 }

@@ -824,3 +824,103 @@ fn kubectl_explains_the_acceptance() {
     assert!(reasons.contains("NotAvailable"), "{reasons}");
     cp.kubectl_ok(&["get", "mirracc", "--all-namespaces"]);
 }
+
+/// A tenant publishes its CA's certificate as a ConfigMap, and leaves its copies behind when it
+/// withdraws its offer, each only when the admin allows it: `--self-service-projections`
+/// (tenants may share no Secret here) and `--self-service-orphan`. Until then the offer is
+/// refused, naming the flag, and nothing is written.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn tenants_publish_certificates_and_leave_copies_only_when_the_admin_allows() {
+    require_e2e_binaries();
+    let cp = crate::support::mirror_e2e::control_plane();
+    let _turn = one_replica_at_a_time();
+    let w = world(cp);
+    configmaps_role(cp);
+    let roles = [CONFIGMAPS, SECRETS, "skiff-tenant-edit"];
+    let a = Tenant::new(cp, &w.a, "tenant", &roles);
+    let b = Tenant::new(cp, &w.b, "tenant", &roles);
+    let pem = crate::support::pem::issued();
+    let b64 = |text: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(text)
+    };
+    let secret = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "app-tls", "namespace": w.a, "labels": {"skiff.dev/offered": "true"}},
+        "data": {"ca.crt": b64(&pem.ca), "tls.crt": b64(&pem.chain), "tls.key": b64(&pem.key)}});
+    a.apply(&secret.to_string()).expect("a's CA Secret");
+    let publish = "  source:\n    kind: Secret\n    name: app-tls\n    keys: [ca.crt]\n  target:\n    kind: ConfigMap\n  targetName: a-ca\n  deletionPolicy: Orphan\n";
+    let offer = offer(&w.a, "certs", "Secret", "app-tls");
+    let offer = offer.replace("  source:\n    kind: Secret\n    name: app-tls\n", publish);
+    a.apply(&offer).expect("a offers its CA");
+    b.apply(&acceptance(&w.b, "ca-from-a", &w.a, "certs"))
+        .expect("b accepts a ConfigMap");
+    let condition = || {
+        let mirror = cp.object("mirror", &w.a, "certs");
+        mirror
+            .map(|m| m["status"]["conditions"].to_string())
+            .unwrap_or_default()
+    };
+    let dir = TempDir::new("e2e-self-service-publish");
+    let only = |extra: &[&'static str]| -> Vec<&'static str> { [&FLAGS[..], extra].concat() };
+    let phases: [(&str, Vec<&str>, &str); 2] = [
+        ("no projection", only(&[]), "--self-service-projections"),
+        (
+            "no orphan",
+            only(&["--self-service-projections=secrets-as-configmaps"]),
+            "OrphanNotAllowed",
+        ),
+    ];
+    for (phase, flags, says) in phases {
+        running(cp, &dir, phase, &flags, || {
+            wait_until(&format!("{phase}: the offer refused"), || {
+                condition().contains(says)
+            });
+            wait_until(&format!("{phase}: its acceptance told"), || {
+                reason_is(cp, &w.b, "ca-from-a", "KindNotAllowed")
+            });
+            assert!(
+                cp.object("configmap", &w.b, "a-ca").is_none(),
+                "{phase}: written"
+            );
+        });
+    }
+    let both = only(&[
+        "--self-service-projections=secrets-as-configmaps",
+        "--self-service-orphan",
+    ]);
+    running(cp, &dir, "allowed", &both, || {
+        wait_until("b holds a's CA certificate, and only it", || {
+            copy_data_of(cp, &w.b, "a-ca") == Some(serde_json::json!({"ca.crt": pem.ca}))
+        });
+        wait_until("b's acceptance Served", || {
+            reason_is(cp, &w.b, "ca-from-a", "Served")
+        });
+        a.ok(&["delete", "mirror", "certs", "--wait=false"]);
+        wait_until("the offer gone once its copy is orphaned", || {
+            cp.object("mirror", &w.a, "certs").is_none()
+        });
+        let copy = cp
+            .object("configmap", &w.b, "a-ca")
+            .expect("the copy stays");
+        assert_eq!(copy["data"]["ca.crt"], pem.ca.as_str());
+        let labels = copy["metadata"]["labels"].to_string();
+        let annotations = copy["metadata"]["annotations"].to_string();
+        assert!(
+            !labels.contains("skiff") && !annotations.contains("skiff.dev/"),
+            "{copy:#}"
+        );
+    });
+}
+
+/// Runs skiff with `flags` while `test` runs; its log is printed if `test` fails.
+fn running(cp: &ControlPlane, dir: &TempDir, phase: &str, flags: &[&str], test: impl FnOnce()) {
+    let log = dir.0.join(format!("{}.log", phase.replace(' ', "-")));
+    let mut skiff = Skiff::start(&cp.operator_kubeconfig(), log, flags);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(test));
+    skiff.terminate(STEP_TIMEOUT);
+    if let Err(panic) = outcome {
+        eprintln!("skiff log ({phase}):\n{}", skiff.logs());
+        std::panic::resume_unwind(panic);
+    }
+}

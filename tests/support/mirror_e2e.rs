@@ -108,10 +108,26 @@ pub fn with_skiff(name: &str, test: impl FnOnce(&'static ControlPlane)) {
 
 /// As [`with_skiff`], handing the test the replica too (to read its metrics).
 pub fn with_replica(name: &str, test: impl FnOnce(&'static ControlPlane, &Replica)) {
+    with_replica_flags(name, &[], test);
+}
+
+/// As [`with_replica`], the replica started with `extra` flags.
+pub fn with_replica_flags(
+    name: &str,
+    extra: &[&str],
+    test: impl FnOnce(&'static ControlPlane, &Replica),
+) {
     let _turn = one_replica_at_a_time();
     let cp = control_plane();
-    let replica = Replica::start(cp, name);
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(cp, &replica)));
+    running(cp, (name, extra), |replica| test(cp, replica));
+}
+
+/// Runs `test` while a replica named `name`, started with `extra` flags, leads; prints its log
+/// if `test` fails, and stops it with SIGTERM after, expecting exit 0. The caller holds the
+/// turn ([`one_replica_at_a_time`]), perhaps for several replicas one after another.
+pub fn running(cp: &ControlPlane, (name, extra): (&str, &[&str]), test: impl FnOnce(&Replica)) {
+    let replica = Replica::start_with(cp, name, extra);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&replica)));
     if outcome.is_err() {
         eprintln!("skiff log ({name}):\n{}", replica.skiff.logs());
     }

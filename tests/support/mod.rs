@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod audit;
+pub mod bench;
 pub mod cluster;
 pub mod control_plane;
 pub mod fake;
@@ -20,6 +21,9 @@ pub mod metrics_reader;
 pub mod mirror_e2e;
 pub mod node;
 pub mod peer;
+// The certificates the unit tests use, shared as they are: one file, made for both.
+#[path = "../../src/testing/pem.rs"]
+pub mod pem;
 pub mod plugin;
 pub mod pod;
 pub mod ports;

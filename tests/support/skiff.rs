@@ -206,6 +206,19 @@ pub fn proc_status_kib(pid: u32, field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// `pid`'s RssAnon in KiB, the median of 10 readings 200 ms apart: a benchmark's reading of
+/// memory per copy, steadier than one.
+pub fn rss_anon_median(pid: u32) -> u64 {
+    let mut samples: Vec<u64> = (0..10)
+        .filter_map(|_| {
+            std::thread::sleep(Duration::from_millis(200));
+            proc_status_kib(pid, "RssAnon")
+        })
+        .collect();
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or(0)
+}
+
 /// A free loopback port for skiff to bind (`--metrics-bind-address` and the like).
 pub fn free_port() -> u16 {
     super::ports::free_port().expect("a free loopback port")

@@ -12,6 +12,7 @@ use crate::mirror::namespace_selector::expr;
 use crate::mirror::tenancy::Tenancy;
 use crate::mirror::types::LabelSelector;
 use crate::runtime::Change;
+use crate::testing::assert_mentions;
 
 /// Caches with self-service on (offers from namespaces labelled `offers=yes`, at most `cap`
 /// copies each), the namespaces `namespaces` (name, labels) listed.
@@ -30,7 +31,18 @@ fn sharing(
         offer_selector: expr("offers", "In", &["yes"]),
         max_copies: cap,
         kinds: kinds.iter().copied().collect(),
+        projections: BTreeSet::new(),
+        orphan: false,
     };
+    sharing_as(settings, secret_names, namespaces)
+}
+
+/// Caches with self-service on as `settings` say, Secrets only under `secret_names`.
+fn sharing_as(
+    settings: SelfService,
+    secret_names: &[&str],
+    namespaces: &[(&str, &[(&str, &str)])],
+) -> Consent {
     let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
     let secret_targets = SecretTargets::new(secret_names.iter().map(|n| n.to_string()));
     let caches = Caches::new(
@@ -296,4 +308,72 @@ fn an_acceptance_refused_its_local_name_is_told_why_naming_only_its_own_objects(
     );
     let told = message(Verdict::Conflict, &offer(), (kind, "mine"), None);
     assert!(told.contains("an object named mine"), "{told}");
+}
+
+/// The offer `share` publishing the Secret `source`'s `ca.crt` as a ConfigMap.
+fn publishing(source: &str) -> Mirror {
+    let mut mirror = offered(SourceKind::Secret, source);
+    mirror.spec.source.keys = vec!["ca.crt".into()];
+    mirror.spec.target = Some(crate::mirror::types::TargetSpec {
+        kind: Some(SourceKind::ConfigMap),
+        ..Default::default()
+    });
+    mirror
+}
+
+#[test]
+fn a_tenant_publishes_a_secret_as_a_configmap_only_when_the_admin_names_the_projection() {
+    let kinds = KindChecks::new(Kinds::default().with_secret_targets(true), None);
+    let configmaps = sharing(&[SourceKind::ConfigMap], &["app-tls"], 10, &[]);
+    let refused = configmaps
+        .refusal(&publishing("app-tls"), &kinds)
+        .expect("not named");
+    assert_eq!(refused.reason, Reason::KindNotAllowed);
+    assert_mentions(
+        &refused.message,
+        &[
+            "--self-service-projections",
+            "Secret published as a ConfigMap",
+            "none",
+        ],
+    );
+    let mut settings = configmaps.settings.clone();
+    settings
+        .projections
+        .insert((SourceKind::Secret, SourceKind::ConfigMap));
+    let consent = sharing_as(settings, &["app-tls"], &[]);
+    assert_eq!(consent.refusal(&publishing("app-tls"), &kinds), None);
+    assert!(
+        consent.settings.reads(SourceKind::Secret) && !consent.settings.shares(SourceKind::Secret)
+    );
+    let unnamed = consent
+        .refusal(&publishing("db-password"), &kinds)
+        .expect("a source not allowed");
+    assert_eq!(unnamed.reason, Reason::SecretTargetNotAllowed);
+    // Its copies are ConfigMaps: acceptances of ConfigMaps are served, of Secrets not.
+    accept(&consent, "team-b", &offer());
+    accept_kind(&consent, "team-c", &offer(), SourceKind::Secret);
+    let local = consent.local_names(&offer(), &publishing("app-tls"));
+    let served = consent.served(&offer(), &local, &set(&["team-b", "team-c"]));
+    assert_eq!(served, set(&["team-b"]));
+}
+
+#[test]
+fn an_offers_copies_outlive_it_only_when_the_admin_allows() {
+    let kinds = KindChecks::default();
+    let consent = world(10, &[]);
+    let mut mirror = offered(SourceKind::ConfigMap, "x");
+    mirror.spec.deletion_policy = Some(crate::mirror::types::DeletionPolicy::Orphan);
+    let refused = consent.refusal(&mirror, &kinds).expect("not allowed");
+    assert_eq!(refused.reason, Reason::OrphanNotAllowed);
+    assert_mentions(
+        &refused.message,
+        &["--self-service-orphan", "spec.deletionPolicy"],
+    );
+    let mut settings = consent.settings.clone();
+    settings.orphan = true;
+    assert_eq!(
+        sharing_as(settings, &[], &[]).refusal(&mirror, &kinds),
+        None
+    );
 }

@@ -124,6 +124,7 @@ fn target_metadata_wins_over_carried_metadata_and_tracking_keys_stay_behind() {
             annotations: map(&[("note", "n")]),
             ..ObjectMeta::default()
         },
+        kind: None,
     });
     let desired = DesiredCopy::of(&m, &source).expect("desired");
     assert_eq!(
@@ -132,4 +133,71 @@ fn target_metadata_wins_over_carried_metadata_and_tracking_keys_stay_behind() {
     );
     assert_eq!(desired.annotations, map(&[("note", "n")]));
     assert_ne!(desired.hash, source.hash, "managed metadata is in the hash");
+}
+
+fn rename(m: &mut Mirror, renames: &[(&str, &str)]) {
+    m.spec.source.rename = renames
+        .iter()
+        .map(|(from, to)| crate::mirror::types::Rename {
+            from: from.to_string(),
+            to: to.to_string(),
+        })
+        .collect();
+}
+
+#[test]
+fn renamed_keys_are_copied_under_their_new_names_with_or_without_a_list() {
+    let source = configmap(&[("tls.crt", "C"), ("other", "o")], &[]);
+    let mut m = mirror(SourceKind::ConfigMap);
+    rename(&mut m, &[("tls.crt", "ca.crt")]);
+    let all = DesiredCopy::of(&m, &source).expect("every key, one renamed");
+    assert!(all.payload().has_key("ca.crt") && all.payload().has_key("other"));
+    assert!(!all.payload().has_key("tls.crt"));
+    assert_ne!(all.hash, source.hash);
+    keys(&mut m, &["tls.crt"]);
+    let picked = DesiredCopy::of(&m, &source).expect("one key, renamed");
+    assert!(picked.payload().has_key("ca.crt") && !picked.payload().has_key("other"));
+}
+
+#[test]
+fn a_rename_of_a_key_not_copied_or_onto_a_copied_one_is_refused_naming_it() {
+    let source = configmap(&[("a", "1"), ("b", "2")], &[]);
+    let mut m = mirror(SourceKind::ConfigMap);
+    rename(&mut m, &[("gone", "x")]);
+    let refused = refusal(&m, &source);
+    assert_eq!(refused.reason, Reason::SourceKeyMissing);
+    assert_mentions(
+        &refused.message,
+        &["spec.source.rename renames gone", "src/app"],
+    );
+    keys(&mut m, &["a"]);
+    rename(&mut m, &[("b", "x")]);
+    let refused = refusal(&m, &source);
+    assert_mentions(
+        &refused.message,
+        &["renames b", "spec.source.keys of ConfigMap src/app"],
+    );
+    keys(&mut m, &[]);
+    rename(&mut m, &[("a", "b")]);
+    let refused = refusal(&m, &source);
+    assert_eq!(refused.reason, Reason::RenameCollides);
+    assert_mentions(&refused.message, &["gives b to two keys"]);
+    rename(&mut m, &[("a", "b"), ("b", "a")]);
+    assert!(DesiredCopy::of(&m, &source).is_ok(), "a swap is two names");
+}
+
+#[test]
+fn a_rename_that_takes_a_key_its_type_requires_is_refused() {
+    let source = secret(
+        "kubernetes.io/tls",
+        &[("tls.crt", "Qw=="), ("tls.key", "Sw==")],
+    );
+    let mut m = mirror(SourceKind::Secret);
+    rename(&mut m, &[("tls.crt", "ca.crt")]);
+    let refused = refusal(&m, &source);
+    assert_eq!(refused.reason, Reason::RequiredKeyNotListed);
+    assert_mentions(
+        &refused.message,
+        &["spec.source.rename", "leaves out tls.crt"],
+    );
 }

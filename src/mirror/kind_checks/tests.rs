@@ -108,3 +108,64 @@ fn role_binding_mirrors_are_held_to_the_admission_policy_before_any_write() {
     let team = || ["team-a".to_owned()].into();
     assert_eq!(kinds.binding_refusal(&mirror, &edit, team), None);
 }
+
+/// The Mirror `m` of the Secret `app` publishing `keys` as a ConfigMap.
+fn publishing(keys: &[&str]) -> Mirror {
+    let mut m = mirror_of("m", SourceKind::Secret);
+    m.spec.source.keys = keys.iter().map(|k| k.to_string()).collect();
+    m.spec.target = Some(crate::mirror::types::TargetSpec {
+        kind: Some(SourceKind::ConfigMap),
+        ..Default::default()
+    });
+    m
+}
+
+#[test]
+fn a_projection_needs_secrets_read_keys_listed_and_a_row_that_allows_it() {
+    let without = KindChecks::new(Kinds::default(), None);
+    let refusal = without
+        .refusal(&publishing(&["ca.crt"]))
+        .expect("Secrets off");
+    assert_eq!(refusal.reason, Reason::SecretTargetsDisabled);
+    assert_mentions(
+        &refusal.message,
+        &["--secret-target-names", "secret-targets"],
+    );
+    let with = KindChecks::new(Kinds::default().with_secret_targets(true), None);
+    assert_eq!(with.refusal(&publishing(&["ca.crt"])), None);
+    let refusal = with.refusal(&publishing(&[])).expect("no keys");
+    assert_eq!(refusal.reason, Reason::KeysRequired);
+    assert_mentions(&refusal.message, &["spec.source.keys", "PEM certificates"]);
+    let mut back = publishing(&["ca.crt"]);
+    back.spec.source.kind = SourceKind::ConfigMap;
+    back.spec.target.as_mut().expect("target").kind = Some(SourceKind::Secret);
+    let refusal = with.refusal(&back).expect("no such projection");
+    assert_eq!(refusal.reason, Reason::ProjectionNotSupported);
+}
+
+#[test]
+fn renames_like_keys_need_a_kind_that_has_keys() {
+    let kinds = checks("limitranges", "");
+    let mut m = mirror_of("m", SourceKind::LimitRange);
+    m.spec.source.rename = vec![crate::mirror::types::Rename {
+        from: "a".into(),
+        to: "b".into(),
+    }];
+    let refusal = kinds.refusal(&m).expect("refused");
+    assert_eq!(refusal.reason, Reason::KeysNotApplicable);
+    assert_mentions(
+        &refusal.message,
+        &["spec.source.rename", "LimitRange", "spec"],
+    );
+}
+
+#[test]
+fn a_name_is_reserved_by_the_copies_kind() {
+    let kinds = KindChecks::new(Kinds::default().with_secret_targets(true), None);
+    let mut m = publishing(&["ca.crt"]);
+    m.spec.target_name = Some("kube-root-ca.crt".into());
+    let refusal = kinds
+        .refusal(&m)
+        .expect("a ConfigMap the controller-manager keeps");
+    assert_eq!(refusal.reason, Reason::NameReserved);
+}

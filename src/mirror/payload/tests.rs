@@ -80,3 +80,38 @@ fn null_and_empty_fields_are_absent() {
     );
     assert_eq!(quota.field("spec"), None);
 }
+
+#[test]
+fn renamed_keys_move_in_every_map_and_two_keys_under_one_name_are_named() {
+    let both = of(
+        SourceKind::ConfigMap,
+        json!({"metadata": {}, "data": {"tls.crt": "C", "a": "1"}, "binaryData": {"b": "AA=="}}),
+    );
+    let renamed = both
+        .renamed(|k| (k == "tls.crt").then_some("ca.crt"))
+        .expect("no collision");
+    assert_eq!(
+        renamed.field("data"),
+        Some(&json!({"ca.crt": "C", "a": "1"}))
+    );
+    assert_eq!(renamed.field("binaryData"), Some(&json!({"b": "AA=="})));
+    assert_ne!(renamed.hash(), both.hash());
+    let twice = both
+        .renamed(|k| (k == "a").then_some("b"))
+        .expect_err("b twice");
+    assert_eq!(twice.into_iter().collect::<Vec<_>>(), ["b"]);
+}
+
+#[test]
+fn a_projections_payload_holds_its_one_field() {
+    let mut data = Map::new();
+    data.insert("ca.crt".into(), "PEM".into());
+    let payload = Payload::keys_of(SourceKind::ConfigMap.row(), "data", data);
+    assert_eq!(
+        payload,
+        cm(json!({"ca.crt": "PEM"})),
+        "as a ConfigMap holding it"
+    );
+    let empty = Payload::keys_of(SourceKind::ConfigMap.row(), "data", Map::new());
+    assert_eq!(empty, cm(json!({})));
+}

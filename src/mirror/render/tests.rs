@@ -26,6 +26,7 @@ fn mirror(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Mirror {
             annotations: map(annotations),
             ..ObjectMeta::default()
         },
+        kind: None,
     });
     m
 }

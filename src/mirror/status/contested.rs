@@ -61,7 +61,7 @@ impl Current<'_> {
 }
 
 fn message(mirror: &Mirror, contest: &Contest) -> String {
-    let (kind, name) = (mirror.spec.source.kind.as_str(), mirror.spec.target_name());
+    let (kind, name) = (mirror.spec.copy_kind().as_str(), mirror.spec.target_name());
     if contest.yielded {
         return format!(
             "{} {kind} {name} changed back by another writer, reported as {}, in: {}; left as it \
@@ -84,7 +84,7 @@ fn message(mirror: &Mirror, contest: &Contest) -> String {
 }
 
 fn private_message(mirror: &Mirror, contest: &Contest) -> String {
-    let (kind, name) = (mirror.spec.source.kind.as_str(), mirror.spec.target_name());
+    let (kind, name) = (mirror.spec.copy_kind().as_str(), mirror.spec.target_name());
     let handling = if contest.yielded {
         "left as another writer wrote them until the source changes (spec.conflicts: Yield)"
     } else {

@@ -291,6 +291,11 @@ fn readme_names_every_ready_reason_in_its_status_section() {
         ClustersFailing,
         ClustersSilent,
         FleetNotEnabled,
+        ProjectionNotSupported,
+        KeysRequired,
+        KeyNotPublishable,
+        RenameCollides,
+        OrphanNotAllowed,
         Error,
     ];
     let readme = include_str!("../../../README.md");
