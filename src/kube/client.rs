@@ -21,8 +21,6 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use super::transport::{DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER};
-
 /// Default page size of [`Client::list_all`] (client-go's pager uses 500).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 const JSON: &str = "application/json";
@@ -214,8 +212,7 @@ impl Client {
 
     /// PUT with the resourceVersion in `obj` (a stale one gets 409 Conflict).
     pub async fn replace<K: Resource>(&self, obj: &K) -> Result<K, Error> {
-        let path = object_path(obj)?;
-        self.put(path, obj).await
+        self.put(object_path(obj)?, obj).await
     }
 
     /// PUT of the status subresource.
@@ -317,22 +314,14 @@ impl Client {
         decode(&self.transport.execute(&spec).await?)
     }
 
+    /// A merge patch of the object at `path`.
     async fn patch<K: Resource>(
         &self,
         path: String,
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
-        self.patch_typed(path, patch, PatchKind::Merge).await
-    }
-
-    async fn patch_typed<K: Resource>(
-        &self,
-        path: String,
-        patch: &serde_json::Value,
-        kind: PatchKind,
-    ) -> Result<K, Error> {
         let mut spec = RequestSpec::new(Method::Patch, path, "patch");
-        spec.body = Some((encode(patch)?.into(), kind.content_type()));
+        spec.body = Some((encode(patch)?.into(), PatchKind::Merge.content_type()));
         decode(&self.transport.execute(&spec).await?)
     }
 }
