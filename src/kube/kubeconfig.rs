@@ -107,11 +107,7 @@ fn read_file(path: &Path, source: &str) -> Result<FileEntries, ConfigError> {
             path: path.to_owned(),
             source: source.to_owned(),
         },
-        _ => ConfigError::Unreadable {
-            what: "kubeconfig".into(),
-            path: path.to_owned(),
-            error: e.to_string(),
-        },
+        _ => ConfigError::unreadable("kubeconfig", path, &e),
     })?;
     read(&text, path)
 }
@@ -138,19 +134,31 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
     let context_name = context
         .map(str::to_owned)
         .or_else(|| merged.current_context.clone())
-        .ok_or_else(|| ConfigError::NoContext { sources: files() })?;
-    let context =
-        find(&merged.contexts, &context_name).ok_or_else(|| ConfigError::UnknownContext {
-            name: context_name.clone(),
-            known: merged.contexts.iter().map(|c| c.name.clone()).collect(),
+        .ok_or_else(|| {
+            ConfigError::Invalid(format!(
+                "no current-context in {}; pass --context or run `kubectl config use-context`",
+                files()
+            ))
         })?;
+    let context = find(&merged.contexts, &context_name).ok_or_else(|| {
+        let known: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
+        let known = match known.is_empty() {
+            true => "no contexts".to_owned(),
+            false => known.join(", "),
+        };
+        ConfigError::Invalid(format!(
+            "context {context_name:?} is not in the kubeconfig; it has: {known}; pick one with --context"
+        ))
+    })?;
     let cluster_name = context.entry.cluster.clone().unwrap_or_default();
-    let cluster =
-        find(&merged.clusters, &cluster_name).ok_or_else(|| ConfigError::MissingCluster {
-            place: context.place(),
-            context: context_name.clone(),
-            cluster: cluster_name.clone(),
-        })?;
+    let cluster = find(&merged.clusters, &cluster_name).ok_or_else(|| {
+        at(
+            context,
+            ConfigError::Invalid(format!(
+                "context {context_name:?} names cluster {cluster_name:?}, which the kubeconfig does not define; add it or fix the context"
+            )),
+        )
+    })?;
     let mut config = Config::new(server_url(cluster)?);
     config.tls = cluster_tls(cluster).map_err(|e| at(cluster, e))?;
     if config.tls.insecure_skip_verify && config.tls.ca_pem.is_some() {
@@ -164,10 +172,13 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
     }
     config.proxy = cluster_proxy(cluster).map_err(|e| at(cluster, e))?;
     if let Some(user_name) = context.entry.user.as_deref().filter(|u| !u.is_empty()) {
-        let user = find(&merged.users, user_name).ok_or_else(|| ConfigError::MissingUser {
-            place: context.place(),
-            context: context_name.clone(),
-            user: user_name.to_owned(),
+        let user = find(&merged.users, user_name).ok_or_else(|| {
+            at(
+                context,
+                ConfigError::Invalid(format!(
+                    "context {context_name:?} names user {user_name:?}, which the kubeconfig does not define (kubectl would connect without credentials); add the user or fix the context"
+                )),
+            )
         })?;
         config.auth = user_auth(user, cluster, &config).map_err(|e| at(user, e))?;
         config.impersonate = user_impersonation(user).map_err(|e| at(user, e))?;
