@@ -58,7 +58,7 @@ mod test_cert;
 #[cfg(test)]
 mod test_dir;
 mod tls_buffers;
-mod tls_setup;
+pub(crate) mod tls_setup;
 pub mod tls_stream;
 mod tokenfile;
 mod transport;
