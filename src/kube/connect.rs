@@ -67,13 +67,9 @@ impl Connector {
         })
     }
 
-    /// Opens a new connection (TCP, then the TLS handshake), all within the connect timeout.
-    pub async fn connect(&self) -> Result<Connection, Error> {
-        self.connect_as(None).await
-    }
-
-    /// [`connect`](Self::connect), presenting `identity` (from a credential plugin) instead of
-    /// the config's client certificate.
+    /// Opens a new connection (TCP, then the TLS handshake), all within the connect timeout,
+    /// presenting `identity` (from a credential plugin) if given instead of the config's client
+    /// certificate.
     pub async fn connect_as(&self, identity: Option<&ClientIdentity>) -> Result<Connection, Error> {
         let dial = async {
             let tcp = self.dial_tcp().await?;
@@ -308,7 +304,8 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let connector = Connector::new(&Config::new(url)).unwrap();
-        let (conn, accepted) = smol::future::zip(connector.connect(), listener.accept()).await;
+        let (conn, accepted) =
+            smol::future::zip(connector.connect_as(None), listener.accept()).await;
         (conn.unwrap(), accepted.unwrap().0)
     }
 
@@ -362,7 +359,7 @@ mod tests {
             .port();
         let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let connector = Connector::new(&Config::new(url)).unwrap();
-        let err = smol::block_on(connector.connect()).err().unwrap();
+        let err = smol::block_on(connector.connect_as(None)).err().unwrap();
         assert!(
             matches!(&err, Error::Transport(m) if m.contains(&port.to_string())),
             "{err}"
