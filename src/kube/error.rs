@@ -103,19 +103,6 @@ impl From<Timeout> for Error {
 }
 
 #[cfg(test)]
-impl Error {
-    /// An API error with `code` and nothing else, for tests.
-    pub fn with_code(code: u16) -> Error {
-        Error::Api {
-            code,
-            reason: String::new(),
-            message: format!("test {code}"),
-            retry_after: None,
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 

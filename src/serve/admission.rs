@@ -150,12 +150,6 @@ impl Admission {
         self.lock().open.values().filter(|e| e.evicted).count()
     }
 
-    /// Connections held now.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.lock().open.len()
-    }
-
     fn lock(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -223,6 +217,13 @@ mod tests {
     use super::*;
     use smol::io::{AsyncReadExt, AsyncWriteExt};
     use smol::net::TcpListener;
+
+    impl Admission {
+        /// Connections held now.
+        fn len(&self) -> usize {
+            self.lock().open.len()
+        }
+    }
 
     /// A connected pair: (the client's end, the server's end).
     type Pair = (TcpStream, TcpStream);

@@ -85,12 +85,19 @@ impl ServerStats {
     pub fn set_open(&self, connections: usize) {
         self.open.set(connections as f64);
     }
+}
 
-    #[cfg(test)]
-    pub fn count(&self, reason: Refusal) -> u64 {
-        let index = Refusal::ALL.iter().position(|r| *r == reason);
-        index
-            .and_then(|i| self.refused.get(i))
-            .map_or(0, Counter::get)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl ServerStats {
+        /// How many `reason` refusals were counted (for the servers' tests).
+        pub(crate) fn count(&self, reason: Refusal) -> u64 {
+            let index = Refusal::ALL.iter().position(|r| *r == reason);
+            index
+                .and_then(|i| self.refused.get(i))
+                .map_or(0, Counter::get)
+        }
     }
 }
