@@ -16,7 +16,6 @@ pub const LATENCY_BUCKETS: &[f64] = &[
 
 type Labels = Vec<(String, String)>;
 
-#[derive(Default)]
 struct Family {
     help: &'static str,
     kind: &'static str,
@@ -111,14 +110,22 @@ fn series(
     family.series.entry(labels).or_insert_with(make).clone()
 }
 
-/// The counter `name{labels}`, created at zero on first use.
-pub fn counter(name: &'static str, help: &'static str, labels: &[(&str, &str)]) -> Counter {
-    match series(name, help, "counter", labels, || {
-        Series::Value(Arc::default())
-    }) {
-        Series::Value(v) => Counter(v),
+/// The counter or gauge `name{labels}`, created at zero on first use.
+fn value(
+    name: &'static str,
+    help: &'static str,
+    kind: &'static str,
+    labels: &[(&str, &str)],
+) -> Arc<AtomicU64> {
+    match series(name, help, kind, labels, || Series::Value(Arc::default())) {
+        Series::Value(v) => v,
         Series::Histogram(_) => panic!("metric {name} registered as a histogram"),
     }
+}
+
+/// The counter `name{labels}`, created at zero on first use.
+pub fn counter(name: &'static str, help: &'static str, labels: &[(&str, &str)]) -> Counter {
+    Counter(value(name, help, "counter", labels))
 }
 
 /// Declares the gauge family `name` before any series of it exists, so `/metrics` lists its HELP
@@ -134,16 +141,7 @@ pub fn declare_gauge(name: &'static str, help: &'static str) {
 
 /// The gauge `name{labels}`, created at zero on first use.
 pub fn gauge(name: &'static str, help: &'static str, labels: &[(&str, &str)]) -> Gauge {
-    match series(
-        name,
-        help,
-        "gauge",
-        labels,
-        || Series::Value(Arc::default()),
-    ) {
-        Series::Value(v) => Gauge(v),
-        Series::Histogram(_) => panic!("metric {name} registered as a histogram"),
-    }
+    Gauge(value(name, help, "gauge", labels))
 }
 
 /// The histogram `name{labels}` with [`LATENCY_BUCKETS`], created empty on first use.
