@@ -62,17 +62,6 @@ pub struct Client {
     transport: Transport,
 }
 
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("name", &self.name())
-            .field("server", &self.config().server.as_str())
-            .field("deadline", &self.transport.deadline())
-            .field("guarded", &self.transport.is_guarded())
-            .finish()
-    }
-}
-
 impl Client {
     /// A client with its own connector, token bucket and pool.
     pub fn new(config: Config) -> Result<Client, Error> {

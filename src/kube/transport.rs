@@ -102,14 +102,6 @@ impl Transport {
         &self.inner.liveness
     }
 
-    pub(super) fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-
-    pub(super) fn is_guarded(&self) -> bool {
-        self.guard.is_some()
-    }
-
     /// Starts a watch on a connection of its own; the timeout covers the response head only,
     /// and the body gets the idle deadline of [`GuardedBody`].
     pub(super) async fn watch(&self, spec: &RequestSpec) -> Result<GuardedBody<Body>, Error> {
