@@ -320,16 +320,11 @@ impl Transport {
     }
 
     fn record(&self, spec: &RequestSpec, code: Option<u16>, started: Instant) {
-        let elapsed = started.elapsed();
-        log::debug!(
-            "{} {} {} {:.1}ms",
-            spec.method,
-            spec.path,
-            code.map_or_else(|| "<error>".to_owned(), |c| c.to_string()),
-            elapsed.as_secs_f64() * 1000.0
-        );
-        let method = spec.method.as_ref();
-        let seconds = elapsed.as_secs_f64();
-        self.inner.metrics.request(spec.verb, method, code, seconds);
+        let seconds = started.elapsed().as_secs_f64();
+        let (method, path) = (&spec.method, &spec.path);
+        let status = code.map_or_else(|| "<error>".to_owned(), |c| c.to_string());
+        log::debug!("{method} {path} {status} {:.1}ms", seconds * 1000.0);
+        let metrics = &self.inner.metrics;
+        metrics.request(spec.verb, method.as_ref(), &status, seconds);
     }
 }
