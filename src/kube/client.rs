@@ -84,18 +84,21 @@ impl Client {
         self.transport.config()
     }
 
+    /// The same client (sharing its pool, bucket and credential), changed by `change`.
+    fn with(&self, change: impl FnOnce(&mut Transport)) -> Client {
+        let mut transport = self.transport.clone();
+        change(&mut transport);
+        Client { transport }
+    }
+
     /// The same client whose requests (rate-limit wait included) must finish by `deadline`.
     pub fn with_deadline(&self, deadline: Instant) -> Client {
-        Client {
-            transport: self.transport.with_deadline(deadline),
-        }
+        self.with(|t| t.deadline = Some(deadline))
     }
 
     /// The same client asking `guard` before every POST, PUT, PATCH and DELETE.
     pub fn with_write_guard(&self, guard: Arc<dyn WriteGuard>) -> Client {
-        Client {
-            transport: self.transport.with_write_guard(guard),
-        }
+        self.with(|t| t.guard = Some(guard))
     }
 
     /// The same client, told to stop by `cancel`: once it fires, requests stop waiting (for the
@@ -103,9 +106,7 @@ impl Client {
     /// `Error::Refused`. A request already sent still runs to its reply, so nothing this
     /// client writes can reach the server after its caller believes it has stopped.
     pub fn with_cancel(&self, cancel: Signal) -> Client {
-        Client {
-            transport: self.transport.with_cancel(cancel),
-        }
+        self.with(|t| t.cancel = Some(cancel))
     }
 
     /// Idle pooled connections; for tests and diagnostics.

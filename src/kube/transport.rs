@@ -45,9 +45,9 @@ struct Inner {
 #[derive(Clone)]
 pub(super) struct Transport {
     inner: Arc<Inner>,
-    deadline: Option<Instant>,
-    guard: Option<Arc<dyn WriteGuard>>,
-    cancel: Option<Signal>,
+    pub(super) deadline: Option<Instant>,
+    pub(super) guard: Option<Arc<dyn WriteGuard>>,
+    pub(super) cancel: Option<Signal>,
 }
 
 impl Transport {
@@ -67,27 +67,6 @@ impl Transport {
             guard: None,
             cancel: None,
         })
-    }
-
-    pub(super) fn with_deadline(&self, deadline: Instant) -> Transport {
-        Transport {
-            deadline: Some(deadline),
-            ..self.clone()
-        }
-    }
-
-    pub(super) fn with_write_guard(&self, guard: Arc<dyn WriteGuard>) -> Transport {
-        Transport {
-            guard: Some(guard),
-            ..self.clone()
-        }
-    }
-
-    pub(super) fn with_cancel(&self, cancel: Signal) -> Transport {
-        Transport {
-            cancel: Some(cancel),
-            ..self.clone()
-        }
     }
 
     pub(super) fn config(&self) -> &Config {
