@@ -17,7 +17,7 @@ pub const MAX_LIST_ENVELOPE_BYTES: usize = 64 * 1024;
 const ITEM_DEPTH: u32 = 3;
 
 /// The state of one list reply's measurement.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ListMeter {
     max_items: usize,
     depth: u32,
@@ -33,12 +33,7 @@ impl ListMeter {
     pub fn new(max_items: usize) -> ListMeter {
         ListMeter {
             max_items,
-            depth: 0,
-            in_string: false,
-            escaped: false,
-            items: 0,
-            item_bytes: 0,
-            envelope_bytes: 0,
+            ..ListMeter::default()
         }
     }
 
