@@ -140,6 +140,15 @@ crate::impl_resource!(
 );
 crate::impl_resource!(CoreEvent, "v1", "Event", "events", namespaced = true);
 
+/// A Pod as far as skiff reads one: its metadata (its own Pod's deletion-cost annotation and
+/// deletion), never its spec or status.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PodMeta {
+    pub metadata: ObjectMeta,
+}
+crate::impl_resource!(PodMeta, "v1", "Pod", "pods", namespaced = true);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,12 +237,3 @@ mod tests {
         assert_eq!(kept::<ConfigMap>(REAL_COPY), copy);
     }
 }
-
-/// A Pod as far as skiff reads one: its metadata (its own Pod's deletion-cost annotation and
-/// deletion), never its spec or status.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PodMeta {
-    pub metadata: ObjectMeta,
-}
-crate::impl_resource!(PodMeta, "v1", "Pod", "pods", namespaced = true);
