@@ -243,19 +243,16 @@ pub fn can_reuse(res: &Response) -> bool {
 }
 
 fn content_length(res: &Response) -> Option<usize> {
-    let value = res.header("Content-Length")?;
-    value.last().as_str().trim().parse().ok()
+    number(res, "Content-Length")
 }
 
 pub fn retry_after(res: &Response) -> Option<Duration> {
-    let value = res.header("Retry-After")?;
-    value
-        .last()
-        .as_str()
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
+    number(res, "Retry-After").map(Duration::from_secs)
+}
+
+/// The header's (last) value, if it is a number.
+fn number<T: std::str::FromStr>(res: &Response, header: &str) -> Option<T> {
+    res.header(header)?.last().as_str().trim().parse().ok()
 }
 
 /// The error for a non-2xx reply: the server's `Status` if it sent one, else what came back.
