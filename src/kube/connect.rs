@@ -206,13 +206,17 @@ impl AsyncWrite for Stream {
     }
 }
 
-/// A cloneable handle on one connection, as `async_h1::connect` takes its stream by value.
+/// A byte stream shared by its handles, as `async_h1::connect` takes its stream by value.
+pub type Shared = async_dup::Arc<async_dup::Mutex<Stream>>;
+
+/// One connection, and its number for logs.
 ///
 /// Clones are the same connection: the pool keeps one clone while async-h1 reads the response
-/// body through another, which is why a body must be read to the end before reuse.
+/// body through a handle on its stream ([`Connection::io`]), which is why a body must be read
+/// to the end before reuse.
 #[derive(Clone)]
 pub struct Connection {
-    stream: async_dup::Arc<async_dup::Mutex<Stream>>,
+    stream: Shared,
     id: u64,
 }
 
@@ -228,6 +232,11 @@ impl Connection {
     /// A process-unique number, for logs.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// A handle to read and write the connection through.
+    pub fn io(&self) -> Shared {
+        self.stream.clone()
     }
 
     /// Makes the eventual close reset the connection (`SO_LINGER` 0) instead of delivering
@@ -263,34 +272,6 @@ impl Connection {
     }
 }
 
-impl AsyncRead for Connection {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Connection {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_close(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,9 +293,9 @@ mod tests {
     #[test]
     fn plain_connection_round_trips_and_notices_the_peer_closing() {
         smol::block_on(async {
-            let (mut conn, mut server) = dialed().await;
+            let (conn, mut server) = dialed().await;
             assert!(conn.is_idle_and_open());
-            conn.write_all(b"ping").await.unwrap();
+            conn.io().write_all(b"ping").await.unwrap();
             let mut buf = [0u8; 4];
             server.read_exact(&mut buf).await.unwrap();
             assert_eq!(&buf, b"ping");

@@ -166,7 +166,7 @@ async fn exchange(
         Method::Post | Method::Put | Method::Patch | Method::Delete
     );
     let mut in_flight = mutating.then(|| pool.writes.track(&conn));
-    let (limited, head_read) = HeadGuard::new(conn.clone());
+    let (limited, head_read) = HeadGuard::new(conn.io());
     let mut res = Box::pin(async_h1::client::connect(limited, req))
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
@@ -207,7 +207,7 @@ pub async fn start_watch(
 ) -> Result<Body, Error> {
     let head = async {
         let conn = pool.dial(credential.identity.as_ref()).await?;
-        let (limited, head_read) = HeadGuard::new(conn);
+        let (limited, head_read) = HeadGuard::new(conn.io());
         let mut res = async_h1::client::connect(limited, spec.build(config, credential))
             .await
             .map_err(|e| Error::Transport(format!("no response to the watch request: {e}")))?;
