@@ -48,7 +48,6 @@ impl Recorder {
             type_: Some(type_.to_owned()),
             source: Some(EventSource {
                 component: Some(self.component.clone()),
-                host: None,
             }),
             first_timestamp: Some(stamp.clone()),
             last_timestamp: Some(stamp),

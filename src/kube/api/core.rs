@@ -70,10 +70,6 @@ impl Namespace {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CoreEvent {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
     pub metadata: ObjectMeta,
     pub involved_object: ObjectReference,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -119,8 +115,6 @@ pub struct ObjectReference {
 pub struct EventSource {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub component: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
 }
 
 crate::impl_resource!(
