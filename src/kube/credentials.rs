@@ -136,18 +136,15 @@ pub(super) fn user_identity(
     let entry = &user.entry;
     let cert_what = format!("client-certificate of user {:?}", user.name);
     let key_what = format!("client-key of user {:?}", user.name);
-    let cert = pem_from(
+    let pem = |what: &str, data: &Option<String>, file: &Option<String>| {
+        pem_from(what, data.as_deref(), file.as_deref(), &user.dir)
+    };
+    let cert = pem(
         &cert_what,
-        entry.client_certificate_data.as_deref(),
-        entry.client_certificate.as_deref(),
-        &user.dir,
+        &entry.client_certificate_data,
+        &entry.client_certificate,
     )?;
-    let key = pem_from(
-        &key_what,
-        entry.client_key_data.as_deref(),
-        entry.client_key.as_deref(),
-        &user.dir,
-    )?;
+    let key = pem(&key_what, &entry.client_key_data, &entry.client_key)?;
     match (cert, key) {
         (None, None) => Ok(None),
         (Some(cert_pem), Some(key)) => {
