@@ -76,10 +76,6 @@ impl Client {
         })
     }
 
-    pub fn name(&self) -> &str {
-        &self.config().name
-    }
-
     pub fn config(&self) -> &Config {
         self.transport.config()
     }
