@@ -81,8 +81,8 @@ impl Connector {
                 log::debug!("TCP keep-alive not set: {e}");
             }
             let stream = match &self.tls {
-                None => Stream::Plain(tcp),
-                Some(tls) => Stream::Tls(Box::new(self.handshake(tls, identity, tcp).await?)),
+                None => Box::new(tcp) as Stream,
+                Some(tls) => Box::new(self.handshake(tls, identity, tcp).await?),
             };
             Ok(Connection::new(stream))
         };
@@ -161,48 +161,31 @@ fn keep_alive(tcp: &TcpStream) -> std::io::Result<()> {
 }
 
 /// A plain TCP or TLS byte stream.
-pub enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+pub type Stream = Box<dyn Socket>;
+
+/// What a connection's stream is besides bytes: the TCP socket under it, and, with TLS, record
+/// buffers to free.
+pub trait Socket: AsyncRead + AsyncWrite + Send + Unpin {
+    /// The TCP socket (for socket options).
+    fn tcp(&self) -> &TcpStream;
+
+    /// Frees the TLS record buffers if they hold nothing (see [`super::tls_buffers`]).
+    fn release_buffers(&mut self) {}
 }
 
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
+impl Socket for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
     }
 }
 
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
+impl Socket for TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.socket()
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_close(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
-        }
+    fn release_buffers(&mut self) {
+        TlsStream::release_buffers(self);
     }
 }
 
@@ -243,20 +226,14 @@ impl Connection {
     /// what is still unsent: for writes in flight when the fence closes, which must not reach
     /// the server later, after a partition heals.
     pub fn reset_on_close(&self) -> io::Result<()> {
-        let stream = self.stream.lock();
-        let tcp = match &*stream {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.socket(),
-        };
-        rustix::net::sockopt::set_socket_linger(tcp, Some(Duration::ZERO))?;
+        let tcp = self.stream.lock();
+        rustix::net::sockopt::set_socket_linger(tcp.tcp(), Some(Duration::ZERO))?;
         Ok(())
     }
 
     /// Frees the TLS record buffers of a connection going idle, if they hold nothing.
     pub fn release_buffers(&self) {
-        if let Stream::Tls(tls) = &mut *self.stream.lock() {
-            tls.release_buffers();
-        }
+        self.stream.lock().release_buffers();
     }
 
     /// Whether an idle connection still looks usable: not closed by the server and with no
@@ -310,9 +287,7 @@ mod tests {
         smol::block_on(async {
             let (conn, _server) = dialed().await;
             let stream = conn.stream.lock();
-            let Stream::Plain(tcp) = &*stream else {
-                panic!("an http:// server gets a plain stream");
-            };
+            let tcp = stream.tcp();
             assert!(tcp.nodelay().unwrap());
             assert!(rustix::net::sockopt::socket_keepalive(tcp).unwrap());
             use rustix::net::sockopt;
@@ -323,9 +298,7 @@ mod tests {
             drop(stream);
             conn.reset_on_close().unwrap();
             let stream = conn.stream.lock();
-            let Stream::Plain(tcp) = &*stream else {
-                unreachable!()
-            };
+            let tcp = stream.tcp();
             assert_eq!(sockopt::socket_linger(tcp).unwrap(), Some(Duration::ZERO));
         });
     }
