@@ -129,23 +129,23 @@ pub fn proxy(data: &[u8]) {
     let _ = proxy::resolve(&ProxyConfig::Url(proxy_url.to_owned()), &server, &env);
 }
 
-/// A fuzz target: one input, checked.
-pub type Target = fn(&[u8]);
-
-/// The targets by name, as `fuzz/fuzz_targets/` and `fuzz/seeds/` name them.
-pub const TARGETS: [(&str, Target); 7] = [
-    ("reply", reply),
-    ("watch", watch),
-    ("connect_reply", connect_reply),
-    ("request_head", request_head),
-    ("client_hello", client_hello),
-    ("kubeconfig", kubeconfig),
-    ("proxy", proxy),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fuzz target: one input, checked.
+    pub type Target = fn(&[u8]);
+
+    /// The targets by name, as `fuzz/fuzz_targets/` and `fuzz/seeds/` name them.
+    pub const TARGETS: [(&str, Target); 7] = [
+        ("reply", reply),
+        ("watch", watch),
+        ("connect_reply", connect_reply),
+        ("request_head", request_head),
+        ("client_hello", client_hello),
+        ("kubeconfig", kubeconfig),
+        ("proxy", proxy),
+    ];
 
     /// Every seed and every kept finding of each target, run through it.
     #[test]
