@@ -49,7 +49,7 @@ fn find<'a, T>(entries: &'a [Located<T>], name: &str) -> Option<&'a Located<T>> 
 }
 
 /// An error about `entry`, headed by the file and line it was written at.
-fn at<T>(entry: &Located<T>, error: ConfigError) -> ConfigError {
+fn at<T>(entry: &Located<T>, error: impl std::fmt::Display) -> ConfigError {
     ConfigError::Invalid(format!("{}: {error}", entry.place()))
 }
 
@@ -154,9 +154,9 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
     let cluster = find(&merged.clusters, &cluster_name).ok_or_else(|| {
         at(
             context,
-            ConfigError::Invalid(format!(
+            format!(
                 "context {context_name:?} names cluster {cluster_name:?}, which the kubeconfig does not define; add it or fix the context"
-            )),
+            ),
         )
     })?;
     let mut config = Config::new(server_url(cluster)?);
@@ -164,10 +164,10 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
     if config.tls.insecure_skip_verify && config.tls.ca_pem.is_some() {
         return Err(at(
             cluster,
-            ConfigError::Invalid(format!(
+            format!(
                 "cluster {:?} sets insecure-skip-tls-verify and a certificate-authority, which kubectl refuses too; keep the CA and remove insecure-skip-tls-verify",
                 cluster.name
-            )),
+            ),
         ));
     }
     config.proxy = cluster_proxy(cluster).map_err(|e| at(cluster, e))?;
@@ -175,9 +175,9 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
         let user = find(&merged.users, user_name).ok_or_else(|| {
             at(
                 context,
-                ConfigError::Invalid(format!(
+                format!(
                     "context {context_name:?} names user {user_name:?}, which the kubeconfig does not define (kubectl would connect without credentials); add the user or fix the context"
-                )),
+                ),
             )
         })?;
         config.auth = user_auth(user, cluster, &config).map_err(|e| at(user, e))?;
@@ -202,10 +202,10 @@ fn plain_http_sends_no_identity(
     if config.impersonate.is_some() {
         return Err(at(
             cluster,
-            ConfigError::Invalid(format!(
+            format!(
                 "cluster {:?} has a plain http:// server, over which kubectl sends no credentials and no impersonation, so the user's as: fields would be lost; use an https:// server",
                 cluster.name
-            )),
+            ),
         ));
     }
     let had_identity = !matches!(config.auth, Auth::None) || config.tls.identity.is_some();
@@ -229,9 +229,7 @@ fn server_url(cluster: &Located<ClusterEntry>) -> Result<Url, ConfigError> {
     let refuse = |problem: String| {
         at(
             cluster,
-            ConfigError::Invalid(format!(
-                "cluster {name:?} {problem}; set server to e.g. https://host:6443"
-            )),
+            format!("cluster {name:?} {problem}; set server to e.g. https://host:6443"),
         )
     };
     if server.is_empty() {
