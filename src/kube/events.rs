@@ -54,7 +54,6 @@ impl Recorder {
             count: Some(1),
             reporting_component: Some(self.component.clone()),
             reporting_instance: Some(self.instance.clone()),
-            ..CoreEvent::default()
         };
         if let Err(e) = self.client.create(&event).await {
             log::warn!("could not record {type_} event {reason}: {e}");
