@@ -43,9 +43,6 @@ impl Counter {
     pub fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
 }
 
 /// A value that goes up and down (stored as f64 bits).
@@ -55,9 +52,6 @@ pub struct Gauge(Arc<AtomicU64>);
 impl Gauge {
     pub fn set(&self, v: f64) {
         self.0.store(v.to_bits(), Ordering::Relaxed);
-    }
-    pub fn get(&self) -> f64 {
-        f64::from_bits(self.0.load(Ordering::Relaxed))
     }
 }
 
@@ -79,9 +73,6 @@ impl Histogram {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
                 Some((f64::from_bits(bits) + v).to_bits())
             });
-    }
-    pub fn count(&self) -> u64 {
-        self.0.count.load(Ordering::Relaxed)
     }
 }
 
@@ -230,6 +221,25 @@ fn escape(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // What the tests of every module read a series' value with.
+    impl Counter {
+        pub(crate) fn get(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    impl Gauge {
+        pub(crate) fn get(&self) -> f64 {
+            f64::from_bits(self.0.load(Ordering::Relaxed))
+        }
+    }
+
+    impl Histogram {
+        pub(crate) fn count(&self) -> u64 {
+            self.0.count.load(Ordering::Relaxed)
+        }
+    }
 
     #[test]
     fn counters_render_with_labels_help_and_type() {

@@ -25,11 +25,6 @@ impl Pieces {
         self.len() == 0
     }
 
-    /// The whole body in one buffer (for tests and diagnostics).
-    pub fn to_vec(&self) -> Vec<u8> {
-        self.0.concat()
-    }
-
     /// The body as the HTTP client sends it: read from the pieces in turn, its length known.
     pub fn http_body(&self) -> http_types::Body {
         type Reader = Box<dyn AsyncBufRead + Unpin + Send + Sync>;
@@ -50,6 +45,13 @@ impl From<Vec<u8>> for Pieces {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Pieces {
+        /// The whole body in one buffer (for the tests of every module).
+        pub(crate) fn to_vec(&self) -> Vec<u8> {
+            self.0.concat()
+        }
+    }
 
     #[test]
     fn the_body_reads_every_piece_in_order_and_shares_them() {
