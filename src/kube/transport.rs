@@ -169,7 +169,12 @@ impl Transport {
             Ok(value) => code(value) == Some(401),
             Err(e) => e.code() == Some(401),
         };
-        if unauthorized && self.refresh(spec, &credential).await {
+        // Only a plugin's credential is retired (and so worth a retry).
+        if unauthorized && self.inner.config.auth.retire(&credential).await {
+            let (method, path) = (&spec.method, &spec.path);
+            log::info!(
+                "{method} {path}: 401 Unauthorized; running the credential plugin again and retrying once"
+            );
             let credential = self.unless_cancelled(spec, self.credential()).await?;
             return Box::pin(attempt(credential)).await;
         }
@@ -200,19 +205,6 @@ impl Transport {
             }
         }
         Ok(credential)
-    }
-
-    /// After a 401 to `used`: whether a retry may present a new credential (exec plugins).
-    async fn refresh(&self, spec: &RequestSpec, used: &Credential) -> bool {
-        let retry = self.inner.config.auth.retire(used).await;
-        if retry {
-            log::info!(
-                "{} {}: 401 Unauthorized; running the credential plugin again and retrying once",
-                spec.method,
-                spec.path
-            );
-        }
-        retry
     }
 
     /// One attempt within the request timeout; a timed-out attempt drops its connection and
