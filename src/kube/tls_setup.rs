@@ -34,10 +34,8 @@ impl TlsSetup {
     /// Parses the CA and the client certificate and builds the context; bad input is refused
     /// here, at start, naming what is wrong.
     pub fn new(options: &TlsOptions, host: &str) -> Result<TlsSetup, Error> {
-        let roots = match &options.ca_pem {
-            Some(ca) => parse_roots(ca)?,
-            None => Vec::new(),
-        };
+        let roots = options.ca_pem.as_deref().map(parse_roots).transpose()?;
+        let roots = roots.unwrap_or_default();
         let context = build(
             &roots,
             options.identity.as_ref(),
