@@ -26,15 +26,3 @@ pub fn now_or_never<T>(future: impl std::future::Future<Output = T>) -> Option<T
     use smol::future::FutureExt as _;
     smol::block_on(async { Some(future.await) }.or(async { None }))
 }
-
-impl crate::kube::Error {
-    /// An API error with `code` and nothing else, for tests.
-    pub fn with_code(code: u16) -> crate::kube::Error {
-        crate::kube::Error::Api {
-            code,
-            reason: String::new(),
-            message: format!("test {code}"),
-            retry_after: None,
-        }
-    }
-}

@@ -106,6 +106,18 @@ impl From<Timeout> for Error {
 mod tests {
     use super::*;
 
+    impl Error {
+        /// An API error with `code` and nothing else, for the tests of every module.
+        pub(crate) fn with_code(code: u16) -> Error {
+            Error::Api {
+                code,
+                reason: String::new(),
+                message: format!("test {code}"),
+                retry_after: None,
+            }
+        }
+    }
+
     fn api(code: u16) -> Error {
         Error::with_code(code)
     }
