@@ -3,18 +3,7 @@
 //! Flags are documented and copied between operators in Go's `time.ParseDuration` syntax, so
 //! skiff accepts exactly that syntax, minus negative values (no skiff flag means anything by one).
 
-use std::fmt;
 use std::time::Duration;
-
-/// Why a duration did not parse; the caller adds the flag name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DurationError(String);
-
-impl fmt::Display for DurationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Nanoseconds per unit, in Go's spelling.
 const UNITS: &[(&str, u128)] = &[
@@ -28,13 +17,11 @@ const UNITS: &[(&str, u128)] = &[
     ("h", 3_600 * 1_000_000_000),
 ];
 
-/// Parses a Go duration: a sequence of decimal numbers, each with a unit, or a bare `0`.
-pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
-    let bad = |why: &str| {
-        DurationError(format!(
-            "invalid duration {text:?}: {why} (examples: 500ms, 15s, 1m30s, 1h)"
-        ))
-    };
+/// Parses a Go duration: a sequence of decimal numbers, each with a unit, or a bare `0`. The
+/// error says why it did not parse; the caller adds the flag name.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad =
+        |why: &str| format!("invalid duration {text:?}: {why} (examples: 500ms, 15s, 1m30s, 1h)");
     if text == "0" {
         return Ok(Duration::ZERO);
     }

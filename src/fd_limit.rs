@@ -21,21 +21,19 @@ pub enum Raised {
 /// Raises the soft open-file limit to the hard one.
 pub fn raise() -> Result<Raised, String> {
     let limit = getrlimit(Resource::Nofile);
-    let (Some(soft), hard) = (limit.current, limit.maximum) else {
-        return Ok(Raised::AlreadyAt(None));
+    let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else {
+        return Ok(Raised::AlreadyAt(limit.current));
     };
-    let target = match hard {
-        Some(hard) if hard <= soft => return Ok(Raised::AlreadyAt(Some(soft))),
-        Some(hard) => hard,
-        None => return Ok(Raised::AlreadyAt(Some(soft))),
-    };
+    if hard <= soft {
+        return Ok(Raised::AlreadyAt(Some(soft)));
+    }
     let raised = Rlimit {
-        current: Some(target),
-        maximum: hard,
+        current: Some(hard),
+        maximum: Some(hard),
     };
     setrlimit(Resource::Nofile, raised)
-        .map_err(|e| format!("cannot raise the open-file limit from {soft} to {target}: {e}"))?;
-    Ok(Raised::From(soft, target))
+        .map_err(|e| format!("cannot raise the open-file limit from {soft} to {hard}: {e}"))?;
+    Ok(Raised::From(soft, hard))
 }
 
 /// Raises the limit and logs what happened; a failure is a warning, not fatal: the servers'

@@ -7,6 +7,9 @@
 
 use std::path::Path;
 
+use smol::io::Cursor;
+
+use crate::hooked::{Before, Hooked, ReadHook};
 use crate::kind::certificates::only_certificates;
 use crate::kube::api::ConfigMap;
 use crate::kube::proxy::{self, ProxyConfig};
@@ -18,35 +21,19 @@ use base64::engine::general_purpose::STANDARD;
 use openssl::pkey::PKey;
 use openssl::x509::X509;
 
+/// Reads a reader's input at most this many bytes a read.
+struct Pieces(usize);
+
+impl ReadHook for Pieces {
+    fn before_read(&mut self, buf: &mut [u8]) -> Before {
+        Before::Read(buf.len().min(self.0))
+    }
+}
+
 /// A reader over the input that hands out a few hundred bytes a read, the size varying with
 /// the input's length, so reads end in different places.
-struct Bytes {
-    data: Vec<u8>,
-    at: usize,
-    piece: usize,
-}
-
-impl smol::io::AsyncRead for Bytes {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-        buf: &mut [u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let rest = self.data.len() - self.at;
-        let n = rest.min(buf.len()).min(self.piece);
-        let at = self.at;
-        buf[..n].copy_from_slice(&self.data[at..at + n]);
-        self.at += n;
-        std::task::Poll::Ready(Ok(n))
-    }
-}
-
-fn owned(data: &[u8]) -> Bytes {
-    Bytes {
-        data: data.to_vec(),
-        at: 0,
-        piece: data.len() % 509 + 1,
-    }
+fn owned(data: &[u8]) -> Hooked<Cursor<Vec<u8>>, Pieces> {
+    Hooked::new(Cursor::new(data.to_vec()), Pieces(data.len() % 509 + 1))
 }
 
 /// An HTTP reply from the API server (or a proxy): head, chunks, body, read as one object and
@@ -193,24 +180,24 @@ pub fn certificates(data: &[u8]) {
     );
 }
 
-/// A fuzz target: one input, checked.
-pub type Target = fn(&[u8]);
-
-/// The targets by name, as `fuzz/fuzz_targets/` and `fuzz/seeds/` name them.
-pub const TARGETS: [(&str, Target); 8] = [
-    ("reply", reply),
-    ("watch", watch),
-    ("connect_reply", connect_reply),
-    ("request_head", request_head),
-    ("client_hello", client_hello),
-    ("kubeconfig", kubeconfig),
-    ("proxy", proxy),
-    ("certificates", certificates),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fuzz target: one input, checked.
+    pub type Target = fn(&[u8]);
+
+    /// The targets by name, as `fuzz/fuzz_targets/` and `fuzz/seeds/` name them.
+    pub const TARGETS: [(&str, Target); 8] = [
+        ("reply", reply),
+        ("watch", watch),
+        ("connect_reply", connect_reply),
+        ("request_head", request_head),
+        ("client_hello", client_hello),
+        ("kubeconfig", kubeconfig),
+        ("proxy", proxy),
+        ("certificates", certificates),
+    ];
 
     /// Every seed and every kept finding of each target, run through it.
     #[test]

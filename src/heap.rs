@@ -28,6 +28,8 @@
 
 use std::time::Duration;
 
+pub use glibc::{free_bytes, release_free_memory};
+
 /// How often [`release_when_idle`] reads the process's anonymous memory.
 pub const CHECK_EVERY: Duration = Duration::from_secs(5);
 /// Growth of the free memory malloc holds since the last release that makes another one worth
@@ -69,14 +71,14 @@ pub async fn release_when_idle() {
     let mut baseline = 0;
     loop {
         smol::Timer::after(CHECK_EVERY).await;
-        let free = glibc::free_bytes();
+        let free = free_bytes();
         baseline = baseline.min(free);
         if !worth_releasing(baseline, free) {
             continue;
         }
         let before = anon_bytes().unwrap_or(0);
         release_free_memory();
-        baseline = glibc::free_bytes();
+        baseline = free_bytes();
         log::debug!(
             "returned free heap memory to the system: {} KiB free in malloc, RssAnon {} KiB \
              before, {} KiB after",
@@ -85,12 +87,6 @@ pub async fn release_when_idle() {
             anon_bytes().unwrap_or(0) / 1024
         );
     }
-}
-
-/// Hands every free page malloc holds back to the system (the middle of the heap too, not only
-/// the top, which malloc trims by itself).
-pub fn release_free_memory() {
-    glibc::release_free_memory();
 }
 
 /// The process's resident anonymous memory (`RssAnon` of `/proc/self/status`), in bytes.
@@ -117,11 +113,6 @@ fn worth_releasing(baseline: u64, free: u64) -> bool {
     free > baseline.saturating_add(RELEASE_ABOVE)
 }
 
-/// The bytes malloc holds free, resident or not (`mallinfo2`'s `fordblks`); 0 where unknown.
-pub fn free_bytes() -> u64 {
-    glibc::free_bytes()
-}
-
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod glibc {
     use std::ffi::c_int;
@@ -144,6 +135,8 @@ mod glibc {
         }
     }
 
+    /// Hands every free page malloc holds back to the system (the middle of the heap too, not
+    /// only the top, which malloc trims by itself).
     pub fn release_free_memory() {
         // SAFETY: malloc_trim takes malloc's locks itself; pad 0 keeps nothing in reserve.
         unsafe {
@@ -151,6 +144,7 @@ mod glibc {
         }
     }
 
+    /// The bytes malloc holds free, resident or not (`mallinfo2`'s `fordblks`); 0 where unknown.
     pub fn free_bytes() -> u64 {
         // SAFETY: mallinfo2 takes malloc's locks itself and returns its figures by value.
         let info = unsafe { libc::mallinfo2() };

@@ -16,7 +16,6 @@ pub const LATENCY_BUCKETS: &[f64] = &[
 
 type Labels = Vec<(String, String)>;
 
-#[derive(Default)]
 struct Family {
     help: &'static str,
     kind: &'static str,
@@ -44,9 +43,6 @@ impl Counter {
     pub fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
 }
 
 /// A value that goes up and down (stored as f64 bits).
@@ -56,9 +52,6 @@ pub struct Gauge(Arc<AtomicU64>);
 impl Gauge {
     pub fn set(&self, v: f64) {
         self.0.store(v.to_bits(), Ordering::Relaxed);
-    }
-    pub fn get(&self) -> f64 {
-        f64::from_bits(self.0.load(Ordering::Relaxed))
     }
 }
 
@@ -80,9 +73,6 @@ impl Histogram {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
                 Some((f64::from_bits(bits) + v).to_bits())
             });
-    }
-    pub fn count(&self) -> u64 {
-        self.0.count.load(Ordering::Relaxed)
     }
 }
 
@@ -111,14 +101,22 @@ fn series(
     family.series.entry(labels).or_insert_with(make).clone()
 }
 
-/// The counter `name{labels}`, created at zero on first use.
-pub fn counter(name: &'static str, help: &'static str, labels: &[(&str, &str)]) -> Counter {
-    match series(name, help, "counter", labels, || {
-        Series::Value(Arc::default())
-    }) {
-        Series::Value(v) => Counter(v),
+/// The counter or gauge `name{labels}`, created at zero on first use.
+fn value(
+    name: &'static str,
+    help: &'static str,
+    kind: &'static str,
+    labels: &[(&str, &str)],
+) -> Arc<AtomicU64> {
+    match series(name, help, kind, labels, || Series::Value(Arc::default())) {
+        Series::Value(v) => v,
         Series::Histogram(_) => panic!("metric {name} registered as a histogram"),
     }
+}
+
+/// The counter `name{labels}`, created at zero on first use.
+pub fn counter(name: &'static str, help: &'static str, labels: &[(&str, &str)]) -> Counter {
+    Counter(value(name, help, "counter", labels))
 }
 
 /// Declares the gauge family `name` before any series of it exists, so `/metrics` lists its HELP
@@ -134,16 +132,7 @@ pub fn declare_gauge(name: &'static str, help: &'static str) {
 
 /// The gauge `name{labels}`, created at zero on first use.
 pub fn gauge(name: &'static str, help: &'static str, labels: &[(&str, &str)]) -> Gauge {
-    match series(
-        name,
-        help,
-        "gauge",
-        labels,
-        || Series::Value(Arc::default()),
-    ) {
-        Series::Value(v) => Gauge(v),
-        Series::Histogram(_) => panic!("metric {name} registered as a histogram"),
-    }
+    Gauge(value(name, help, "gauge", labels))
 }
 
 /// The histogram `name{labels}` with [`LATENCY_BUCKETS`], created empty on first use.
@@ -232,6 +221,25 @@ fn escape(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // What the tests of every module read a series' value with.
+    impl Counter {
+        pub(crate) fn get(&self) -> u64 {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    impl Gauge {
+        pub(crate) fn get(&self) -> f64 {
+            f64::from_bits(self.0.load(Ordering::Relaxed))
+        }
+    }
+
+    impl Histogram {
+        pub(crate) fn count(&self) -> u64 {
+            self.0.count.load(Ordering::Relaxed)
+        }
+    }
 
     #[test]
     fn counters_render_with_labels_help_and_type() {

@@ -27,12 +27,8 @@ mod review_cache;
 mod routes;
 mod tls;
 
-pub use authz::{
-    Decision, MAX_REVIEWS_IN_FLIGHT, MetricsAuth, NEW_TOKEN_REVIEW_BURST,
-    NEW_TOKEN_REVIEWS_PER_SECOND,
-};
-pub use review_cache::{ALLOWED_TTL, DENIED_TTL};
-pub use tls::{CERT_FILE, KEY_FILE, MetricsTls, acceptor as metrics_tls_acceptor};
+pub use authz::{Decision, MetricsAuth, NEW_TOKEN_REVIEW_BURST, NEW_TOKEN_REVIEWS_PER_SECOND};
+pub use tls::{MetricsTls, acceptor as metrics_tls_acceptor};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -5,10 +5,8 @@
 //! sent as its own head and the one shared content piece ([`Arc`]), read out piece by piece
 //! into the connection, so no write holds a copy of the content and no retry makes one.
 
-use smol::io::{AsyncBufRead, AsyncRead};
-use std::pin::Pin;
+use smol::io::{AsyncBufRead, AsyncReadExt, Cursor};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 /// The bytes of a body, in order.
 #[derive(Debug, Clone, Default)]
@@ -27,18 +25,13 @@ impl Pieces {
         self.len() == 0
     }
 
-    /// The whole body in one buffer (for tests and diagnostics).
-    pub fn to_vec(&self) -> Vec<u8> {
-        self.0.concat()
-    }
-
-    /// The body as the HTTP client sends it: read from the pieces, its length known.
+    /// The body as the HTTP client sends it: read from the pieces in turn, its length known.
     pub fn http_body(&self) -> http_types::Body {
-        let reader = Reader {
-            pieces: self.0.clone(),
-            index: 0,
-            offset: 0,
-        };
+        type Reader = Box<dyn AsyncBufRead + Unpin + Send + Sync>;
+        let empty: Reader = Box::new(smol::io::empty());
+        let reader = self.0.iter().fold(empty, |reader, piece| {
+            Box::new(reader.chain(Cursor::new(Arc::clone(piece))))
+        });
         http_types::Body::from_reader(reader, Some(self.len()))
     }
 }
@@ -49,54 +42,16 @@ impl From<Vec<u8>> for Pieces {
     }
 }
 
-/// Reads the pieces in turn.
-struct Reader {
-    pieces: Vec<Arc<[u8]>>,
-    index: usize,
-    offset: usize,
-}
-
-impl Reader {
-    /// The bytes not yet read of the current piece; empty at the end.
-    fn rest(&mut self) -> &[u8] {
-        while let Some(piece) = self.pieces.get(self.index) {
-            if self.offset < piece.len() {
-                return &self.pieces[self.index][self.offset..];
-            }
-            (self.index, self.offset) = (self.index + 1, 0);
-        }
-        &[]
-    }
-}
-
-impl AsyncBufRead for Reader {
-    fn poll_fill_buf(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<&[u8]>> {
-        Poll::Ready(Ok(self.get_mut().rest()))
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        self.get_mut().offset += amt;
-    }
-}
-
-impl AsyncRead for Reader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        let rest = this.rest();
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        this.offset += n;
-        Poll::Ready(Ok(n))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Pieces {
+        /// The whole body in one buffer (for the tests of every module).
+        pub(crate) fn to_vec(&self) -> Vec<u8> {
+            self.0.concat()
+        }
+    }
 
     #[test]
     fn the_body_reads_every_piece_in_order_and_shares_them() {

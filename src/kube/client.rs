@@ -21,8 +21,6 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use super::transport::{DEFAULT_RETRY_AFTER, MAX_RETRY_AFTER};
-
 /// Default page size of [`Client::list_all`] (client-go's pager uses 500).
 pub const DEFAULT_PAGE_SIZE: u32 = 500;
 const JSON: &str = "application/json";
@@ -79,17 +77,6 @@ pub struct Client {
     transport: Transport,
 }
 
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("name", &self.name())
-            .field("server", &self.config().server.as_str())
-            .field("deadline", &self.transport.deadline())
-            .field("guarded", &self.transport.is_guarded())
-            .finish()
-    }
-}
-
 impl Client {
     /// A client with its own connector, token bucket and pool.
     pub fn new(config: Config) -> Result<Client, Error> {
@@ -104,26 +91,25 @@ impl Client {
         })
     }
 
-    pub fn name(&self) -> &str {
-        &self.config().name
-    }
-
     pub fn config(&self) -> &Config {
         self.transport.config()
     }
 
+    /// The same client (sharing its pool, bucket and credential), changed by `change`.
+    fn with(&self, change: impl FnOnce(&mut Transport)) -> Client {
+        let mut transport = self.transport.clone();
+        change(&mut transport);
+        Client { transport }
+    }
+
     /// The same client whose requests (rate-limit wait included) must finish by `deadline`.
     pub fn with_deadline(&self, deadline: Instant) -> Client {
-        Client {
-            transport: self.transport.with_deadline(deadline),
-        }
+        self.with(|t| t.deadline = Some(deadline))
     }
 
     /// The same client asking `guard` before every POST, PUT, PATCH and DELETE.
     pub fn with_write_guard(&self, guard: Arc<dyn WriteGuard>) -> Client {
-        Client {
-            transport: self.transport.with_write_guard(guard),
-        }
+        self.with(|t| t.guard = Some(guard))
     }
 
     /// The same client, told to stop by `cancel`: once it fires, requests stop waiting (for the
@@ -131,9 +117,7 @@ impl Client {
     /// `Error::Refused`. A request already sent still runs to its reply, so nothing this
     /// client writes can reach the server after its caller believes it has stopped.
     pub fn with_cancel(&self, cancel: Signal) -> Client {
-        Client {
-            transport: self.transport.with_cancel(cancel),
-        }
+        self.with(|t| t.cancel = Some(cancel))
     }
 
     /// Idle pooled connections; for tests and diagnostics.
@@ -265,8 +249,7 @@ impl Client {
 
     /// PUT with the resourceVersion in `obj` (a stale one gets 409 Conflict).
     pub async fn replace<K: Resource>(&self, obj: &K) -> Result<K, Error> {
-        let path = object_path(obj)?;
-        self.put(path, obj).await
+        self.put(object_path(obj)?, obj).await
     }
 
     /// PUT of the status subresource.
@@ -368,25 +351,17 @@ impl Client {
         decode(&self.transport.execute(&spec).await?)
     }
 
+    /// A merge patch of the object at `path`.
     async fn patch<K: Resource>(
         &self,
         path: String,
         patch: &serde_json::Value,
     ) -> Result<K, Error> {
-        self.patch_typed(path, patch, PatchKind::Merge).await
+        self.patch_at(path, patch, PatchKind::Merge).await
     }
 
     /// A PATCH of `kind` of the object (or subresource) at `path`, answered with the object.
     pub async fn patch_at<K: Resource>(
-        &self,
-        path: String,
-        patch: &serde_json::Value,
-        kind: PatchKind,
-    ) -> Result<K, Error> {
-        self.patch_typed(path, patch, kind).await
-    }
-
-    async fn patch_typed<K: Resource>(
         &self,
         path: String,
         patch: &serde_json::Value,

@@ -37,23 +37,12 @@ impl ClientMetrics {
         self.rate_limiter.observe(seconds);
     }
 
-    /// One finished request: `code` is the reply's status, `None` when none came.
-    pub(super) fn request(
-        &self,
-        verb: &'static str,
-        method: &str,
-        code: Option<u16>,
-        seconds: f64,
-    ) {
-        let code = code.map_or_else(|| "<error>".to_owned(), |c| c.to_string());
+    /// One finished request: `code` is the reply's status, `<error>` when none came.
+    pub(super) fn request(&self, verb: &'static str, method: &str, code: &str, seconds: f64) {
         counter(
             "rest_client_requests_total",
             "API server requests by client, status code and method.",
-            &[
-                ("client", &self.client),
-                ("code", &code),
-                ("method", method),
-            ],
+            &[("client", &self.client), ("code", code), ("method", method)],
         )
         .inc();
         match VERBS.iter().position(|v| *v == verb) {

@@ -3,9 +3,11 @@
 //! below the loaders, so none of them needs another to report a failure.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// Why a config could not be loaded; each message names the problem and the fix.
+/// Why a config could not be loaded; each message names the problem and the fix. The
+/// variants are the failures a caller tells apart (which loader gave up, and how); every other
+/// bad value is [`ConfigError::Invalid`], its message written where it is found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// A kubeconfig that a flag or env var pointed to does not exist.
@@ -13,40 +15,9 @@ pub enum ConfigError {
         path: PathBuf,
         source: String,
     },
-    Unreadable {
-        what: String,
-        path: PathBuf,
-        error: String,
-    },
     Yaml {
         path: PathBuf,
         error: String,
-    },
-    UnknownContext {
-        name: String,
-        known: Vec<String>,
-    },
-    NoContext {
-        sources: String,
-    },
-    MissingCluster {
-        /// The file and line of the context.
-        place: String,
-        context: String,
-        cluster: String,
-    },
-    MissingUser {
-        /// The file and line of the context.
-        place: String,
-        context: String,
-        user: String,
-    },
-    UnsupportedAuth {
-        user: String,
-        /// What it is and why skiff refuses it.
-        kind: String,
-        /// The tool or setting to use instead.
-        fix: String,
     },
     NotInCluster {
         missing: String,
@@ -58,6 +29,13 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+impl ConfigError {
+    /// `what` (a kubeconfig, a token file, a CA) at `path` could not be read.
+    pub(super) fn unreadable(what: &str, path: &Path, error: &std::io::Error) -> ConfigError {
+        ConfigError::Invalid(format!("cannot read {what} {}: {error}", path.display()))
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -66,43 +44,8 @@ impl fmt::Display for ConfigError {
                 "kubeconfig {} (from {source}) does not exist; fix the path given by {source}",
                 path.display()
             ),
-            ConfigError::Unreadable { what, path, error } => {
-                write!(f, "cannot read {what} {}: {error}", path.display())
-            }
             ConfigError::Yaml { path, error } => {
                 write!(f, "kubeconfig {}, {error}", path.display())
-            }
-            ConfigError::UnknownContext { name, known } => write!(
-                f,
-                "context {name:?} is not in the kubeconfig; it has: {}; pick one with --context",
-                if known.is_empty() {
-                    "no contexts".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ),
-            ConfigError::NoContext { sources } => write!(
-                f,
-                "no current-context in {sources}; pass --context or run `kubectl config use-context`"
-            ),
-            ConfigError::MissingCluster {
-                place,
-                context,
-                cluster,
-            } => write!(
-                f,
-                "{place}: context {context:?} names cluster {cluster:?}, which the kubeconfig does not define; add it or fix the context"
-            ),
-            ConfigError::MissingUser {
-                place,
-                context,
-                user,
-            } => write!(
-                f,
-                "{place}: context {context:?} names user {user:?}, which the kubeconfig does not define (kubectl would connect without credentials); add the user or fix the context"
-            ),
-            ConfigError::UnsupportedAuth { user, kind, fix } => {
-                write!(f, "user {user:?} authenticates with {kind}; {fix}")
             }
             ConfigError::NotInCluster { missing } => write!(
                 f,

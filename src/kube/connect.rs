@@ -67,13 +67,9 @@ impl Connector {
         })
     }
 
-    /// Opens a new connection (TCP, then the TLS handshake), all within the connect timeout.
-    pub async fn connect(&self) -> Result<Connection, Error> {
-        self.connect_as(None).await
-    }
-
-    /// [`connect`](Self::connect), presenting `identity` (from a credential plugin) instead of
-    /// the config's client certificate.
+    /// Opens a new connection (TCP, then the TLS handshake), all within the connect timeout,
+    /// presenting `identity` (from a credential plugin) if given instead of the config's client
+    /// certificate.
     pub async fn connect_as(&self, identity: Option<&ClientIdentity>) -> Result<Connection, Error> {
         let dial = async {
             let tcp = self.dial_tcp().await?;
@@ -85,8 +81,8 @@ impl Connector {
                 log::debug!("TCP keep-alive not set: {e}");
             }
             let stream = match &self.tls {
-                None => Stream::Plain(tcp),
-                Some(tls) => Stream::Tls(Box::new(self.handshake(tls, identity, tcp).await?)),
+                None => Box::new(tcp) as Stream,
+                Some(tls) => Box::new(self.handshake(tls, identity, tcp).await?),
             };
             Ok(Connection::new(stream))
         };
@@ -165,58 +161,45 @@ fn keep_alive(tcp: &TcpStream) -> std::io::Result<()> {
 }
 
 /// A plain TCP or TLS byte stream.
-pub enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+pub type Stream = Box<dyn Socket>;
+
+/// What a connection's stream is besides bytes: the TCP socket under it, and, with TLS, record
+/// buffers to free.
+pub trait Socket: AsyncRead + AsyncWrite + Send + Unpin {
+    /// The TCP socket (for socket options).
+    fn tcp(&self) -> &TcpStream;
+
+    /// Frees the TLS record buffers if they hold nothing (see [`super::tls_buffers`]).
+    fn release_buffers(&mut self) {}
 }
 
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_close(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_close(cx),
-        }
+impl Socket for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
     }
 }
 
-/// A cloneable handle on one connection, as `async_h1::connect` takes its stream by value.
+impl Socket for TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.socket()
+    }
+
+    fn release_buffers(&mut self) {
+        TlsStream::release_buffers(self);
+    }
+}
+
+/// A byte stream shared by its handles, as `async_h1::connect` takes its stream by value.
+pub type Shared = async_dup::Arc<async_dup::Mutex<Stream>>;
+
+/// One connection, and its number for logs.
 ///
 /// Clones are the same connection: the pool keeps one clone while async-h1 reads the response
-/// body through another, which is why a body must be read to the end before reuse.
+/// body through a handle on its stream ([`Connection::io`]), which is why a body must be read
+/// to the end before reuse.
 #[derive(Clone)]
 pub struct Connection {
-    stream: async_dup::Arc<async_dup::Mutex<Stream>>,
+    stream: Shared,
     id: u64,
 }
 
@@ -234,24 +217,23 @@ impl Connection {
         self.id
     }
 
+    /// A handle to read and write the connection through.
+    pub fn io(&self) -> Shared {
+        self.stream.clone()
+    }
+
     /// Makes the eventual close reset the connection (`SO_LINGER` 0) instead of delivering
     /// what is still unsent: for writes in flight when the fence closes, which must not reach
     /// the server later, after a partition heals.
     pub fn reset_on_close(&self) -> io::Result<()> {
-        let stream = self.stream.lock();
-        let tcp = match &*stream {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.socket(),
-        };
-        rustix::net::sockopt::set_socket_linger(tcp, Some(Duration::ZERO))?;
+        let tcp = self.stream.lock();
+        rustix::net::sockopt::set_socket_linger(tcp.tcp(), Some(Duration::ZERO))?;
         Ok(())
     }
 
     /// Frees the TLS record buffers of a connection going idle, if they hold nothing.
     pub fn release_buffers(&self) {
-        if let Stream::Tls(tls) = &mut *self.stream.lock() {
-            tls.release_buffers();
-        }
+        self.stream.lock().release_buffers();
     }
 
     /// Whether an idle connection still looks usable: not closed by the server and with no
@@ -264,34 +246,6 @@ impl Connection {
             Pin::new(&mut handle).poll_read(&mut cx, &mut probe),
             Poll::Pending
         )
-    }
-}
-
-impl AsyncRead for Connection {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Connection {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_close(cx)
     }
 }
 
@@ -308,16 +262,17 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let connector = Connector::new(&Config::new(url)).unwrap();
-        let (conn, accepted) = smol::future::zip(connector.connect(), listener.accept()).await;
+        let (conn, accepted) =
+            smol::future::zip(connector.connect_as(None), listener.accept()).await;
         (conn.unwrap(), accepted.unwrap().0)
     }
 
     #[test]
     fn plain_connection_round_trips_and_notices_the_peer_closing() {
         smol::block_on(async {
-            let (mut conn, mut server) = dialed().await;
+            let (conn, mut server) = dialed().await;
             assert!(conn.is_idle_and_open());
-            conn.write_all(b"ping").await.unwrap();
+            conn.io().write_all(b"ping").await.unwrap();
             let mut buf = [0u8; 4];
             server.read_exact(&mut buf).await.unwrap();
             assert_eq!(&buf, b"ping");
@@ -332,9 +287,7 @@ mod tests {
         smol::block_on(async {
             let (conn, _server) = dialed().await;
             let stream = conn.stream.lock();
-            let Stream::Plain(tcp) = &*stream else {
-                panic!("an http:// server gets a plain stream");
-            };
+            let tcp = stream.tcp();
             assert!(tcp.nodelay().unwrap());
             assert!(rustix::net::sockopt::socket_keepalive(tcp).unwrap());
             use rustix::net::sockopt;
@@ -345,9 +298,7 @@ mod tests {
             drop(stream);
             conn.reset_on_close().unwrap();
             let stream = conn.stream.lock();
-            let Stream::Plain(tcp) = &*stream else {
-                unreachable!()
-            };
+            let tcp = stream.tcp();
             assert_eq!(sockopt::socket_linger(tcp).unwrap(), Some(Duration::ZERO));
         });
     }
@@ -362,7 +313,7 @@ mod tests {
             .port();
         let url = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let connector = Connector::new(&Config::new(url)).unwrap();
-        let err = smol::block_on(connector.connect()).err().unwrap();
+        let err = smol::block_on(connector.connect_as(None)).err().unwrap();
         assert!(
             matches!(&err, Error::Transport(m) if m.contains(&port.to_string())),
             "{err}"

@@ -8,7 +8,7 @@ use super::config::{Auth, Config, TlsOptions, TokenFile};
 use super::config_error::ConfigError;
 use super::exec::{ClusterInfo, ExecPlugin};
 use super::impersonate::Impersonation;
-use super::kubeconfig_file::{AuthProvider, ClusterEntry, Located, PemSource, UserEntry};
+use super::kubeconfig_file::{AuthProvider, ClusterEntry, Located, UserEntry};
 use super::proxy::{ProxyConfig, parse_proxy_url};
 use base64::Engine;
 use std::path::Path;
@@ -16,7 +16,12 @@ use std::path::Path;
 pub(super) fn cluster_tls(cluster: &Located<ClusterEntry>) -> Result<TlsOptions, ConfigError> {
     let entry = &cluster.entry;
     let what = format!("certificate-authority of cluster {:?}", cluster.name);
-    let ca_pem = pem_from(&what, entry.certificate_authority_pem(), &cluster.dir)?;
+    let ca_pem = pem_from(
+        &what,
+        entry.certificate_authority_data.as_deref(),
+        entry.certificate_authority.as_deref(),
+        &cluster.dir,
+    )?;
     if let Some(pem) = &ca_pem {
         openssl::x509::X509::stack_from_pem(pem)
             .ok()
@@ -50,10 +55,11 @@ pub(super) fn user_auth(
     config: &Config,
 ) -> Result<Auth, ConfigError> {
     let entry = &user.entry;
-    let unsupported = |(kind, fix): (String, &str)| ConfigError::UnsupportedAuth {
-        user: user.name.clone(),
-        kind,
-        fix: fix.to_owned(),
+    let unsupported = |(kind, fix): (String, &str)| {
+        ConfigError::Invalid(format!(
+            "user {:?} authenticates with {kind}; {fix}",
+            user.name
+        ))
     };
     if let Some(exec) = &entry.exec {
         let info = ClusterInfo {
@@ -130,8 +136,15 @@ pub(super) fn user_identity(
     let entry = &user.entry;
     let cert_what = format!("client-certificate of user {:?}", user.name);
     let key_what = format!("client-key of user {:?}", user.name);
-    let cert = pem_from(&cert_what, entry.client_certificate_pem(), &user.dir)?;
-    let key = pem_from(&key_what, entry.client_key_pem(), &user.dir)?;
+    let pem = |what: &str, data: &Option<String>, file: &Option<String>| {
+        pem_from(what, data.as_deref(), file.as_deref(), &user.dir)
+    };
+    let cert = pem(
+        &cert_what,
+        &entry.client_certificate_data,
+        &entry.client_certificate,
+    )?;
+    let key = pem(&key_what, &entry.client_key_data, &entry.client_key)?;
     match (cert, key) {
         (None, None) => Ok(None),
         (Some(cert_pem), Some(key)) => {
@@ -152,9 +165,15 @@ pub(super) fn user_identity(
     }
 }
 
-/// The PEM bytes from inline base64 `data` (preferred, as kubectl does) or from a `file`.
-fn pem_from(what: &str, pem: PemSource, dir: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
-    if let Some(data) = pem.data.filter(|d| !d.is_empty()) {
+/// A PEM as kubeconfig names one: inline as base64 (`<field>-data`) or as a `file` path
+/// (`<field>`); the inline one wins when both are set, as in client-go.
+fn pem_from(
+    what: &str,
+    data: Option<&str>,
+    file: Option<&str>,
+    dir: &Path,
+) -> Result<Option<Vec<u8>>, ConfigError> {
+    if let Some(data) = data.filter(|d| !d.is_empty()) {
         // Go's base64 decoding skips line breaks, not spaces (a folded `>` scalar is refused).
         let compact: String = data.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
         let bytes = base64::engine::general_purpose::STANDARD
@@ -166,17 +185,13 @@ fn pem_from(what: &str, pem: PemSource, dir: &Path) -> Result<Option<Vec<u8>>, C
             })?;
         return Ok(Some(bytes));
     }
-    let Some(file) = pem.file.filter(|f| !f.is_empty()) else {
+    let Some(file) = file.filter(|f| !f.is_empty()) else {
         return Ok(None);
     };
     let path = dir.join(file);
     std::fs::read(&path)
         .map(Some)
-        .map_err(|e| ConfigError::Unreadable {
-            what: what.to_owned(),
-            path,
-            error: e.to_string(),
-        })
+        .map_err(|e| ConfigError::unreadable(what, &path, &e))
 }
 
 #[cfg(test)]
@@ -255,11 +270,8 @@ mod tests {
             err.to_string().contains("client-key of user \"u\""),
             "{err}"
         );
-        let inline = PemSource {
-            data: Some("@@not base64@@"),
-            file: None,
-        };
-        let err = pem_from("certificate-authority", inline, Path::new(".")).unwrap_err();
+        let inline = Some("@@not base64@@");
+        let err = pem_from("certificate-authority", inline, None, Path::new(".")).unwrap_err();
         assert!(err.to_string().contains("base64"), "{err}");
     }
 

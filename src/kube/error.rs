@@ -103,21 +103,20 @@ impl From<Timeout> for Error {
 }
 
 #[cfg(test)]
-impl Error {
-    /// An API error with `code` and nothing else, for tests.
-    pub fn with_code(code: u16) -> Error {
-        Error::Api {
-            code,
-            reason: String::new(),
-            message: format!("test {code}"),
-            retry_after: None,
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Error {
+        /// An API error with `code` and nothing else, for the tests of every module.
+        pub(crate) fn with_code(code: u16) -> Error {
+            Error::Api {
+                code,
+                reason: String::new(),
+                message: format!("test {code}"),
+                retry_after: None,
+            }
+        }
+    }
 
     fn api(code: u16) -> Error {
         Error::with_code(code)

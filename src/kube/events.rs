@@ -33,19 +33,6 @@ impl Recorder {
     }
 
     async fn record(&self, regarding: ObjectReference, type_: &str, reason: &str, message: &str) {
-        let event = self.event(regarding, type_, reason, message);
-        if let Err(e) = self.client.create(&event).await {
-            log::warn!("could not record {type_} event {reason}: {e}");
-        }
-    }
-
-    fn event(
-        &self,
-        regarding: ObjectReference,
-        type_: &str,
-        reason: &str,
-        message: &str,
-    ) -> CoreEvent {
         let now = SystemTime::now();
         let nanos = now
             .duration_since(UNIX_EPOCH)
@@ -53,7 +40,7 @@ impl Recorder {
             .as_nanos();
         let name = format!("{}.{nanos:x}", regarding.name.as_deref().unwrap_or("skiff"));
         let stamp = crate::time::rfc3339_seconds(now);
-        CoreEvent {
+        let event = CoreEvent {
             metadata: ObjectMeta::named(regarding.namespace.as_deref(), &name),
             involved_object: regarding,
             reason: Some(reason.to_owned()),
@@ -61,14 +48,15 @@ impl Recorder {
             type_: Some(type_.to_owned()),
             source: Some(EventSource {
                 component: Some(self.component.clone()),
-                host: None,
             }),
             first_timestamp: Some(stamp.clone()),
             last_timestamp: Some(stamp),
             count: Some(1),
             reporting_component: Some(self.component.clone()),
             reporting_instance: Some(self.instance.clone()),
-            ..CoreEvent::default()
+        };
+        if let Err(e) = self.client.create(&event).await {
+            log::warn!("could not record {type_} event {reason}: {e}");
         }
     }
 }

@@ -91,24 +91,21 @@ impl ExecPlugin {
                 "exec apiVersion {api_version:?} is not supported; use {API_V1} or {API_V1BETA1}"
             )));
         }
-        match entry.interactive_mode.as_deref() {
-            Some("Never" | "IfAvailable") => {}
-            None if api_version == API_V1BETA1 => {}
-            None => {
-                return Err(invalid(format!(
-                    "exec with {API_V1} must set interactiveMode; add `interactiveMode: Never`"
-                )));
-            }
-            Some("Always") => {
-                return Err(invalid(format!(
-                    "exec plugin {command:?} has interactiveMode: Always, but skiff runs without a terminal; log in first (so the plugin can run unattended) and set interactiveMode: IfAvailable or Never"
-                )));
-            }
-            Some(other) => {
-                return Err(invalid(format!(
-                    "exec interactiveMode {other:?} is not one of Never, IfAvailable, Always"
-                )));
-            }
+        let refused_mode = match entry.interactive_mode.as_deref() {
+            Some("Never" | "IfAvailable") => None,
+            None if api_version == API_V1BETA1 => None,
+            None => Some(format!(
+                "exec with {API_V1} must set interactiveMode; add `interactiveMode: Never`"
+            )),
+            Some("Always") => Some(format!(
+                "exec plugin {command:?} has interactiveMode: Always, but skiff runs without a terminal; log in first (so the plugin can run unattended) and set interactiveMode: IfAvailable or Never"
+            )),
+            Some(other) => Some(format!(
+                "exec interactiveMode {other:?} is not one of Never, IfAvailable, Always"
+            )),
+        };
+        if let Some(why) = refused_mode {
+            return Err(invalid(why));
         }
         let command = if command.contains('/') {
             dir.join(&command)

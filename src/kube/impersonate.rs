@@ -60,23 +60,19 @@ impl Impersonation {
     /// header) and non-ASCII text (client-go sends it as raw bytes; skiff's HTTP library
     /// takes ASCII only). Extra keys need no check: they are percent-encoded.
     fn check(&self, whose: &str) -> Result<(), String> {
-        let fields = [("as", std::slice::from_ref(&self.user))]
-            .into_iter()
-            .chain(
-                self.uid
-                    .as_ref()
-                    .map(|uid| ("as-uid", std::slice::from_ref(uid))),
-            )
-            .chain([("as-groups", self.groups.as_slice())])
-            .chain(self.extra.values().map(|v| ("as-user-extra", v.as_slice())));
-        for (field, values) in fields {
-            if values.iter().any(|v| !v.bytes().all(header_value_byte)) {
-                return Err(format!(
-                    "{whose} has a `{field}` value with a control or non-ASCII character, which skiff cannot send in an HTTP header; use a plain ASCII name"
-                ));
-            }
+        let bad = |v: &String| !v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
+        let fields = [
+            ("as", bad(&self.user)),
+            ("as-uid", self.uid.iter().any(bad)),
+            ("as-groups", self.groups.iter().any(bad)),
+            ("as-user-extra", self.extra.values().flatten().any(bad)),
+        ];
+        match fields.into_iter().find(|(_, bad)| *bad) {
+            None => Ok(()),
+            Some((field, _)) => Err(format!(
+                "{whose} has a `{field}` value with a control or non-ASCII character, which skiff cannot send in an HTTP header; use a plain ASCII name"
+            )),
         }
-        Ok(())
     }
 
     /// The headers, in client-go's way: one `Impersonate-Group` per group and one
@@ -125,10 +121,6 @@ impl Overrides {
             base.extra,
         )
     }
-}
-
-fn header_value_byte(byte: u8) -> bool {
-    byte == b'\t' || (0x20..0x7f).contains(&byte)
 }
 
 /// client-go's `headerKeyEscape`: every byte that is not an RFC 7230 token character, and

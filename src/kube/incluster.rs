@@ -29,11 +29,8 @@ pub(crate) fn load(
             missing: format!("{e} (is automountServiceAccountToken off?)"),
         })?;
     let ca_path = dir.join("ca.crt");
-    let ca = std::fs::read(&ca_path).map_err(|e| ConfigError::Unreadable {
-        what: "service-account CA".into(),
-        path: ca_path.clone(),
-        error: e.to_string(),
-    })?;
+    let ca = std::fs::read(&ca_path)
+        .map_err(|e| ConfigError::unreadable("service-account CA", &ca_path, &e))?;
     let namespace = std::fs::read_to_string(dir.join("namespace"))
         .ok()
         .map(|ns| ns.trim().to_owned())

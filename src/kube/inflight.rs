@@ -85,7 +85,8 @@ mod tests {
     fn connection() -> (Connection, std::net::TcpStream) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = Url::parse(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
-        let conn = smol::block_on(Connector::new(&Config::new(url)).unwrap().connect()).unwrap();
+        let conn =
+            smol::block_on(Connector::new(&Config::new(url)).unwrap().connect_as(None)).unwrap();
         (conn, listener.accept().unwrap().0)
     }
 

@@ -49,7 +49,7 @@ fn find<'a, T>(entries: &'a [Located<T>], name: &str) -> Option<&'a Located<T>> 
 }
 
 /// An error about `entry`, headed by the file and line it was written at.
-fn at<T>(entry: &Located<T>, error: ConfigError) -> ConfigError {
+fn at<T>(entry: &Located<T>, error: impl std::fmt::Display) -> ConfigError {
     ConfigError::Invalid(format!("{}: {error}", entry.place()))
 }
 
@@ -107,11 +107,7 @@ fn read_file(path: &Path, source: &str) -> Result<FileEntries, ConfigError> {
             path: path.to_owned(),
             source: source.to_owned(),
         },
-        _ => ConfigError::Unreadable {
-            what: "kubeconfig".into(),
-            path: path.to_owned(),
-            error: e.to_string(),
-        },
+        _ => ConfigError::unreadable("kubeconfig", path, &e),
     })?;
     read(&text, path)
 }
@@ -138,36 +134,51 @@ fn resolve(merged: &Merged, context: Option<&str>) -> Result<Config, ConfigError
     let context_name = context
         .map(str::to_owned)
         .or_else(|| merged.current_context.clone())
-        .ok_or_else(|| ConfigError::NoContext { sources: files() })?;
-    let context =
-        find(&merged.contexts, &context_name).ok_or_else(|| ConfigError::UnknownContext {
-            name: context_name.clone(),
-            known: merged.contexts.iter().map(|c| c.name.clone()).collect(),
+        .ok_or_else(|| {
+            ConfigError::Invalid(format!(
+                "no current-context in {}; pass --context or run `kubectl config use-context`",
+                files()
+            ))
         })?;
+    let context = find(&merged.contexts, &context_name).ok_or_else(|| {
+        let known: Vec<&str> = merged.contexts.iter().map(|c| c.name.as_str()).collect();
+        let known = match known.is_empty() {
+            true => "no contexts".to_owned(),
+            false => known.join(", "),
+        };
+        ConfigError::Invalid(format!(
+            "context {context_name:?} is not in the kubeconfig; it has: {known}; pick one with --context"
+        ))
+    })?;
     let cluster_name = context.entry.cluster.clone().unwrap_or_default();
-    let cluster =
-        find(&merged.clusters, &cluster_name).ok_or_else(|| ConfigError::MissingCluster {
-            place: context.place(),
-            context: context_name.clone(),
-            cluster: cluster_name.clone(),
-        })?;
+    let cluster = find(&merged.clusters, &cluster_name).ok_or_else(|| {
+        at(
+            context,
+            format!(
+                "context {context_name:?} names cluster {cluster_name:?}, which the kubeconfig does not define; add it or fix the context"
+            ),
+        )
+    })?;
     let mut config = Config::new(server_url(cluster)?);
     config.tls = cluster_tls(cluster).map_err(|e| at(cluster, e))?;
     if config.tls.insecure_skip_verify && config.tls.ca_pem.is_some() {
         return Err(at(
             cluster,
-            ConfigError::Invalid(format!(
+            format!(
                 "cluster {:?} sets insecure-skip-tls-verify and a certificate-authority, which kubectl refuses too; keep the CA and remove insecure-skip-tls-verify",
                 cluster.name
-            )),
+            ),
         ));
     }
     config.proxy = cluster_proxy(cluster).map_err(|e| at(cluster, e))?;
     if let Some(user_name) = context.entry.user.as_deref().filter(|u| !u.is_empty()) {
-        let user = find(&merged.users, user_name).ok_or_else(|| ConfigError::MissingUser {
-            place: context.place(),
-            context: context_name.clone(),
-            user: user_name.to_owned(),
+        let user = find(&merged.users, user_name).ok_or_else(|| {
+            at(
+                context,
+                format!(
+                    "context {context_name:?} names user {user_name:?}, which the kubeconfig does not define (kubectl would connect without credentials); add the user or fix the context"
+                ),
+            )
         })?;
         config.auth = user_auth(user, cluster, &config).map_err(|e| at(user, e))?;
         config.impersonate = user_impersonation(user).map_err(|e| at(user, e))?;
@@ -191,10 +202,10 @@ fn plain_http_sends_no_identity(
     if config.impersonate.is_some() {
         return Err(at(
             cluster,
-            ConfigError::Invalid(format!(
+            format!(
                 "cluster {:?} has a plain http:// server, over which kubectl sends no credentials and no impersonation, so the user's as: fields would be lost; use an https:// server",
                 cluster.name
-            )),
+            ),
         ));
     }
     let had_identity = !matches!(config.auth, Auth::None) || config.tls.identity.is_some();
@@ -218,9 +229,7 @@ fn server_url(cluster: &Located<ClusterEntry>) -> Result<Url, ConfigError> {
     let refuse = |problem: String| {
         at(
             cluster,
-            ConfigError::Invalid(format!(
-                "cluster {name:?} {problem}; set server to e.g. https://host:6443"
-            )),
+            format!("cluster {name:?} {problem}; set server to e.g. https://host:6443"),
         )
     };
     if server.is_empty() {

@@ -75,42 +75,6 @@ pub(super) struct ContextEntry {
     pub(super) namespace: Option<String>,
 }
 
-/// A PEM as kubeconfig names one: inline as base64 (`<field>-data`) or as a file path
-/// (`<field>`); the inline one wins when both are set, as in client-go.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct PemSource<'a> {
-    pub(super) data: Option<&'a str>,
-    pub(super) file: Option<&'a str>,
-}
-
-impl<'a> PemSource<'a> {
-    fn of(data: &'a Option<String>, file: &'a Option<String>) -> PemSource<'a> {
-        PemSource {
-            data: data.as_deref(),
-            file: file.as_deref(),
-        }
-    }
-}
-
-impl ClusterEntry {
-    pub(super) fn certificate_authority_pem(&self) -> PemSource<'_> {
-        PemSource::of(
-            &self.certificate_authority_data,
-            &self.certificate_authority,
-        )
-    }
-}
-
-impl UserEntry {
-    pub(super) fn client_certificate_pem(&self) -> PemSource<'_> {
-        PemSource::of(&self.client_certificate_data, &self.client_certificate)
-    }
-
-    pub(super) fn client_key_pem(&self) -> PemSource<'_> {
-        PemSource::of(&self.client_key_data, &self.client_key)
-    }
-}
-
 /// An entry, the directory its relative paths resolve against, and where it was written.
 #[derive(Debug, Clone)]
 pub(super) struct Located<T> {

@@ -24,12 +24,10 @@ pub(super) fn read(text: &[u8], path: &Path) -> Result<FileEntries, ConfigError>
         path: path.to_owned(),
         error: error.to_string(),
     };
-    let Some(root) = yaml::document(text).map_err(yaml_error)? else {
+    let root = yaml::document(text).map_err(yaml_error)?;
+    let Some(root) = root.filter(|root| root.data != Data::Null) else {
         return Ok(FileEntries::default());
     };
-    if root.data == Data::Null {
-        return Ok(FileEntries::default());
-    }
     let file: KubeconfigFile = yaml::decode(&root).map_err(yaml_error)?;
     let list = |key| item_lines(root.get(key));
     Ok(FileEntries {

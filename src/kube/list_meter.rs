@@ -17,7 +17,7 @@ pub const MAX_LIST_ENVELOPE_BYTES: usize = 64 * 1024;
 const ITEM_DEPTH: u32 = 3;
 
 /// The state of one list reply's measurement.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ListMeter {
     max_items: usize,
     depth: u32,
@@ -33,12 +33,7 @@ impl ListMeter {
     pub fn new(max_items: usize) -> ListMeter {
         ListMeter {
             max_items,
-            depth: 0,
-            in_string: false,
-            escaped: false,
-            items: 0,
-            item_bytes: 0,
-            envelope_bytes: 0,
+            ..ListMeter::default()
         }
     }
 
@@ -110,18 +105,19 @@ impl ListMeter {
         }
         Ok(())
     }
-
-    /// Items seen so far.
-    #[cfg(test)]
-    pub fn items(&self) -> usize {
-        self.items
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::property;
+
+    impl ListMeter {
+        /// Items seen so far.
+        pub fn items(&self) -> usize {
+            self.items
+        }
+    }
 
     const PAGE: &str = r#"{"kind":"NamespaceList","apiVersion":"v1","metadata":{"resourceVersion":"812","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6ODEyLCJzdGFydCI6InRlYW0tMDAwMVx1MDAwMCJ9","remainingItemCount":998},"items":[{"metadata":{"name":"team-0000","uid":"7f2c","resourceVersion":"77","labels":{"kubernetes.io/metadata.name":"team-0000","fanout":"yes"},"managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:kubernetes.io/metadata.name":{}}}}}]},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}},{"metadata":{"name":"team-0001","annotations":{"note":"a \"quoted\" {brace} [bracket] \\ backslash"}},"status":{"phase":"Active"}}]}"#;
 

@@ -58,7 +58,7 @@ mod test_cert;
 #[cfg(test)]
 mod test_dir;
 mod tls_buffers;
-mod tls_setup;
+pub(crate) mod tls_setup;
 pub mod tls_stream;
 mod tokenfile;
 mod transport;
@@ -69,11 +69,7 @@ pub mod yaml;
 
 pub use body::Pieces;
 pub use client::{Client, METADATA_ONLY, PatchKind, Written};
-pub use config::{
-    Auth, ClientIdentity, Config, Credential, ExecPlugin, ProxyConfig, TlsOptions, TokenFile,
-};
-pub use config_error::ConfigError;
-pub use connect::{Connection, Connector};
+pub use config::{Auth, ClientIdentity, Config, ProxyConfig};
 pub use error::Error;
 pub use guard::WriteGuard;
 pub use liveness::Liveness;

@@ -90,13 +90,15 @@ pub fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Proxy>, String> {
     let from_env = |names: [&str; 2]| names.iter().find_map(|name| env(name));
-    let text = match config {
+    let (text, what) = match config {
         ProxyConfig::Url(url) => return parse_proxy_url(url, "the cluster's proxy-url").map(Some),
         ProxyConfig::FromEnvironment => match server.scheme() {
-            "https" => from_env(["HTTPS_PROXY", "https_proxy"]),
+            "https" => (from_env(["HTTPS_PROXY", "https_proxy"]), "HTTPS_PROXY"),
             // As Go: under CGI, HTTP_PROXY may come from a request header and is not trusted.
-            "http" if env("REQUEST_METHOD").is_none() => from_env(["HTTP_PROXY", "http_proxy"]),
-            _ => None,
+            "http" if env("REQUEST_METHOD").is_none() => {
+                (from_env(["HTTP_PROXY", "http_proxy"]), "HTTP_PROXY")
+            }
+            _ => (None, ""),
         },
     };
     let Some(text) = text else {
@@ -108,11 +110,6 @@ pub fn resolve(
     if !no_proxy.use_proxy(host, port) {
         return Ok(None);
     }
-    let what = if server.scheme() == "https" {
-        "HTTPS_PROXY"
-    } else {
-        "HTTP_PROXY"
-    };
     parse_proxy_url(&text, what).map(Some)
 }
 

@@ -23,7 +23,6 @@ use super::list_meter::ListMeter;
 #[cfg(any(test, fuzzing))]
 use super::reply_head::HeadGuard;
 
-pub use super::reply_head::MAX_REPLY_HEAD_BYTES;
 pub use super::reply_sizes::{MAX_OBJECT_BYTES, MAX_UNPAGED_LIST_ITEMS, MAX_WATCH_LINE_BYTES};
 /// How much of a body is read at a time.
 const READ_CHUNK_BYTES: usize = 16 * 1024;

@@ -114,13 +114,12 @@ pub async fn send_pooled(
 ) -> Result<Reply, Error> {
     let identity = credential.identity.as_ref();
     let checkout = pool.checkout(identity).await?;
-    let limit = spec.body_limit();
-    match exchange(pool, checkout.conn, spec.build(config, credential), limit).await {
+    match exchange(pool, checkout.conn, spec, config, credential).await {
         Ok(reply) => Ok(reply),
         Err(Failure::BeforeResponse(e)) if checkout.reused && spec.method == Method::Get => {
             log::debug!("reused connection failed ({e}); redialing once");
             let conn = pool.dial(identity).await?;
-            exchange(pool, conn, spec.build(config, credential), limit)
+            exchange(pool, conn, spec, config, credential)
                 .await
                 .map_err(Failure::into_error)
         }
@@ -137,14 +136,9 @@ pub async fn send_fresh(
     credential: &Credential,
 ) -> Result<Reply, Error> {
     let conn = pool.dial(credential.identity.as_ref()).await?;
-    exchange(
-        pool,
-        conn,
-        spec.build(config, credential),
-        spec.body_limit(),
-    )
-    .await
-    .map_err(Failure::into_error)
+    exchange(pool, conn, spec, config, credential)
+        .await
+        .map_err(Failure::into_error)
 }
 
 impl Failure {
@@ -155,18 +149,17 @@ impl Failure {
     }
 }
 
+/// `spec` sent on `conn` as `credential`, and its whole reply read.
 async fn exchange(
     pool: &Pool,
     conn: Connection,
-    req: Request,
-    limit: BodyLimit,
+    spec: &RequestSpec,
+    config: &Config,
+    credential: &Credential,
 ) -> Result<Reply, Failure> {
-    let mutating = matches!(
-        req.method(),
-        Method::Post | Method::Put | Method::Patch | Method::Delete
-    );
-    let mut in_flight = mutating.then(|| pool.writes.track(&conn));
-    let (limited, head_read) = HeadGuard::new(conn.clone());
+    let mut in_flight = spec.is_mutating().then(|| pool.writes.track(&conn));
+    let (limited, head_read) = HeadGuard::new(conn.io());
+    let req = spec.build(config, credential);
     let mut res = Box::pin(async_h1::client::connect(limited, req))
         .await
         .map_err(|e| Failure::BeforeResponse(Error::Transport(format!("no response: {e}"))))?;
@@ -175,7 +168,7 @@ async fn exchange(
         write.answered();
     }
     let expected_len = content_length(&res);
-    let body = read_body(res.take_body(), limit, expected_len)
+    let body = read_body(res.take_body(), spec.body_limit(), expected_len)
         .await
         .map_err(Failure::AfterResponse)?;
     // async-h1 ends a Content-Length body quietly at EOF: a reset mid-body must not pass.
@@ -207,7 +200,7 @@ pub async fn start_watch(
 ) -> Result<Body, Error> {
     let head = async {
         let conn = pool.dial(credential.identity.as_ref()).await?;
-        let (limited, head_read) = HeadGuard::new(conn);
+        let (limited, head_read) = HeadGuard::new(conn.io());
         let mut res = async_h1::client::connect(limited, spec.build(config, credential))
             .await
             .map_err(|e| Error::Transport(format!("no response to the watch request: {e}")))?;
@@ -243,19 +236,16 @@ pub fn can_reuse(res: &Response) -> bool {
 }
 
 fn content_length(res: &Response) -> Option<usize> {
-    let value = res.header("Content-Length")?;
-    value.last().as_str().trim().parse().ok()
+    number(res, "Content-Length")
 }
 
 pub fn retry_after(res: &Response) -> Option<Duration> {
-    let value = res.header("Retry-After")?;
-    value
-        .last()
-        .as_str()
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
+    number(res, "Retry-After").map(Duration::from_secs)
+}
+
+/// The header's (last) value, if it is a number.
+fn number<T: std::str::FromStr>(res: &Response, header: &str) -> Option<T> {
+    res.header(header)?.last().as_str().trim().parse().ok()
 }
 
 /// The error for a non-2xx reply: the server's `Status` if it sent one, else what came back.

@@ -123,11 +123,9 @@ fn connect_request(host: &str, port: u16) -> Result<Vec<u8>, String> {
 
 /// Reads the CONNECT reply, bound address included, exactly; Ok when it succeeded.
 async fn read_reply<S: AsyncRead + Unpin>(stream: &mut S) -> Result<(), String> {
+    let reading = |e: std::io::Error| format!("reading the reply: {e}");
     let mut head = [0u8; 4];
-    stream
-        .read_exact(&mut head)
-        .await
-        .map_err(|e| format!("reading the reply: {e}"))?;
+    stream.read_exact(&mut head).await.map_err(reading)?;
     if head[0] != VERSION {
         return Err(format!("the reply has version {}, not 5", head[0]));
     }
@@ -139,17 +137,13 @@ async fn read_reply<S: AsyncRead + Unpin>(stream: &mut S) -> Result<(), String> 
         IPV6 => 16,
         DOMAIN => {
             let mut len = [0u8; 1];
-            let read = stream.read_exact(&mut len).await;
-            read.map_err(|e| format!("reading the reply: {e}"))?;
+            stream.read_exact(&mut len).await.map_err(reading)?;
             usize::from(len[0])
         }
         other => return Err(format!("the reply has address type {other}")),
     };
     let mut rest = vec![0u8; address_len + 2];
-    stream
-        .read_exact(&mut rest)
-        .await
-        .map_err(|e| format!("reading the reply: {e}"))
+    stream.read_exact(&mut rest).await.map_err(reading)
 }
 
 /// RFC 1928's reply codes.

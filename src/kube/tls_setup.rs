@@ -11,7 +11,9 @@ use super::Error;
 use super::config::{ClientIdentity, TlsOptions};
 use openssl::error::ErrorStack;
 use openssl::pkey::PKey;
-use openssl::ssl::{Ssl, SslConnector, SslMethod, SslMode, SslVerifyMode, SslVersion};
+use openssl::ssl::{
+    Ssl, SslConnector, SslContextBuilder, SslMethod, SslMode, SslVerifyMode, SslVersion,
+};
 use openssl::x509::X509;
 use openssl::x509::store::X509StoreBuilder;
 use std::sync::Mutex;
@@ -32,10 +34,8 @@ impl TlsSetup {
     /// Parses the CA and the client certificate and builds the context; bad input is refused
     /// here, at start, naming what is wrong.
     pub fn new(options: &TlsOptions, host: &str) -> Result<TlsSetup, Error> {
-        let roots = match &options.ca_pem {
-            Some(ca) => parse_roots(ca)?,
-            None => Vec::new(),
-        };
+        let roots = options.ca_pem.as_deref().map(parse_roots).transpose()?;
+        let roots = roots.unwrap_or_default();
         let context = build(
             &roots,
             options.identity.as_ref(),
@@ -98,7 +98,7 @@ fn build(
         builder.set_cert_store(store.build());
     }
     if let Some(identity) = identity {
-        present(&mut builder, identity).map_err(|e| {
+        present(&mut builder, &identity.cert_pem, &identity.key_pkcs8_pem).map_err(|e| {
             Error::Refused(format!(
                 "the client certificate and key do not form a usable identity: {e}"
             ))
@@ -110,18 +110,20 @@ fn build(
     Ok(builder.build())
 }
 
-/// The client certificate (its chain after it, if any) and its key.
-fn present(
-    builder: &mut openssl::ssl::SslConnectorBuilder,
-    identity: &ClientIdentity,
+/// A certificate (its chain after it, if any) and the key that must match it, presented by
+/// every connection of `builder`'s context: a client's, or the metrics server's.
+pub(crate) fn present(
+    builder: &mut SslContextBuilder,
+    cert_pem: &[u8],
+    key_pem: &[u8],
 ) -> Result<(), String> {
-    let mut chain = X509::stack_from_pem(&identity.cert_pem)
+    let mut chain = X509::stack_from_pem(cert_pem)
         .map_err(|e| e.to_string())?
         .into_iter();
     let leaf = chain
         .next()
         .ok_or("the certificate PEM holds no certificate")?;
-    let key = PKey::private_key_from_pem(&identity.key_pkcs8_pem).map_err(|e| e.to_string())?;
+    let key = PKey::private_key_from_pem(key_pem).map_err(|e| e.to_string())?;
     builder.set_certificate(&leaf).map_err(|e| e.to_string())?;
     for cert in chain {
         builder

@@ -71,11 +71,8 @@ impl Clone for TokenFile {
 }
 
 fn read_token(path: &Path) -> Result<String, ConfigError> {
-    let raw = std::fs::read_to_string(path).map_err(|e| ConfigError::Unreadable {
-        what: "token file".into(),
-        path: path.to_owned(),
-        error: e.to_string(),
-    })?;
+    let raw = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::unreadable("token file", path, &e))?;
     let token = raw.trim();
     if token.is_empty() {
         return Err(ConfigError::Invalid(format!(

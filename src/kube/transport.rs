@@ -45,9 +45,9 @@ struct Inner {
 #[derive(Clone)]
 pub(super) struct Transport {
     inner: Arc<Inner>,
-    deadline: Option<Instant>,
-    guard: Option<Arc<dyn WriteGuard>>,
-    cancel: Option<Signal>,
+    pub(super) deadline: Option<Instant>,
+    pub(super) guard: Option<Arc<dyn WriteGuard>>,
+    pub(super) cancel: Option<Signal>,
 }
 
 impl Transport {
@@ -69,27 +69,6 @@ impl Transport {
         })
     }
 
-    pub(super) fn with_deadline(&self, deadline: Instant) -> Transport {
-        Transport {
-            deadline: Some(deadline),
-            ..self.clone()
-        }
-    }
-
-    pub(super) fn with_write_guard(&self, guard: Arc<dyn WriteGuard>) -> Transport {
-        Transport {
-            guard: Some(guard),
-            ..self.clone()
-        }
-    }
-
-    pub(super) fn with_cancel(&self, cancel: Signal) -> Transport {
-        Transport {
-            cancel: Some(cancel),
-            ..self.clone()
-        }
-    }
-
     pub(super) fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -100,14 +79,6 @@ impl Transport {
 
     pub(super) fn liveness(&self) -> &Liveness {
         &self.inner.liveness
-    }
-
-    pub(super) fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-
-    pub(super) fn is_guarded(&self) -> bool {
-        self.guard.is_some()
     }
 
     /// Starts a watch on a connection of its own; the timeout covers the response head only,
@@ -198,7 +169,12 @@ impl Transport {
             Ok(value) => code(value) == Some(401),
             Err(e) => e.code() == Some(401),
         };
-        if unauthorized && self.refresh(spec, &credential).await {
+        // Only a plugin's credential is retired (and so worth a retry).
+        if unauthorized && self.inner.config.auth.retire(&credential).await {
+            let (method, path) = (&spec.method, &spec.path);
+            log::info!(
+                "{method} {path}: 401 Unauthorized; running the credential plugin again and retrying once"
+            );
             let credential = self.unless_cancelled(spec, self.credential()).await?;
             return Box::pin(attempt(credential)).await;
         }
@@ -229,19 +205,6 @@ impl Transport {
             }
         }
         Ok(credential)
-    }
-
-    /// After a 401 to `used`: whether a retry may present a new credential (exec plugins).
-    async fn refresh(&self, spec: &RequestSpec, used: &Credential) -> bool {
-        let retry = self.inner.config.auth.retire(used).await;
-        if retry {
-            log::info!(
-                "{} {}: 401 Unauthorized; running the credential plugin again and retrying once",
-                spec.method,
-                spec.path
-            );
-        }
-        retry
     }
 
     /// One attempt within the request timeout; a timed-out attempt drops its connection and
@@ -328,16 +291,11 @@ impl Transport {
     }
 
     fn record(&self, spec: &RequestSpec, code: Option<u16>, started: Instant) {
-        let elapsed = started.elapsed();
-        log::debug!(
-            "{} {} {} {:.1}ms",
-            spec.method,
-            spec.path,
-            code.map_or_else(|| "<error>".to_owned(), |c| c.to_string()),
-            elapsed.as_secs_f64() * 1000.0
-        );
-        let method = spec.method.as_ref();
-        let seconds = elapsed.as_secs_f64();
-        self.inner.metrics.request(spec.verb, method, code, seconds);
+        let seconds = started.elapsed().as_secs_f64();
+        let (method, path) = (&spec.method, &spec.path);
+        let status = code.map_or_else(|| "<error>".to_owned(), |c| c.to_string());
+        log::debug!("{method} {path} {status} {:.1}ms", seconds * 1000.0);
+        let metrics = &self.inner.metrics;
+        metrics.request(spec.verb, method.as_ref(), &status, seconds);
     }
 }

@@ -61,10 +61,7 @@ struct Entry {
 }
 
 /// A held connection's place in the table; dropping it gives the place back.
-pub struct Ticket {
-    id: u64,
-    admission: Arc<Admission>,
-}
+pub struct Ticket(Activity);
 
 /// Records that a held connection sent bytes (see [`Touching`]).
 #[derive(Clone)]
@@ -139,21 +136,15 @@ impl Admission {
         };
         table.open.insert(id, entry);
         self.stats.set_open(table.open.len());
-        Some(Ticket {
+        Some(Ticket(Activity {
             id,
             admission: self.clone(),
-        })
+        }))
     }
 
     /// Evicted connections whose task has not closed them yet.
     pub fn evicting(&self) -> usize {
         self.lock().open.values().filter(|e| e.evicted).count()
-    }
-
-    /// Connections held now.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.lock().open.len()
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
@@ -166,34 +157,30 @@ impl Ticket {
     /// starts the peer's turn: its silence counts from now, not from before skiff's own part
     /// (a handshake computed, a reply sent), so skiff's slowness is never held against it.
     pub fn set_waiting(&self, waiting: bool) {
-        if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
+        self.0.change(|entry| {
             if waiting && !entry.waiting {
                 entry.heard = Instant::now();
             }
             entry.waiting = waiting;
-        }
+        });
     }
 
     /// Marks the connection's TLS handshake as computed (see [`Entry::settled`]).
     pub fn settle(&self) {
-        if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
-            entry.settled = true;
-        }
+        self.0.change(|entry| entry.settled = true);
     }
 
     /// A handle that records the connection's reads.
     pub fn activity(&self) -> Activity {
-        Activity {
-            id: self.id,
-            admission: self.admission.clone(),
-        }
+        self.0.clone()
     }
 }
 
 impl Activity {
-    fn heard(&self) {
+    /// Changes the connection's entry, while it is held.
+    fn change(&self, change: impl FnOnce(&mut Entry)) {
         if let Some(entry) = self.admission.lock().open.get_mut(&self.id) {
-            entry.heard = Instant::now();
+            change(entry);
         }
     }
 }
@@ -204,7 +191,7 @@ pub type Touching<S> = Hooked<S, Activity>;
 impl ReadHook for Activity {
     fn after_read(&mut self, _: &mut Context<'_>, read: &[u8]) -> io::Result<()> {
         if !read.is_empty() {
-            self.heard();
+            self.change(|entry| entry.heard = Instant::now());
         }
         Ok(())
     }
@@ -212,9 +199,10 @@ impl ReadHook for Activity {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        let mut table = self.admission.lock();
-        table.open.remove(&self.id);
-        self.admission.stats.set_open(table.open.len());
+        let Activity { id, admission } = &self.0;
+        let mut table = admission.lock();
+        table.open.remove(id);
+        admission.stats.set_open(table.open.len());
     }
 }
 
@@ -223,6 +211,13 @@ mod tests {
     use super::*;
     use smol::io::{AsyncReadExt, AsyncWriteExt};
     use smol::net::TcpListener;
+
+    impl Admission {
+        /// Connections held now.
+        fn len(&self) -> usize {
+            self.lock().open.len()
+        }
+    }
 
     /// A connected pair: (the client's end, the server's end).
     type Pair = (TcpStream, TcpStream);

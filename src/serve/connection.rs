@@ -136,11 +136,9 @@ async fn requests<S>(
         let head = match head::read(&mut stream, &mut buf, deadlines).await {
             HeadRead::Head(head) => head,
             HeadRead::Rejected(rejection) => {
-                let too_large = matches!(u16::from(rejection.status), 414 | 431);
-                stats.refused(if too_large {
-                    Refusal::TooLarge
-                } else {
-                    Refusal::BadRequest
+                stats.refused(match u16::from(rejection.status) {
+                    414 | 431 => Refusal::TooLarge,
+                    _ => Refusal::BadRequest,
                 });
                 let reply = Reply::text(rejection.status, &rejection.why);
                 if reply::send(&mut stream, &reply.encode(true, true)).await {

@@ -8,7 +8,7 @@
 //!
 //! - before its first request is complete, a connection holds at most [`MAX_HEAD_BYTES`] of
 //!   request head (grown as bytes arrive) or [`MAX_CLIENT_HELLO_BYTES`] of TLS ClientHello, plus
-//!   its task (under 1 KiB): at most [`MAX_PRE_AUTH_BYTES`] of skiff's heap;
+//!   the last read's slack ([`READ_CHUNK_BYTES`]) and its task (under 1 KiB);
 //! - the kernel queues at most [`SOCKET_BUFFER_BYTES`] (doubled by Linux for its bookkeeping) of
 //!   unread input per socket, which counts against the container's memory limit too;
 //! - a server keeps at most [`MAX_CONNECTIONS`] connections (fewer when the open-file limit is
@@ -57,9 +57,6 @@ pub const DRAIN_BYTES: usize = 64 * 1024;
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 /// Bytes read from a socket at a time while a request head or ClientHello arrives.
 pub const READ_CHUNK_BYTES: usize = 1024;
-/// Heap a connection may hold before its first request is complete: the larger of the two
-/// pre-authentication buffers, the last read's slack, and its task.
-pub const MAX_PRE_AUTH_BYTES: usize = MAX_HEAD_BYTES + READ_CHUNK_BYTES + 1024;
 
 /// File descriptors kept free for the API clients (the lease client, the main client and its
 /// watches) whatever the servers hold.

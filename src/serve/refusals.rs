@@ -31,43 +31,31 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    const ALL: [Refusal; 8] = [
-        Refusal::OverCapacity,
-        Refusal::Evicted,
-        Refusal::HeadTimeout,
-        Refusal::TooLarge,
-        Refusal::BadRequest,
-        Refusal::HandshakeTimeout,
-        Refusal::HandshakeFailed,
-        Refusal::ReviewsBusy,
+    /// Every reason, with its `reason` label.
+    const ALL: [(Refusal, &'static str); 8] = [
+        (Refusal::OverCapacity, "over_capacity"),
+        (Refusal::Evicted, "evicted"),
+        (Refusal::HeadTimeout, "head_timeout"),
+        (Refusal::TooLarge, "too_large"),
+        (Refusal::BadRequest, "bad_request"),
+        (Refusal::HandshakeTimeout, "handshake_timeout"),
+        (Refusal::HandshakeFailed, "handshake_failed"),
+        (Refusal::ReviewsBusy, "reviews_busy"),
     ];
-
-    fn label(self) -> &'static str {
-        match self {
-            Refusal::OverCapacity => "over_capacity",
-            Refusal::Evicted => "evicted",
-            Refusal::HeadTimeout => "head_timeout",
-            Refusal::TooLarge => "too_large",
-            Refusal::BadRequest => "bad_request",
-            Refusal::HandshakeTimeout => "handshake_timeout",
-            Refusal::HandshakeFailed => "handshake_failed",
-            Refusal::ReviewsBusy => "reviews_busy",
-        }
-    }
 }
 
 /// One server's counters, every series created at zero so dashboards see them from the start.
 pub struct ServerStats {
-    refused: [Counter; Refusal::ALL.len()],
+    refused: [(Refusal, Counter); Refusal::ALL.len()],
     open: Gauge,
 }
 
 impl ServerStats {
     /// `server` is the label value: `probes` or `metrics`.
     pub fn new(server: &str) -> ServerStats {
-        let refused = Refusal::ALL.map(|reason| {
-            let labels = [("server", server), ("reason", reason.label())];
-            counter(REFUSED, REFUSED_HELP, &labels)
+        let refused = Refusal::ALL.map(|(reason, label)| {
+            let labels = [("server", server), ("reason", label)];
+            (reason, counter(REFUSED, REFUSED_HELP, &labels))
         });
         ServerStats {
             refused,
@@ -76,8 +64,7 @@ impl ServerStats {
     }
 
     pub fn refused(&self, reason: Refusal) {
-        let index = Refusal::ALL.iter().position(|r| *r == reason);
-        if let Some(counter) = index.and_then(|i| self.refused.get(i)) {
+        if let Some((_, counter)) = self.refused.iter().find(|(r, _)| *r == reason) {
             counter.inc();
         }
     }
@@ -85,12 +72,17 @@ impl ServerStats {
     pub fn set_open(&self, connections: usize) {
         self.open.set(connections as f64);
     }
+}
 
-    #[cfg(test)]
-    pub fn count(&self, reason: Refusal) -> u64 {
-        let index = Refusal::ALL.iter().position(|r| *r == reason);
-        index
-            .and_then(|i| self.refused.get(i))
-            .map_or(0, Counter::get)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl ServerStats {
+        /// How many `reason` refusals were counted (for the servers' tests).
+        pub(crate) fn count(&self, reason: Refusal) -> u64 {
+            let counted = self.refused.iter().find(|(r, _)| *r == reason);
+            counted.map_or(0, |(_, counter)| counter.get())
+        }
     }
 }

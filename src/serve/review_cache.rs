@@ -93,11 +93,6 @@ impl ReviewCache {
             }
         }
     }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.readers.len() + self.denied.len()
-    }
 }
 
 /// Drops every entry expired at `now`; if none was, the one that expires first.
@@ -127,6 +122,12 @@ fn hash(token: &str) -> TokenHash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl ReviewCache {
+        fn len(&self) -> usize {
+            self.readers.len() + self.denied.len()
+        }
+    }
 
     #[test]
     fn allowed_is_remembered_longer_than_denied() {

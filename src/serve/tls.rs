@@ -20,11 +20,11 @@ use openssl::error::ErrorStack;
 use openssl::hash::MessageDigest;
 use openssl::nid::Nid;
 use openssl::pkey::{PKey, Private};
-use openssl::ssl::{
-    Ssl, SslAcceptor, SslAcceptorBuilder, SslMethod, SslMode, SslOptions, SslSessionCacheMode,
-};
+use openssl::ssl::{Ssl, SslAcceptor, SslMethod, SslMode, SslOptions, SslSessionCacheMode};
 use openssl::x509::extension::{BasicConstraints, ExtendedKeyUsage, SubjectAlternativeName};
 use openssl::x509::{X509, X509NameBuilder};
+
+use crate::kube::tls_setup::present;
 
 /// Certificate file in `--metrics-cert-dir` (kubebuilder's `metrics-cert-name` default).
 pub const CERT_FILE: &str = "tls.crt";
@@ -38,12 +38,6 @@ const SELF_SIGNED_DAYS: u32 = 365;
 #[derive(Clone)]
 pub struct MetricsTls {
     acceptor: SslAcceptor,
-}
-
-impl std::fmt::Debug for MetricsTls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MetricsTls")
-    }
 }
 
 impl MetricsTls {
@@ -72,29 +66,6 @@ pub fn acceptor(cert_dir: Option<&Path>) -> Result<MetricsTls, String> {
     Ok(MetricsTls {
         acceptor: builder.build(),
     })
-}
-
-/// The leaf certificate, the rest of its chain, and the key that must match it.
-fn present(
-    builder: &mut SslAcceptorBuilder,
-    cert_pem: &[u8],
-    key_pem: &[u8],
-) -> Result<(), String> {
-    let mut chain = X509::stack_from_pem(cert_pem)
-        .map_err(|e| e.to_string())?
-        .into_iter();
-    let leaf = chain.next().ok_or("no certificate")?;
-    builder.set_certificate(&leaf).map_err(|e| e.to_string())?;
-    for cert in chain {
-        builder
-            .add_extra_chain_cert(cert)
-            .map_err(|e| e.to_string())?;
-    }
-    let key = PKey::private_key_from_pem(key_pem).map_err(|e| e.to_string())?;
-    builder.set_private_key(&key).map_err(|e| e.to_string())?;
-    builder
-        .check_private_key()
-        .map_err(|e| format!("the key does not belong to the certificate ({e})"))
 }
 
 /// The certificate chain and the key (PKCS#8, PKCS#1 or EC), as PEM, from `dir`.
@@ -217,7 +188,7 @@ mod tests {
     #[test]
     fn a_missing_or_bad_file_is_named_with_the_flag() {
         let dir = temp_dir("bad");
-        let err = acceptor(Some(&dir)).unwrap_err();
+        let err = acceptor(Some(&dir)).err().expect("refused");
         assert!(
             err.contains("--metrics-cert-dir") && err.contains(CERT_FILE),
             "{err}"
@@ -225,7 +196,7 @@ mod tests {
         let (cert, _) = self_signed().expect("generated");
         std::fs::write(dir.join(CERT_FILE), cert).expect("write");
         std::fs::write(dir.join(KEY_FILE), "not a key").expect("write");
-        let err = acceptor(Some(&dir)).unwrap_err();
+        let err = acceptor(Some(&dir)).err().expect("refused");
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
             err.contains(KEY_FILE) && err.contains("no PEM private key"),

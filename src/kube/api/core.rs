@@ -70,10 +70,6 @@ impl Namespace {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CoreEvent {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
     pub metadata: ObjectMeta,
     pub involved_object: ObjectReference,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -119,8 +115,6 @@ pub struct ObjectReference {
 pub struct EventSource {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub component: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
 }
 
 crate::impl_resource!(
@@ -139,6 +133,15 @@ crate::impl_resource!(
     namespaced = false
 );
 crate::impl_resource!(CoreEvent, "v1", "Event", "events", namespaced = true);
+
+/// A Pod as far as skiff reads one: its metadata (its own Pod's deletion-cost annotation and
+/// deletion), never its spec or status.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PodMeta {
+    pub metadata: ObjectMeta,
+}
+crate::impl_resource!(PodMeta, "v1", "Pod", "pods", namespaced = true);
 
 #[cfg(test)]
 mod tests {
@@ -228,12 +231,3 @@ mod tests {
         assert_eq!(kept::<ConfigMap>(REAL_COPY), copy);
     }
 }
-
-/// A Pod as far as skiff reads one: its metadata (its own Pod's deletion-cost annotation and
-/// deletion), never its spec or status.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct PodMeta {
-    pub metadata: ObjectMeta,
-}
-crate::impl_resource!(PodMeta, "v1", "Pod", "pods", namespaced = true);

@@ -86,7 +86,7 @@ pub struct LatestOther(pub Option<FieldManager>);
 
 impl<'de> Deserialize<'de> for LatestOther {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<LatestOther, D::Error> {
-        deserializer.deserialize_option(LatestVisitor)
+        deserializer.deserialize_any(LatestVisitor)
     }
 }
 
@@ -99,16 +99,9 @@ impl<'de> Visitor<'de> for LatestVisitor {
         f.write_str("managedFields (a list of entries)")
     }
 
-    fn visit_none<E>(self) -> Result<LatestOther, E> {
-        Ok(LatestOther(None))
-    }
-
+    /// `null`.
     fn visit_unit<E>(self) -> Result<LatestOther, E> {
         Ok(LatestOther(None))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LatestOther, D::Error> {
-        d.deserialize_seq(LatestVisitor)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LatestOther, A::Error> {

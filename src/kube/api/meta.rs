@@ -114,7 +114,6 @@ pub struct WatchFrame<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Status {
-    pub status: Option<String>,
     pub message: Option<String>,
     pub reason: Option<String>,
     pub code: Option<u16>,

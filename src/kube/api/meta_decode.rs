@@ -15,9 +15,6 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Metadata field skiff reads one name of, and never sends back (the server keeps it on update).
-pub const MANAGED_FIELDS: &str = "managedFields";
-
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "camelCase")]
 enum Field {
@@ -121,11 +118,15 @@ mod tests {
         assert_eq!(meta.name(), "team-a");
         assert_eq!(meta.resource_version(), "42");
         assert_eq!(meta.labels["kubernetes.io/metadata.name"], "team-a");
-        assert!(!meta.extra.contains_key(MANAGED_FIELDS), "{:?}", meta.extra);
+        assert!(
+            !meta.extra.contains_key("managedFields"),
+            "{:?}",
+            meta.extra
+        );
         assert_eq!(meta.extra.len(), 1, "{:?}", meta.extra);
         let back = serde_json::to_value(&meta).expect("serializable");
         assert_eq!(back["generateName"], "team-");
-        assert!(back.get(MANAGED_FIELDS).is_none(), "{back}");
+        assert!(back.get("managedFields").is_none(), "{back}");
     }
 
     #[test]

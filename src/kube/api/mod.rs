@@ -20,16 +20,12 @@ mod version;
 pub use core::{
     ConfigMap, CoreEvent, EventSource, Namespace, NamespaceStatus, ObjectReference, PodMeta, Secret,
 };
-pub use field_manager::{FieldManager, OWN_MANAGER};
+pub use field_manager::FieldManager;
 pub use label_selector::{LabelSelector, LabelSelectorRequirement};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{ListMeta, ObjectList, ObjectMeta, OwnerReference, Status, WatchFrame};
-pub use meta_decode::MANAGED_FIELDS;
 pub use object::Object;
-pub use review::{
-    NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
-    TokenReview, TokenReviewSpec, TokenReviewStatus, UserInfo,
-};
+pub use review::{SubjectAccessReview, TokenReview};
 pub use version::Version;
 
 use serde::Serialize;

@@ -4,7 +4,6 @@
 
 use super::ObjectMeta;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -29,7 +28,6 @@ pub struct TokenReviewSpec {
 pub struct TokenReviewStatus {
     pub authenticated: bool,
     pub user: UserInfo,
-    pub error: String,
 }
 
 /// Who a token belongs to, passed on unchanged to the SubjectAccessReview.
@@ -101,13 +99,8 @@ pub struct NonResourceAttributes {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SubjectAccessReviewStatus {
+    /// All skiff reads of the answer (its other fields are ignored).
     pub allowed: bool,
-    pub denied: bool,
-    pub reason: String,
-    pub evaluation_error: String,
-    /// Fields of newer API versions, ignored.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
 }
 
 impl SubjectAccessReview {

@@ -148,15 +148,13 @@ fn parse(spec: &PluginSpec, stdout: &[u8]) -> Result<Credential, Error> {
     let status = reply
         .status
         .ok_or_else(|| failure(spec, "returned an ExecCredential without status"))?;
-    let expires = match status.expiration_timestamp.as_deref() {
-        Some(text) => Some(crate::time::parse_rfc3339(text).ok_or_else(|| {
-            failure(
-                spec,
-                &format!("returned expirationTimestamp {text:?}, which is not RFC 3339"),
-            )
-        })?),
-        None => None,
-    };
+    let expires = status.expiration_timestamp.as_deref().map(|text| {
+        crate::time::parse_rfc3339(text).ok_or_else(|| {
+            let what = format!("returned expirationTimestamp {text:?}, which is not RFC 3339");
+            failure(spec, &what)
+        })
+    });
+    let expires = expires.transpose()?;
     let identity = identity(spec, &status)?;
     let token = status.token.filter(|t| !t.is_empty());
     if token.is_none() && identity.is_none() {

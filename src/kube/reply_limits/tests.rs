@@ -1,4 +1,5 @@
 use super::*;
+use crate::kube::reply_head::MAX_REPLY_HEAD_BYTES;
 use crate::property::{self, Pieces};
 
 /// Replies a real kube-apiserver sent (`fuzz/seeds/reply/`; `fuzz/README.md` says how they

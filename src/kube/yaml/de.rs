@@ -4,7 +4,8 @@
 //! (`users[0].user.exec.args[1]`) and names the kinds involved, never the value.
 
 use super::{Data, Node, YamlError};
-use serde::de::{self, DeserializeSeed, Expected, Unexpected, Visitor};
+use serde::de::value::{BorrowedStrDeserializer, MapDeserializer, SeqDeserializer};
+use serde::de::{self, Expected, IntoDeserializer, Unexpected, Visitor};
 use std::fmt;
 
 pub(super) struct NodeDeserializer<'a, 'p> {
@@ -116,15 +117,21 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'de, '_> {
                 ".nan and .inf have no JSON form, so kubectl refuses them; quote the value",
             )),
             Data::Str(s) => visitor.visit_borrowed_str(s),
-            Data::Seq(items) => visitor.visit_seq(Items {
-                parent: &self,
-                items: items.iter().enumerate(),
-            }),
-            Data::Map(entries) => visitor.visit_map(Entries {
-                parent: &self,
-                entries: entries.iter(),
-                value: None,
-            }),
+            Data::Seq(items) => visitor.visit_seq(SeqDeserializer::new(
+                items.iter().enumerate().map(|(i, node)| NodeDeserializer {
+                    node,
+                    path: Path::Index(&self.path, i),
+                }),
+            )),
+            Data::Map(entries) => {
+                visitor.visit_map(MapDeserializer::new(entries.iter().map(|(key, node)| {
+                    let value = NodeDeserializer {
+                        node,
+                        path: Path::Key(&self.path, key),
+                    };
+                    (BorrowedStrDeserializer::new(key), value)
+                })))
+            }
         };
         result.map_err(|e| self.locate(e))
     }
@@ -154,59 +161,10 @@ impl<'de> de::Deserializer<'de> for NodeDeserializer<'de, '_> {
     }
 }
 
-struct Items<'p, 'de> {
-    parent: &'p NodeDeserializer<'de, 'p>,
-    items: std::iter::Enumerate<std::slice::Iter<'de, Node>>,
-}
+impl<'de, 'p> IntoDeserializer<'de, YamlError> for NodeDeserializer<'de, 'p> {
+    type Deserializer = Self;
 
-impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
-    type Error = YamlError;
-
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, YamlError> {
-        match self.items.next() {
-            Some((i, node)) => seed
-                .deserialize(NodeDeserializer {
-                    node,
-                    path: Path::Index(&self.parent.path, i),
-                })
-                .map(Some),
-            None => Ok(None),
-        }
-    }
-}
-
-struct Entries<'p, 'de> {
-    parent: &'p NodeDeserializer<'de, 'p>,
-    entries: std::slice::Iter<'de, (String, Node)>,
-    value: Option<&'de (String, Node)>,
-}
-
-impl<'de> de::MapAccess<'de> for Entries<'_, 'de> {
-    type Error = YamlError;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, YamlError> {
-        let Some(entry) = self.entries.next() else {
-            return Ok(None);
-        };
-        self.value = Some(entry);
-        let key = de::value::BorrowedStrDeserializer::<YamlError>::new(&entry.0);
-        seed.deserialize(key).map(Some)
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, YamlError> {
-        let (key, node) = self
-            .value
-            .take()
-            .ok_or_else(|| YamlError::at(0, "a map value without its key"))?;
-        seed.deserialize(NodeDeserializer {
-            node,
-            path: Path::Key(&self.parent.path, key),
-        })
+    fn into_deserializer(self) -> Self {
+        self
     }
 }

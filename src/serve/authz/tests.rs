@@ -140,7 +140,8 @@ fn a_known_reader_is_reviewed_again_while_strangers_spend_the_budget() {
         matches!(stranger, Decision::Deny(StatusCode::TooManyRequests, _)),
         "the budget is spent: {stranger:?}"
     );
-    let expired = start + super::super::ALLOWED_TTL + std::time::Duration::from_secs(1);
+    let expired =
+        start + super::super::review_cache::ALLOWED_TTL + std::time::Duration::from_secs(1);
     assert_eq!(
         smol::block_on(auth.check_at(reader, expired)),
         Decision::Allow
