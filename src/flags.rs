@@ -8,6 +8,7 @@ mod argv;
 mod hearing;
 mod fleet;
 mod self_service;
+mod summary;
 #[cfg(test)]
 mod testing;
 mod validate;
@@ -21,7 +22,7 @@ use std::time::Duration;
 use argh::FromArgs;
 use log::LevelFilter;
 
-use crate::duration::{format_duration, parse_duration};
+use crate::duration::parse_duration;
 use crate::kind::Kinds;
 use crate::kube::impersonate::Overrides;
 use crate::leader::{Timing, timing};
@@ -349,104 +350,8 @@ pub fn parse(args: &[String]) -> Result<Settings, FlagError> {
     validate::settings(options)
 }
 
-/// A comma list, or `(none)`.
-fn or_none(items: Vec<String>) -> String {
-    if items.is_empty() {
-        return "(none)".to_owned();
-    }
-    items.join(",")
-}
-
 fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|e| e.to_string())
-}
-
-impl fmt::Display for Settings {
-    /// One line of `flag=value` pairs for the start-up log (holds no secrets).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let or = |value: &Option<String>, fallback: &str| {
-            value.clone().unwrap_or_else(|| fallback.to_owned())
-        };
-        let kubeconfig = self.kubeconfig.as_ref().map(|p| p.display().to_string());
-        let impersonate = &self.impersonate;
-        let metrics = self.metrics_bind_address.map(|a| a.to_string());
-        let cert_dir = self
-            .metrics_cert_dir
-            .as_ref()
-            .map(|p| p.display().to_string());
-        let sources = match &self.source_namespaces {
-            SourceNamespaces::Own => "(own namespace)".to_owned(),
-            SourceNamespaces::All => "*".to_owned(),
-            SourceNamespaces::Only(list) => list.join(","),
-        };
-        let secret_targets = match self.secret_target_names.as_slice() {
-            [] => "(none: Secret copies disabled)".to_owned(),
-            names => names.join(","),
-        };
-        write!(
-            f,
-            "kubeconfig={} context={} as={} as-uid={} as-group={} kube-api-qps={} \
-             kube-api-burst={} leader-elect={} \
-             leader-election-id={} leader-election-namespace={} \
-             leader-elect-lease-duration={} leader-elect-renew-deadline={} \
-             leader-elect-retry-period={} leader-elect-release-on-cancel={} \
-             leader-elect-pod-deletion-cost={} stop-on-pod-deletion={} \
-             require-write-policy={} leader-elect-qps={} \
-             leader-elect-burst={} health-probe-bind-address={} \
-             metrics-bind-address={} metrics-secure={} metrics-cert-dir={} \
-             graceful-shutdown-timeout={} watch-idle-timeout={} deafness-timeout={} \
-             source-namespaces={} secret-target-names={} self-service={} kinds={} \
-             bindable-roles={} log-format={} log-level={}",
-            or(&kubeconfig, "(auto)"),
-            or(&self.context, "(current)"),
-            or(&impersonate.user, "(kubeconfig)"),
-            or(&impersonate.uid, "(kubeconfig)"),
-            match impersonate.groups.as_slice() {
-                [] => "(kubeconfig)".to_owned(),
-                groups => groups.join(","),
-            },
-            self.kube_api_qps,
-            self.kube_api_burst,
-            self.leader_elect,
-            self.leader_election_id,
-            or(&self.leader_election_namespace, "(own namespace)"),
-            format_duration(self.timing.lease_duration),
-            format_duration(self.timing.renew_deadline),
-            format_duration(self.timing.retry_period),
-            self.release_on_cancel,
-            self.pod_deletion_cost,
-            self.stop_on_pod_deletion,
-            self.require_write_policy,
-            self.leader_elect_qps,
-            self.leader_elect_burst,
-            self.health_probe_bind_address,
-            or(&metrics, "0 (disabled)"),
-            self.metrics_secure,
-            or(&cert_dir, "(self-signed)"),
-            format_duration(self.graceful_shutdown_timeout),
-            format_duration(self.hearing.watch_idle_timeout),
-            self.hearing
-                .deafness_timeout
-                .map_or_else(|| "0 (off)".to_owned(), format_duration),
-            sources,
-            secret_targets,
-            self.self_service.as_ref().map_or_else(
-                || "false".to_owned(),
-                |s| format!(
-                    "true (max-copies-per-tenant-mirror={} self-service-kinds={} \
-                     self-service-projections={} self-service-orphan={})",
-                    s.max_copies,
-                    s.kinds_flag(),
-                    s.projections_flag(),
-                    s.orphan
-                )
-            ),
-            or_none(self.kinds.flagged().map(|k| k.flag_name()).collect()),
-            or_none(self.kinds.bindable_roles().map(str::to_owned).collect()),
-            self.log_format,
-            self.log_level.as_str().to_ascii_lowercase(),
-        )
-    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod source;
 mod spawn;
 pub mod store;
 pub mod watcher;
+mod watcher_config;
 
 pub use backoff::Backoff;
 pub use change::Change;

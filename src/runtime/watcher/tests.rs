@@ -5,6 +5,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::kube::api::{ConfigMap, ListMeta, ObjectMeta};
+use crate::kube::client::DEFAULT_PAGE_SIZE;
 use smol::block_on;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
