@@ -111,10 +111,11 @@ test-node: ## as root: skiff's image in Pods on a real kubelet (hack/node/node.s
 	$(CARGO) test --test e2e --no-run
 	hack/node/node.sh $(CARGO) test --test e2e node:: -- --include-ignored --test-threads=1 --nocapture
 
-lint: ## rustfmt check, clippy with warnings as errors, no import cycles between source files, each module using only those lib.rs lists after it, the test lanes' scheduling and hack/lines.py's counting
+lint: ## rustfmt check, clippy with warnings as errors, no import cycles between source files, each module using only those lib.rs lists after it, docs/ARCHITECTURE.md against the code, the test lanes' scheduling and hack/lines.py's counting
 	$(CARGO) fmt --check
 	python3 hack/cycles.py src src/mirror
 	python3 hack/cycles_check.py
+	python3 hack/map_check.py
 	python3 hack/lines_check.py
 	python3 hack/test_lanes_check.py
 	$(CLIPPY)

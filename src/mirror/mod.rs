@@ -12,7 +12,8 @@
 //! - [`refusals`]: why a Mirror may copy nothing at all, by whose it is.
 //! - [`fleet_status`]: a fleet Mirror's reconcile on its hub, and its status by cluster.
 //! - [`placer`]: a hub's fleet Mirrors (`spec.clusterSelector`): their Placements written in
-//!   the member clusters' namespaces, withdrawn by tombstone, and counted per cluster.
+//!   the member clusters' namespaces, withdrawn by tombstone, and counted per cluster;
+//!   [`fleet_metrics`]: the hub's metrics by cluster.
 //! - [`tenancy`]: whose the Mirror is (an admin's, or a tenant's offer), decided once per
 //!   reconcile: where its copies go and what they are named.
 //! - [`consent`]: tenant offers, which copy only where an acceptance consents, and the
@@ -26,7 +27,8 @@
 //! - [`orphan`]: the copies of a deleted Mirror left in place without skiff's marks
 //!   (`spec.deletionPolicy: Orphan`).
 //! - [`mirror_writer`]: the writes to a Mirror itself: its status and finalizer.
-//! - [`announce`]: the Events a reconcile posts on its Mirror.
+//! - [`announce`]: the Events a reconcile posts on its Mirror; [`cluster_troubles`]: which
+//!   member clusters a hub last announced silent or failing, so each change is said once.
 //!
 //! Watching:
 //! - [`caches`]: what is watched and kept; [`kind_caches`]: the caches of one kind;

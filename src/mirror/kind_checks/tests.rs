@@ -169,3 +169,26 @@ fn a_name_is_reserved_by_the_copies_kind() {
         .expect("a ConfigMap the controller-manager keeps");
     assert_eq!(refusal.reason, Reason::NameReserved);
 }
+
+#[test]
+fn every_kit_kind_copies_only_into_namespaces_the_admin_labelled() {
+    let enabled = "networkpolicies,limitranges,resourcequotas,serviceaccounts";
+    let names: Vec<String> = enabled.split(',').map(str::to_owned).collect();
+    let kinds = Kinds::parse(&names, &[])
+        .expect("valid")
+        .with_binding_namespace_label("skiff.dev/kit")
+        .expect("valid");
+    let kinds = KindChecks::new(kinds, Some("skiff-system".into()));
+    for kind in SourceKind::all().filter(|k| k.row().guard == Guard::LabelledNamespaces) {
+        let mut mirror = mirror_of("defaults", kind);
+        mirror.spec.namespace_selector = Some(Default::default());
+        let refusal = kinds.refusal(&mirror).expect("every namespace selected");
+        assert_eq!(refusal.reason, Reason::NamespaceNotLabelled, "{kind:?}");
+        assert_mentions(&refusal.message, &["skiff.dev/kit", "namespaceSelector"]);
+        mirror.spec.namespace_selector = Some(crate::mirror::types::LabelSelector {
+            match_labels: [("skiff.dev/kit".to_owned(), "team".to_owned())].into(),
+            ..Default::default()
+        });
+        assert_eq!(kinds.refusal(&mirror), None, "{kind:?}");
+    }
+}
