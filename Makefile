@@ -62,9 +62,9 @@ DIST ?= dist
 HELM ?= $(if $(wildcard bin/helm),bin/helm,helm)
 # Ceiling on each platform's static binary in bytes (`make size`, run by CI after the tests
 # built them); what the binaries weigh and why is in docs/benchmarks-history.md, "Binary size and build cost".
-# 6.5 MB is this round's budget for all of its work (the kubeconfig reader, impersonation and
-# SOCKS5, contests, the deletion cost): 6,002,296 bytes on amd64 with it, from 5.85 MB before.
-MAX_BINARY_BYTES ?= 6500000
+# 7.0 MB is this round's budget for all of its work (the kind table, across clusters,
+# projections): 6,454,520 bytes on amd64 before it.
+MAX_BINARY_BYTES ?= 7000000
 ARGS ?=
 # `make fuzz`: seconds per target (10 minutes each by default), and which targets.
 FUZZ_SECONDS ?= 600
