@@ -12,9 +12,10 @@
 //! lost, no other holder, renewed after the minute) and no Lease request throttled; how long
 //! the gaps between renewals were is printed (and measured by `make compare`'s squeeze).
 
-use std::time::{Duration, Instant};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::control_plane::{ControlPlane, require_e2e_binaries};
+use crate::support::control_plane::{ControlPlane, OPERATOR_UID, require_e2e_binaries};
 use crate::support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
 use crate::support::load::ListLoad;
 use crate::support::scrape::{scrape, sum_samples};
@@ -33,10 +34,14 @@ const FAN_OUT: usize = 200;
 const LOAD_THREADS: usize = 4;
 /// skiff's graceful-shutdown timeout here: far longer than [`LIVENESS`]. The controller's client
 /// is cancelled at the stop, so no reconcile waits out 429 back-offs (which once took the whole
-/// graceful-shutdown timeout, keeping a standby from leading); only requests already on the
-/// wire are waited for, and the exit comes within a second or so. A stop that waited for the
-/// controllers' back-offs would wait for this timeout and fail the exit's liveness bound.
+/// graceful-shutdown timeout, keeping a standby from leading) or sends another write: only
+/// requests already on the wire are waited for. The test reads the copy writes the API server
+/// received after the signal: at most [`WRITES_IN_FLIGHT`], and none twice (a retry after a
+/// 429 would be sent after the signal).
 const GRACEFUL_SHUTDOWN: &str = "--graceful-shutdown-timeout=5m";
+/// The copy writes one namespace's Mirrors have in flight at most (`MAX_IN_FLIGHT` of
+/// `src/mirror/apply.rs`).
+const WRITES_IN_FLIGHT: usize = 16;
 /// Leading, exiting, releasing: each takes a second or two. A liveness bound, 10× or more.
 const LIVENESS: Duration = Duration::from_secs(30);
 const THROTTLED_LEVEL: &str = "skiff-e2e-throttled";
@@ -151,6 +156,16 @@ fn start_skiff(cp: &ControlPlane, dir: &TempDir, metrics_port: u16) -> Skiff {
     Skiff::start_with_env(&cp.operator_kubeconfig(), log, &args, &env)
 }
 
+/// skiff's copy writes the API server received from `since` on (those it refused with 429
+/// too), from its audit log: (verb, URI, status).
+fn copy_writes_since(cp: &ControlPlane, since: SystemTime) -> Vec<(String, String, Option<u64>)> {
+    (cp.audit().into_iter())
+        .filter(|e| e.uid == OPERATOR_UID && e.is_write() && e.uri.contains("/configmaps"))
+        .filter(|e| e.received >= since)
+        .map(|e| (e.verb, e.uri, e.code))
+        .collect()
+}
+
 /// `rest_client_requests_total` of `client` with status `code`.
 fn requests(metrics: &str, client: &str, code: &str) -> u64 {
     let labels = [("client", client), ("code", code)];
@@ -244,7 +259,7 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
         panic!("{why}; log:\n{log}");
     }
 
-    let signalled = Instant::now();
+    let (signalled, signalled_wall) = (Instant::now(), SystemTime::now());
     skiff.signal("TERM");
     let code = skiff.wait_exit(LIVENESS);
     let exited_after = signalled.elapsed();
@@ -262,6 +277,13 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
     assert!(
         !log.contains("did not stop within"),
         "a controller waited out the graceful-shutdown timeout; log:\n{log}"
+    );
+    let late = copy_writes_since(cp, signalled_wall);
+    eprintln!("throttled: copy writes the API server received after SIGTERM: {late:?}");
+    let once: BTreeSet<(&String, &String)> = late.iter().map(|(v, uri, _)| (v, uri)).collect();
+    assert!(
+        late.len() <= WRITES_IN_FLIGHT && once.len() == late.len(),
+        "copy writes sent after SIGTERM, not only those on the wire: {late:?}; log:\n{log}"
     );
     assert!(
         released.is_some(),
