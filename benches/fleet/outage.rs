@@ -30,6 +30,9 @@ pub struct Outage {
     pub watches: usize,
     /// Clusters the hub's Mirror counted silent when it ended.
     pub silent: u64,
+    /// Per member: the gaps between its attempts to watch its Placements again during the
+    /// outage, from its log (each waits out the watcher's backoff and a connect timeout).
+    pub retries: Vec<(String, Vec<Duration>)>,
 }
 
 pub fn measure(
@@ -51,6 +54,15 @@ pub fn measure(
     for member in members {
         member.proxy.heal();
     }
+    let retries = members
+        .iter()
+        .map(|m| {
+            (
+                m.admission.cluster.clone(),
+                retry_gaps(m, partitioned, healed),
+            )
+        })
+        .collect();
     let converged = members
         .iter()
         .map(|m| {
@@ -85,7 +97,24 @@ pub fn measure(
         relists,
         watches: WATCHES_PER_MEMBER * members.len(),
         silent,
+        retries,
     }
+}
+
+/// The gaps between the member's failed attempts to watch its Placements in `[from, to)`.
+fn retry_gaps(member: &Member, from: SystemTime, to: SystemTime) -> Vec<Duration> {
+    let logs = member
+        .skiff
+        .as_ref()
+        .map(|r| r.skiff.logs())
+        .unwrap_or_default();
+    let failed: Vec<SystemTime> = (logs.lines())
+        .filter(|line| line.contains("watching Placement failed"))
+        .filter_map(|line| skiff::time::parse_rfc3339(line.split_whitespace().next()?))
+        .filter(|at| *at >= from && *at < to)
+        .collect();
+    let gaps = failed.windows(2).map(|w| w[1].duration_since(w[0]));
+    gaps.filter_map(Result::ok).collect()
 }
 
 /// A member's identity on the hub, as its audit log names it.
@@ -141,6 +170,15 @@ pub fn print(outage: &Outage, lasting: Duration) {
         outage.watches,
         verdict(per_watch <= 1.0)
     );
+    for (cluster, gaps) in &outage.retries {
+        let seconds: Vec<String> = (gaps.iter().rev().take(6).rev())
+            .map(|g| format!("{:.0}", g.as_secs_f64()))
+            .collect();
+        println!(
+            "| {cluster}: gaps between its last attempts to watch its Placements during the outage (its log) | {} s | |",
+            seconds.join(", ")
+        );
+    }
     println!(
         "| clusters the hub counted silent as the outage ended (`--member-silence-after` 3 min) | {} | |",
         outage.silent
