@@ -91,7 +91,7 @@ test: ## unit, integration and e2e tests, two test programs at a time (hack/test
 		echo "make test: SKIFF_SKIP_E2E is not allowed in CI"; exit 2; \
 	elif [ "$${SKIFF_SKIP_E2E:-}" = 1 ]; then \
 		echo "make test: SKIFF_SKIP_E2E=1, e2e tests built ignored"; \
-		$(CARGO) build --example demo; \
+		$(CARGO) build --example demo --example demo_fleet; \
 	else \
 		$(MAKE) testbin && $(MAKE) test-builds; \
 	fi
@@ -101,7 +101,7 @@ test: ## unit, integration and e2e tests, two test programs at a time (hack/test
 # two share no build directory, and its long single-threaded link leaves a core to them.
 test-builds:
 	@$(MAKE) --no-print-directory static & static=$$!; \
-	$(CARGO) build --example demo && $(CARGO) test --all-targets --no-run; built=$$?; \
+	$(CARGO) build --example demo --example demo_fleet && $(CARGO) test --all-targets --no-run; built=$$?; \
 	wait $$static && [ $$built = 0 ]
 
 testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
