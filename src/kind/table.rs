@@ -29,13 +29,13 @@ const fn fixed(name: &'static str, shape: Shape) -> Field {
 /// What a copy of a kind whose `spec` is what a user sets carries.
 const SPEC: &[Field] = &[field("spec", VALUE)];
 
-/// A kit kind (`--kinds` enables it): its `spec` is what a user sets.
-const fn spec_kind(
+/// A kit kind (`--kinds` enables it) as most are: its `spec` is what a user sets, and its copies
+/// go only into the namespaces the admin labelled. A row that differs says only how.
+const fn kit(
     id: SourceKind,
     name: &'static str,
     group: &'static str,
     resource: &'static str,
-    never: &'static str,
 ) -> Kind {
     Kind {
         id,
@@ -44,7 +44,7 @@ const fn spec_kind(
         version: "v1",
         resource,
         content: SPEC,
-        never,
+        never: "",
         hash: HashHead::KitOf,
         secret_content: false,
         patch: PatchKind::Strategic,
@@ -132,64 +132,45 @@ pub const TABLE: [Kind; 7] = [
             check: only_certificates,
         }],
     },
-    spec_kind(
+    kit(
         SourceKind::NetworkPolicy,
         "NetworkPolicy",
         "networking.k8s.io",
         "networkpolicies",
-        "",
     ),
-    spec_kind(SourceKind::LimitRange, "LimitRange", "", "limitranges", ""),
-    spec_kind(
+    kit(SourceKind::LimitRange, "LimitRange", "", "limitranges"),
+    kit(
         SourceKind::ResourceQuota,
         "ResourceQuota",
         "",
         "resourcequotas",
-        "",
     ),
     Kind {
-        id: SourceKind::RoleBinding,
-        name: "RoleBinding",
-        group: "rbac.authorization.k8s.io",
-        version: "v1",
-        resource: "rolebindings",
         content: &[fixed("roleRef", VALUE), field("subjects", VALUE)],
-        never: "",
-        hash: HashHead::KitOf,
-        secret_content: false,
-        patch: PatchKind::Strategic,
-        enabled_by: EnabledBy::KindsFlag,
-        names: NameRule::Any,
-        reserved: &[],
-        refused_type: None,
-        required_keys: &[],
         guard: Guard::BindableRoles,
-        published_as: &[],
+        ..kit(
+            SourceKind::RoleBinding,
+            "RoleBinding",
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+        )
     },
     Kind {
-        id: SourceKind::ServiceAccount,
-        name: "ServiceAccount",
-        group: "",
-        version: "v1",
-        resource: "serviceaccounts",
         content: &[
             field("automountServiceAccountToken", VALUE),
             field("imagePullSecrets", VALUE),
         ],
         never: "`secrets` (the token controller may fill it in, and a token is no copy)",
-        hash: HashHead::KitOf,
-        secret_content: false,
-        patch: PatchKind::Strategic,
-        enabled_by: EnabledBy::KindsFlag,
-        names: NameRule::Any,
         reserved: &[Reserved {
             name: "default",
             why: "the controller-manager makes the ServiceAccount `default` in every namespace, \
                   and every Pod that names none runs as it",
         }],
-        refused_type: None,
-        required_keys: &[],
-        guard: Guard::LabelledNamespaces,
-        published_as: &[],
+        ..kit(
+            SourceKind::ServiceAccount,
+            "ServiceAccount",
+            "",
+            "serviceaccounts",
+        )
     },
 ];
