@@ -188,9 +188,9 @@ fn as_written(mut object: Value) -> Value {
     object
 }
 
-/// Every object skiff manages in the upgrade namespaces, as written.
-fn copies(cp: &ControlPlane) -> Vec<Value> {
-    let mut copies = Vec::new();
+/// Every object skiff manages in the upgrade namespaces, as the server holds it.
+fn managed(cp: &ControlPlane) -> Vec<Value> {
+    let mut objects = Vec::new();
     for ns in NAMESPACES {
         let list = cp
             .get_json(&[
@@ -201,16 +201,14 @@ fn copies(cp: &ControlPlane) -> Vec<Value> {
                 "app.kubernetes.io/managed-by=skiff",
             ])
             .expect("the copies");
-        copies.extend(
-            list["items"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .map(as_written),
-        );
+        objects.extend(list["items"].as_array().cloned().unwrap_or_default());
     }
-    copies
+    objects
+}
+
+/// Every object skiff manages in the upgrade namespaces, as written.
+fn copies(cp: &ControlPlane) -> Vec<Value> {
+    managed(cp).into_iter().map(as_written).collect()
 }
 
 /// The upgrade namespaces, the sources and their Mirrors.
@@ -314,25 +312,16 @@ fn copies_the_build_before_the_kind_table_wrote_are_left_as_they_are() {
 
 /// Each copy's kind, namespace, name and resourceVersion.
 fn versions(cp: &ControlPlane) -> Vec<String> {
-    let mut versions = Vec::new();
-    for ns in NAMESPACES {
-        let list = cp
-            .get_json(&[
-                COPY_RESOURCES,
-                "-n",
-                ns,
-                "-l",
-                "app.kubernetes.io/managed-by=skiff",
-            ])
-            .expect("the copies");
-        for item in list["items"].as_array().cloned().unwrap_or_default() {
+    let mut versions: Vec<String> = managed(cp)
+        .iter()
+        .map(|item| {
             let meta = &item["metadata"];
-            versions.push(format!(
-                "{} {ns}/{} {}",
-                item["kind"], meta["name"], meta["resourceVersion"]
-            ));
-        }
-    }
+            format!(
+                "{} {}/{} {}",
+                item["kind"], meta["namespace"], meta["name"], meta["resourceVersion"]
+            )
+        })
+        .collect();
     versions.sort();
     versions
 }
