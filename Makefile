@@ -78,6 +78,8 @@ FUZZ_TARGETS ?= reply watch connect_reply request_head client_hello kubeconfig p
 	docker-push image install uninstall deploy undeploy build-installer demo clean hub-admit \
 	static-arm64 test-arm64 docker-buildx chart helm-package fuzz test-builds test-node
 
+.PHONY: bench-fleet demo-fleet
+
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
@@ -89,7 +91,7 @@ test: ## unit, integration and e2e tests, two test programs at a time (hack/test
 		echo "make test: SKIFF_SKIP_E2E is not allowed in CI"; exit 2; \
 	elif [ "$${SKIFF_SKIP_E2E:-}" = 1 ]; then \
 		echo "make test: SKIFF_SKIP_E2E=1, e2e tests built ignored"; \
-		$(CARGO) build --example demo; \
+		$(CARGO) build --example demo --example demo_fleet; \
 	else \
 		$(MAKE) testbin && $(MAKE) test-builds; \
 	fi
@@ -99,7 +101,7 @@ test: ## unit, integration and e2e tests, two test programs at a time (hack/test
 # two share no build directory, and its long single-threaded link leaves a core to them.
 test-builds:
 	@$(MAKE) --no-print-directory static & static=$$!; \
-	$(CARGO) build --example demo && $(CARGO) test --all-targets --no-run; built=$$?; \
+	$(CARGO) build --example demo --example demo_fleet && $(CARGO) test --all-targets --no-run; built=$$?; \
 	wait $$static && [ $$built = 0 ]
 
 testbin: ## build kube-apiserver, etcd, kubectl and helm into bin/ (only the missing ones)
@@ -137,6 +139,9 @@ bench-bigsource: testbin static peer ## a 900 KB ConfigMap into 300 and 1,000 na
 
 bench-large: testbin peer ## skiff and the controller-runtime peer at 100,000 namespaces on a real control plane (about 40 min on 2 CPUs; SCALE_QPS, SCALE_BASELINE=<older skiff>)
 	$(CARGO) bench --bench scale -- --real --namespaces 100000
+
+bench-fleet: testbin static ## a hub and two real members (edits, a new member, a 5-minute outage, memory), then one real hub with 100, 300 and 1,000 members, each a skiff process on a fake cluster; prints the figures of BENCHMARKS.md's "Across clusters" and writes benches/fleet.svg (about 45 min on 2 cores, niced; FLEET_PARTS=real,scale, FLEET_MEMBERS=100,300,1000, FLEET_IDLE=180, FLEET_OUTAGE=300)
+	SKIFF_BINARY=$(STATIC_BINARY) nice -n 10 $(CARGO) bench --bench fleet
 
 compare-kit: testbin peer ## make compare's kit part alone: the namespace kit into 1,000 new namespaces, skiff beside the peer; rewrites its section of BENCHMARKS.md (about 10 min on 2 cores; COMPARE_KIT_NAMESPACES; COMPARE_KYVERNO=1 adds Kyverno, building it first: about 11 min cold)
 	@if [ "$(COMPARE_KYVERNO)" = 1 ]; then testbin/kyverno/build.sh; fi
@@ -252,6 +257,10 @@ demo: testbin ## local control plane, two skiff replicas, a Mirror at work, a ha
 		$(CARGO) build --quiet --bin skiff --example demo && \
 		target/debug/examples/demo target/debug/skiff; \
 	fi
+
+demo-fleet: testbin ## a hub and a member cluster on this machine (two control planes), the member admitted with hack/hub-admit.sh, a skiff process on each side, a fleet Mirror's copy reaching the member and an edit following it; Ctrl-C stops it
+	$(CARGO) build --quiet --bin skiff --example demo_fleet && \
+	target/debug/examples/demo_fleet target/debug/skiff
 
 clean: ## remove build output (the OpenSSL of make static with it) and the control-plane binaries
 	$(CARGO) clean

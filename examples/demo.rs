@@ -6,26 +6,26 @@
 
 #[path = "../tests/support/mod.rs"]
 mod support;
+#[path = "common/tour.rs"]
+mod tour;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use support::control_plane::ControlPlane;
 use support::watchdog::Supervised;
+use tour::{Clock, indent};
 
 const LEASE: &str = "lease/skiff-leader";
 const NS: &str = "skiff-system";
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
 struct Demo {
-    started: Instant,
+    clock: Clock,
     cp: ControlPlane,
 }
 
 impl Demo {
     fn say(&self, text: &str) {
-        println!("[{:5.1}s] {text}", self.started.elapsed().as_secs_f64());
+        self.clock.say(text);
     }
 
     fn kubectl(&self, args: &[&str]) -> String {
@@ -63,27 +63,13 @@ impl Demo {
         ])
     }
 
-    /// Polls `check` every 50 ms for at most `limit`: how long it took to come true.
     fn wait_for(
         &self,
         limit: Duration,
         what: &str,
-        mut check: impl FnMut() -> bool,
+        check: impl FnMut() -> bool,
     ) -> Result<Duration, String> {
-        let start = Instant::now();
-        while start.elapsed() < limit {
-            if STOP.load(Ordering::Relaxed) {
-                return Err("stopped by Ctrl-C".into());
-            }
-            if check() {
-                return Ok(start.elapsed());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(format!(
-            "gave up after {} s waiting until {what}",
-            limit.as_secs()
-        ))
+        self.clock.wait_for(limit, what, check)
     }
 }
 
@@ -93,27 +79,14 @@ struct Replica {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(skiff) = args.first().map(PathBuf::from) else {
-        eprintln!("usage: demo <path to the skiff binary> [--no-wait]");
-        std::process::exit(2);
-    };
-    if !skiff.exists() {
-        eprintln!(
-            "demo: {} does not exist; build it first (cargo build)",
-            skiff.display()
-        );
-        std::process::exit(2);
-    }
-    let no_wait = args.iter().any(|a| a == "--no-wait");
-    watch_for_ctrl_c();
+    let (skiff, no_wait) = tour::arguments("demo");
+    tour::watch_for_ctrl_c();
     println!("skiff demo: everything runs on this machine and is removed when the demo ends.\n");
-    let started = Instant::now();
     println!(
         "[  0.0s] Starting a local control plane: etcd and kube-apiserver v1.36.3 with RBAC ..."
     );
     let demo = Demo {
-        started,
+        clock: Clock::start(),
         cp: ControlPlane::start(),
     };
     let result = tour(&demo, &skiff, no_wait);
@@ -250,9 +223,7 @@ fn tour(demo: &Demo, skiff: &Path, no_wait: bool) -> Result<(), String> {
     );
     println!("  skiff's logs: {}/replica-*.log", demo.cp.dir().display());
     println!("Press Ctrl-C to stop; everything is removed.\n");
-    while !STOP.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    tour::until_stopped();
     drop(replicas);
     Ok(())
 }
@@ -260,7 +231,7 @@ fn tour(demo: &Demo, skiff: &Path, no_wait: bool) -> Result<(), String> {
 /// SIGTERM to the leader, as a rolling update would send; then how long until the standby leads.
 fn handover(demo: &Demo, replicas: &mut [Replica]) -> Result<(), String> {
     let leader = &mut replicas[0];
-    let pid = child_pid(&leader.process).ok_or("cannot find replica-a's process")?;
+    let pid = (leader.process.program_id()).ok_or("cannot find replica-a's process")?;
     demo.say(&format!(
         "Sending SIGTERM to the leader, {} (as a rolling update would) ...",
         leader.name
@@ -299,31 +270,7 @@ fn handover(demo: &Demo, replicas: &mut [Replica]) -> Result<(), String> {
 }
 
 fn start_replica(demo: &Demo, skiff: &Path, name: &'static str) -> Result<Replica, String> {
-    let kubeconfig = demo.cp.operator_kubeconfig().display().to_string();
-    let args: Vec<String> = [
-        "--kubeconfig",
-        &kubeconfig,
-        "--leader-elect",
-        "--leader-election-namespace",
-        NS,
-        "--source-namespaces",
-        NS,
-        "--health-probe-bind-address",
-        "127.0.0.1:0",
-        "--metrics-bind-address",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let process = Supervised::spawn_program(
-        name,
-        skiff,
-        demo.cp.dir(),
-        &args,
-        &[("POD_NAME", name)],
-        None,
-    )?;
+    let process = tour::leading_skiff(name, skiff, &demo.cp, &[])?;
     demo.say(&format!(
         "Started {name}: skiff --leader-elect (its log: {name}.log in the demo dir)."
     ));
@@ -333,20 +280,6 @@ fn start_replica(demo: &Demo, skiff: &Path, name: &'static str) -> Result<Replic
 fn mirror_row(demo: &Demo) -> String {
     demo.try_kubectl(&["get", "mirror", "-n", NS, "--no-headers"])
         .unwrap_or_default()
-}
-
-fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("          {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The supervised program's pid (the watchdog shell's only child).
-fn child_pid(process: &Supervised) -> Option<u32> {
-    let children =
-        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", process.id())).ok()?;
-    children.split_whitespace().next()?.parse().ok()
 }
 
 /// Whether `pid` is still running (an exited child waiting to be reaped counts as gone).
@@ -368,21 +301,4 @@ fn signal(pid: u32, name: &str) {
         .arg(format!("-{name}"))
         .arg(pid.to_string())
         .status();
-}
-
-/// Ctrl-C (SIGINT) or SIGTERM ends the demo at the next step, cleaning up on the way out.
-fn watch_for_ctrl_c() {
-    use async_signal::{Signal, Signals};
-    use smol::stream::StreamExt as _;
-    let Ok(mut signals) = Signals::new([Signal::Int, Signal::Term]) else {
-        return;
-    };
-    std::thread::spawn(move || {
-        smol::block_on(async {
-            if signals.next().await.is_some() {
-                println!("\nStopping ...");
-                STOP.store(true, Ordering::Relaxed);
-            }
-        });
-    });
 }

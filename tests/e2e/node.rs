@@ -11,6 +11,11 @@
 //! their own) and runs this suite inside it, one test at a time (one kubelet a machine).
 //! `NODE_ROUNDS` sets how many leader deletions and rollouts the `make deploy` test measures (10),
 //! `NODE_FANOUT` how many namespaces its Mirror selects (1,000).
+//!
+//! Real time, under a real kubelet: the test asserts what the kubelet and the Lease show (no
+//! failed probe, a release before each handover, one handover per rollout); how soon a Pod is
+//! Ready and how fast a handover is are printed, and recorded in BENCHMARKS.md ("In Pods, under
+//! a real kubelet"). Each wait is a liveness bound.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -27,8 +32,10 @@ const SELECTOR: &str = "app.kubernetes.io/name=skiff";
 const LEASE: &str = "skiff-leader";
 /// How long a rollout or a replacement Pod may take to be Ready on a loaded 2-core machine.
 const READY_TIMEOUT: &str = "--timeout=180s";
-/// A handover after SIGTERM is a release, not the 15 s expiry of a dead leader's Lease.
-const RELEASED_WITHIN: Duration = Duration::from_secs(5);
+/// How long a handover after the leader's deletion may take: a liveness bound, 30× the
+/// fraction of a second it takes. Only the release tells a handover from the 15 s expiry of a
+/// dead leader's Lease, so each round asserts the release was seen before the new holder.
+const HANDOVER_LIVENESS: Duration = Duration::from_secs(30);
 const MEMORY_LIMIT: u64 = 64 << 20;
 const MIB: f64 = (1 << 20) as f64;
 
@@ -89,13 +96,13 @@ fn check_install(node: &Node, tag: &str, rounds: usize, fanout: usize) {
         "node: both replicas Ready {:.1?} after the install",
         started.elapsed()
     );
+    // A speed figure (BENCHMARKS.md): what must hold is that no probe failed on the way.
     for pod in node.pods(NAMESPACE, SELECTOR) {
-        let after = ready_after_start(&pod);
         eprintln!(
-            "node: {} Ready {after} s after its container started",
-            pod["metadata"]["name"]
+            "node: {} Ready {} s after its container started",
+            pod["metadata"]["name"],
+            ready_after_start(&pod)
         );
-        assert!(after <= 3, "Ready {after} s after the start: {pod:#}");
     }
     assert_probes_never_failed(node);
     assert_security_context(node);
@@ -412,14 +419,12 @@ fn measure_leader_deletes(node: &Node, lease: &LeaseWatch, rounds: usize) {
         ]);
         // From the API server's answer: kubectl's own start-up is no part of the handover.
         let answered = Instant::now();
-        let (at, new) = lease.wait_for(before, Duration::from_secs(60), |h| {
-            !h.is_empty() && h != old
-        });
+        let (at, new) = lease.wait_for(before, HANDOVER_LIVENESS, |h| !h.is_empty() && h != old);
         let took = at.saturating_duration_since(answered);
         let released = lease
             .seen()
             .into_iter()
-            .find(|(t, h)| *t >= before && h.is_empty());
+            .find(|(t, h)| *t >= before && *t <= at && h.is_empty());
         let released = released.map(|(t, _)| t.saturating_duration_since(answered));
         eprintln!(
             "node: deleted leader {}; released {released:.0?} and {} held the Lease {took:.0?} \
@@ -429,8 +434,9 @@ fn measure_leader_deletes(node: &Node, lease: &LeaseWatch, rounds: usize) {
             at.duration_since(before)
         );
         assert!(
-            took < RELEASED_WITHIN,
-            "handover took {took:?}: the leader did not release on SIGTERM"
+            released.is_some(),
+            "{} held the Lease without a release before it: the leader did not release",
+            pod_of(&new)
         );
         times.push(took);
     }

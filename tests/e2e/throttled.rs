@@ -6,10 +6,16 @@
 //! (a fan-out to 200 namespaces, plus a test client listing ConfigMaps as the same user) makes
 //! the server answer 429. The shipped FlowSchema still routes the Lease requests to
 //! `leader-election`, and skiff's separate lease client must renew on time throughout.
+//!
+//! Real time, as the binary runs: "on time" is judged as skiff judges it. A leader that misses
+//! its renew deadline gives the Lease up and exits 1, so the test asserts the Lease kept (never
+//! lost, no other holder, renewed after the minute) and no Lease request throttled; how long
+//! the gaps between renewals were is printed (and measured by `make compare`'s squeeze).
 
-use std::time::{Duration, Instant};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::support::control_plane::{ControlPlane, require_e2e_binaries};
+use crate::support::control_plane::{ControlPlane, OPERATOR_UID, require_e2e_binaries};
 use crate::support::lease::{LEASE_PATH, LeasePoller, LeaseRecord, renew_gaps};
 use crate::support::load::ListLoad;
 use crate::support::scrape::{scrape, sum_samples};
@@ -17,7 +23,6 @@ use crate::support::skiff::{Skiff, TempDir, free_port};
 
 /// How long the lease must be kept under throttling (a full minute).
 const THROTTLED_FOR: Duration = Duration::from_secs(60);
-const RETRY_PERIOD: Duration = Duration::from_secs(1);
 const LEASE_FLAGS: [&str; 3] = [
     "--leader-elect-lease-duration=4s",
     "--leader-elect-renew-deadline=3s",
@@ -27,12 +32,18 @@ const LEASE_FLAGS: [&str; 3] = [
 const FAN_OUT: usize = 200;
 /// Test clients listing ConfigMaps as the operator, keeping the throttled level's seats busy.
 const LOAD_THREADS: usize = 4;
-/// How soon skiff must exit after SIGTERM while throttled. The controller's client is
-/// cancelled at the stop, so no reconcile waits out 429 back-offs (which once took the whole
-/// 30 s graceful-shutdown timeout, keeping a standby from leading); only requests already on
-/// the wire are waited for.
-const THROTTLED_EXIT: Duration = Duration::from_secs(5);
-const STEP_TIMEOUT: Duration = Duration::from_secs(30);
+/// skiff's graceful-shutdown timeout here: far longer than [`LIVENESS`]. The controller's client
+/// is cancelled at the stop, so no reconcile waits out 429 back-offs (which once took the whole
+/// graceful-shutdown timeout, keeping a standby from leading) or sends another write: only
+/// requests already on the wire are waited for. The test reads the copy writes the API server
+/// received after the signal: at most [`WRITES_IN_FLIGHT`], and none twice (a retry after a
+/// 429 would be sent after the signal).
+const GRACEFUL_SHUTDOWN: &str = "--graceful-shutdown-timeout=5m";
+/// The copy writes one namespace's Mirrors have in flight at most (`MAX_IN_FLIGHT` of
+/// `src/mirror/apply.rs`).
+const WRITES_IN_FLIGHT: usize = 16;
+/// Leading, exiting, releasing: each takes a second or two. A liveness bound, 10× or more.
+const LIVENESS: Duration = Duration::from_secs(30);
 const THROTTLED_LEVEL: &str = "skiff-e2e-throttled";
 
 /// One concurrency share (a few seats of the server's limit), nothing lent or borrowed, and
@@ -76,7 +87,7 @@ fn throttle_the_operator(cp: &ControlPlane) {
     cp.apply(FLOW_SCHEMA);
     let throttled = uid(cp, "prioritylevelconfiguration", THROTTLED_LEVEL);
     let configmaps = "/api/v1/namespaces/skiff-system/configmaps";
-    let deadline = Instant::now() + STEP_TIMEOUT;
+    let deadline = Instant::now() + LIVENESS;
     while priority_level_of(cp, configmaps) != throttled {
         assert!(
             Instant::now() < deadline,
@@ -137,11 +148,22 @@ fn start_skiff(cp: &ControlPlane, dir: &TempDir, metrics_port: u16) -> Skiff {
         "--log-level=debug",
         &metrics_flag,
         "--metrics-secure=false",
+        GRACEFUL_SHUTDOWN,
     ];
     args.extend(LEASE_FLAGS);
     let log = dir.0.join("skiff.log");
     let env = [("POD_NAME", "throttled")];
     Skiff::start_with_env(&cp.operator_kubeconfig(), log, &args, &env)
+}
+
+/// skiff's copy writes the API server received from `since` on (those it refused with 429
+/// too), from its audit log: (verb, URI, status).
+fn copy_writes_since(cp: &ControlPlane, since: SystemTime) -> Vec<(String, String, Option<u64>)> {
+    (cp.audit().into_iter())
+        .filter(|e| e.uid == OPERATOR_UID && e.is_write() && e.uri.contains("/configmaps"))
+        .filter(|e| e.received >= since)
+        .map(|e| (e.verb, e.uri, e.code))
+        .collect()
 }
 
 /// `rest_client_requests_total` of `client` with status `code`.
@@ -189,7 +211,7 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
     let metrics_port = free_port();
     let mut skiff = start_skiff(cp, &dir, metrics_port);
     let poller = LeasePoller::start(cp, Duration::from_millis(100));
-    let leading = poller.wait_for(Instant::now(), STEP_TIMEOUT, |r| {
+    let leading = poller.wait_for(Instant::now(), LIVENESS, |r| {
         r.holder.starts_with("throttled_")
     });
     let leader = leading
@@ -202,10 +224,13 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
     std::thread::sleep(THROTTLED_FOR / 2);
     mirror_to_every_namespace(cp, "two");
     std::thread::sleep(THROTTLED_FOR / 2);
+    // No other holder all minute, and renewed after it (liveness: renewals come every second).
+    let kept = (poller.kept_by(&leader, throttled_from, LIVENESS))
+        .and_then(|()| poller.kept_by(&leader, Instant::now(), LIVENESS));
+    let log = skiff.logs();
     assert!(
-        skiff.is_running(),
-        "skiff exited under throttling; log:\n{}",
-        skiff.logs()
+        skiff.is_running() && !log.contains("leader election lost"),
+        "skiff lost the Lease under throttling; log:\n{log}"
     );
     let metrics = scrape(metrics_port);
     let records: Vec<_> = poller
@@ -230,22 +255,15 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
     );
     assert!(lease_ok > 0, "no lease client requests in the metrics");
     assert_eq!(lease_rejected, 0, "a Lease request was throttled");
-    let strangers: Vec<_> = records.iter().filter(|r| r.holder != leader).collect();
-    assert!(strangers.is_empty(), "skiff lost the Lease: {strangers:?}");
-    assert!(
-        longest <= RETRY_PERIOD + Duration::from_secs(1),
-        "the Lease went {longest:?} without renewal"
-    );
-    assert!(
-        renewals as u64 >= THROTTLED_FOR.as_secs() / 2,
-        "{renewals} renewals"
-    );
+    if let Err(why) = kept {
+        panic!("{why}; log:\n{log}");
+    }
 
-    let signalled = Instant::now();
+    let (signalled, signalled_wall) = (Instant::now(), SystemTime::now());
     skiff.signal("TERM");
-    let code = skiff.wait_exit(THROTTLED_EXIT);
+    let code = skiff.wait_exit(LIVENESS);
     let exited_after = signalled.elapsed();
-    let released = poller.wait_for(signalled, Duration::from_secs(5), |r| {
+    let released = poller.wait_for(signalled, LIVENESS, |r| {
         r.holder.is_empty() && r.duration_seconds == 1
     });
     let load_rejected = load.stop();
@@ -255,6 +273,18 @@ fn keeps_the_lease_for_a_minute_while_controller_requests_get_429() {
         exited_after.as_millis()
     );
     assert_eq!(code, Some(0), "skiff exit; log:\n{}", skiff.logs());
+    let log = skiff.logs();
+    assert!(
+        !log.contains("did not stop within"),
+        "a controller waited out the graceful-shutdown timeout; log:\n{log}"
+    );
+    let late = copy_writes_since(cp, signalled_wall);
+    eprintln!("throttled: copy writes the API server received after SIGTERM: {late:?}");
+    let once: BTreeSet<(&String, &String)> = late.iter().map(|(v, uri, _)| (v, uri)).collect();
+    assert!(
+        late.len() <= WRITES_IN_FLIGHT && once.len() == late.len(),
+        "copy writes sent after SIGTERM, not only those on the wire: {late:?}; log:\n{log}"
+    );
     assert!(
         released.is_some(),
         "Lease not released: {:?}",

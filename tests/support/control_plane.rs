@@ -242,6 +242,11 @@ impl ControlPlane {
         self
     }
 
+    /// The kube-apiserver's process id, to read its memory from `/proc`.
+    pub fn apiserver_pid(&self) -> Option<u32> {
+        self.apiserver.program_id()
+    }
+
     /// `https://127.0.0.1:<port>`
     pub fn url(&self) -> &str {
         &self.url

@@ -42,6 +42,8 @@ pub const HEARTBEAT_LABEL: (&str, &str) = ("skiff.dev/heartbeat", "member");
 pub const MEMBER_ROLE: &str = "skiff-fleet-member";
 /// How long a member token minted by [`Fleet::admit`] lives: longer than any test.
 const TOKEN_DURATION: &str = "2h";
+/// The same in seconds, for the TokenRequest API.
+const TOKEN_SECONDS: u64 = 2 * 60 * 60;
 
 /// A Placement as the e2e suite reads and writes it: its spec and status as JSON.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -83,13 +85,7 @@ impl Fleet {
                 .collect();
             (hub, members)
         });
-        hub.install_manifests()
-            .install_overlay("secret-targets")
-            .install_overlay("fleet-hub")
-            .once("placements", |hub| {
-                let crd = "customresourcedefinition/placements.skiff.dev";
-                hub.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
-            });
+        install_hub(hub);
         for member in &members {
             member.install_manifests().install_overlay("secret-targets");
         }
@@ -146,6 +142,122 @@ impl Fleet {
         ]});
         self.hub.apply(&objects.to_string());
     }
+}
+
+/// Installs skiff on `hub` as a fleet's hub (`deploy/fleet-hub`, with Secret copies of
+/// `app-tls`), once per control plane, and waits until the Placement CRD is served.
+pub fn install_hub(hub: &ControlPlane) {
+    hub.install_manifests()
+        .install_overlay("secret-targets")
+        .install_overlay("fleet-hub")
+        .once("placements", |hub| {
+            let crd = "customresourcedefinition/placements.skiff.dev";
+            hub.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+        });
+}
+
+/// Admits every cluster of `clusters` on `hub` at once, labelled `labels`, with what
+/// `hack/hub-admit.sh` makes for each (the namespace, the ServiceAccount, the RoleBinding, the
+/// heartbeat Lease, a token) and the Secret it prints, written into `dir/<cluster>`.
+///
+/// Why not the script: it runs five kubectl processes per member, about a second of CPU each
+/// member; a benchmark admitting hundreds of members applies them in one request per batch and
+/// asks the TokenRequest API directly. The e2e suite and the demo admit through the script.
+pub fn admit_in_bulk(
+    hub: &ControlPlane,
+    clusters: &[String],
+    labels: &[(&str, &str)],
+    dir: &Path,
+) -> Vec<Admission> {
+    const BATCH: usize = 250;
+    for batch in clusters.chunks(BATCH) {
+        let items: Vec<Value> = batch
+            .iter()
+            .flat_map(|cluster| admission_objects(cluster, labels))
+            .collect();
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        hub.apply(&list.to_string());
+    }
+    clusters
+        .iter()
+        .map(|cluster| {
+            let token = request_token(hub, cluster);
+            let dir = dir.join(cluster);
+            std::fs::create_dir_all(&dir).expect("create the member's Secret dir");
+            write(&dir.join("token"), &token);
+            write(&dir.join("kubeconfig"), &member_kubeconfig(hub, cluster));
+            Admission {
+                cluster: cluster.clone(),
+                token,
+                dir,
+            }
+        })
+        .collect()
+}
+
+/// The objects `hack/hub-admit.sh` applies for `cluster`.
+fn admission_objects(cluster: &str, labels: &[(&str, &str)]) -> [Value; 4] {
+    let mut namespace_labels = serde_json::Map::new();
+    namespace_labels.insert(MEMBER_LABEL.to_owned(), cluster.into());
+    for (key, value) in labels {
+        namespace_labels.insert((*key).to_owned(), (*value).into());
+    }
+    let (heartbeat_key, heartbeat_value) = HEARTBEAT_LABEL;
+    [
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": cluster, "labels": namespace_labels}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": MEMBER_SERVICE_ACCOUNT, "namespace": cluster}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": MEMBER_ROLE, "namespace": cluster},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": MEMBER_ROLE},
+            "subjects": [{"kind": "ServiceAccount", "name": MEMBER_SERVICE_ACCOUNT,
+                          "namespace": cluster}]}),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": HEARTBEAT_LEASE, "namespace": cluster,
+                         "labels": {heartbeat_key: heartbeat_value}},
+            "spec": {"leaseDurationSeconds": 180}}),
+    ]
+}
+
+/// A token of `cluster`'s member identity, from the TokenRequest API (as `kubectl create
+/// token` asks it).
+fn request_token(hub: &ControlPlane, cluster: &str) -> String {
+    let path =
+        format!("/api/v1/namespaces/{cluster}/serviceaccounts/{MEMBER_SERVICE_ACCOUNT}/token");
+    let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": TOKEN_SECONDS}})
+    .to_string();
+    let request = super::kubectl::RawRequest {
+        method: "POST",
+        path: &path,
+        accept: "application/json",
+        body: Some(("application/json", &body)),
+    };
+    let response =
+        super::kubectl::https_request(hub.url(), hub.ca_pem(), Some(hub.admin_token()), &request)
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+    assert_eq!(response.status, 201, "POST {path}: {}", response.body);
+    let answer: Value = serde_json::from_str(&response.body).expect("a TokenRequest");
+    let token = answer["status"]["token"].as_str();
+    token
+        .expect("a token in the TokenRequest's status")
+        .to_owned()
+}
+
+/// The kubeconfig `hack/hub-admit.sh` prints for `cluster`: the hub, its CA, the member's
+/// namespace, and the token read from the file `token` beside it.
+fn member_kubeconfig(hub: &ControlPlane, cluster: &str) -> String {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(hub.ca_pem());
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n  - name: hub\n    cluster:\n      \
+         server: {}\n      certificate-authority-data: {ca}\nusers:\n  - name: {cluster}\n    \
+         user:\n      tokenFile: token\ncontexts:\n  - name: hub\n    context: {{cluster: hub, \
+         user: {cluster}, namespace: {cluster}}}\ncurrent-context: hub\n",
+        hub.url()
+    )
 }
 
 /// What the hub admin hands the member admin: the member's identity on the hub.

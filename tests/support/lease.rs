@@ -130,6 +130,32 @@ impl LeasePoller {
         None
     }
 
+    /// Whether `holder` kept the Lease from `from` on: a renewal (a renewTime other than the one
+    /// it had at `from`) is read within `limit`, and every reading since `from` names it. Not
+    /// how often it renewed: a holder that misses its renew deadline gives the Lease up (and
+    /// skiff exits), which shows here and in its log. `Err` says what broke.
+    pub fn kept_by(&self, holder: &str, from: Instant, limit: Duration) -> Result<(), String> {
+        let renew_time_then = (self.records().into_iter())
+            .rfind(|r| r.at <= from && r.holder == holder)
+            .map(|r| r.renew_time);
+        let renewed = self.wait_for(from, limit, |r| {
+            r.holder == holder && Some(&r.renew_time) != renew_time_then.as_ref()
+        });
+        if renewed.is_none() {
+            return Err(format!(
+                "no renewal by {holder} within {limit:?}; last reading {:?}",
+                self.latest()
+            ));
+        }
+        let others: Vec<LeaseRecord> = (self.records().into_iter())
+            .filter(|r| r.at >= from && r.holder != holder)
+            .collect();
+        match others.is_empty() {
+            true => Ok(()),
+            false => Err(format!("{holder} lost the Lease: {others:?}")),
+        }
+    }
+
     /// Stops polling and returns every reading.
     pub fn stop(mut self) -> Vec<LeaseRecord> {
         self.halt();

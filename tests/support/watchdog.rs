@@ -94,6 +94,14 @@ impl Supervised {
         self.wrapper().id()
     }
 
+    /// The supervised program's pid: the watchdog shell's only child (None once it is gone).
+    pub fn program_id(&self) -> Option<u32> {
+        let shell = self.id();
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).ok()?;
+        children.split_whitespace().next()?.parse().ok()
+    }
+
     /// Kills the process and its watchdog, if still running, and reaps the watchdog.
     pub fn kill(&self) {
         let mut wrapper = self.wrapper();

@@ -99,6 +99,7 @@ impl Drop for FlowPermit {
 mod tests {
     use super::*;
     use crate::testing::now_or_never;
+    use std::pin::pin;
 
     #[test]
     fn a_flow_at_its_cap_waits_and_another_flow_does_not() {
@@ -124,18 +125,12 @@ mod tests {
     #[test]
     fn a_waiter_is_woken_when_its_flow_gives_a_permit_back() {
         let permits = FlowPermits::new(1);
-        smol::block_on(async {
-            let held = permits.take("a").await;
-            let waiter = smol::spawn({
-                let permits = Arc::clone(&permits);
-                async move { permits.take("a").await }
-            });
-            smol::Timer::after(std::time::Duration::from_millis(20)).await;
-            assert!(!waiter.is_finished());
-            drop(held);
-            let _next = waiter.await;
-            assert_eq!(permits.held_by("a"), 1);
-        });
+        let held = now_or_never(permits.take("a")).expect("free");
+        let mut waiter = pin!(permits.take("a"));
+        assert!(now_or_never(waiter.as_mut()).is_none(), "waits for `held`");
+        drop(held);
+        let _next = now_or_never(waiter).expect("woken by the permit given back");
+        assert_eq!(permits.held_by("a"), 1);
     }
 
     #[test]

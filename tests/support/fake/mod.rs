@@ -3,7 +3,8 @@
 //! fault injection by request class, and a log of every request with its TCP connection.
 //!
 //! It runs on its own thread with its own executor so a busy test executor cannot slow it, and
-//! speaks plain HTTP/1.1 + JSON (optionally over TLS) like kube-apiserver.
+//! speaks plain HTTP/1.1 + JSON (optionally over TLS) like kube-apiserver. A [`FakeFleet`] is
+//! many such servers on one thread, for benchmarks with hundreds of clusters.
 
 mod conn;
 mod events;
@@ -25,7 +26,6 @@ pub use shared::RequestRecord;
 use routes::{Resource, Target};
 use serde_json::Value;
 use shared::{Shared, lock};
-use smol::future::FutureExt;
 use smol::{Executor, Timer};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -202,12 +202,7 @@ fn object_key(path: &str) -> Option<(Resource, ObjectKey)> {
 }
 
 fn launch(material: Option<tls::TlsMaterial>) -> FakeServer {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("binding 127.0.0.1:0 for the fake server");
-    let port = listener
-        .local_addr()
-        .expect("local address of the fake server")
-        .port();
+    let (listener, mut server) = bound(material.as_ref().map(|m| m.ca_pem.clone()));
     let acceptor = material.as_ref().map(|material| {
         smol::block_on(async_native_tls::TlsAcceptor::new(
             &material.server_pkcs12[..],
@@ -215,66 +210,147 @@ fn launch(material: Option<tls::TlsMaterial>) -> FakeServer {
         ))
         .expect("loading the fake server's TLS identity")
     });
-    let scheme = if acceptor.is_some() { "https" } else { "http" };
-    let shared = Arc::new(Shared::new());
-    let (stop, stopped) = smol::channel::bounded::<()>(1);
-    let thread_shared = shared.clone();
-    let thread = std::thread::Builder::new()
-        .name("fake-apiserver".into())
-        .spawn(move || run(listener, thread_shared, acceptor, stopped))
-        .expect("spawning the fake server thread");
-    FakeServer {
-        shared,
+    let served = vec![(listener, server.shared.clone())];
+    let (stop, thread) = serve_on_a_thread("fake-apiserver", served, acceptor);
+    server.stop = Some(stop);
+    server.thread = Some(thread);
+    server
+}
+
+/// A listener on 127.0.0.1 and a free port, and the handle of the server it will be, not yet
+/// served (`https` when it will serve TLS with `ca_pem`).
+fn bound(ca_pem: Option<Vec<u8>>) -> (std::net::TcpListener, FakeServer) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("binding 127.0.0.1:0 for the fake server");
+    let port = listener
+        .local_addr()
+        .expect("local address of the fake server")
+        .port();
+    let scheme = if ca_pem.is_some() { "https" } else { "http" };
+    let server = FakeServer {
+        shared: Arc::new(Shared::new()),
         url: format!("{scheme}://127.0.0.1:{port}"),
-        ca_pem: material.map(|m| m.ca_pem),
-        stop: Some(stop),
-        thread: Some(thread),
+        ca_pem,
+        stop: None,
+        thread: None,
+    };
+    (listener, server)
+}
+
+/// Many fake API servers served by one thread: each with its own listener, store, faults and
+/// request log, as [`FakeServer::start`] gives (plain HTTP).
+///
+/// Why: a benchmark with hundreds of member clusters (`benches/fleet.rs`) needs hundreds of
+/// API servers; one thread and executor each would be hundreds of threads for servers that are
+/// idle nearly all the time. Dropping the fleet closes every listener and connection.
+pub struct FakeFleet {
+    servers: Vec<FakeServer>,
+    stop: Option<smol::channel::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeFleet {
+    pub fn start(count: usize) -> FakeFleet {
+        let (listeners, servers): (Vec<_>, Vec<_>) = (0..count).map(|_| bound(None)).unzip();
+        let served = listeners
+            .into_iter()
+            .zip(&servers)
+            .map(|(listener, server)| (listener, server.shared.clone()))
+            .collect();
+        let (stop, thread) = serve_on_a_thread("fake-apiservers", served, None);
+        FakeFleet {
+            servers,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn servers(&self) -> &[FakeServer] {
+        &self.servers
     }
 }
 
-/// The server thread: accepts until stopped; dropping the executor then cancels every
-/// connection task, which closes their sockets.
+impl Drop for FakeFleet {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Serves each listener with its state on one new thread until the returned sender is
+/// dropped.
+fn serve_on_a_thread(
+    name: &str,
+    served: Vec<(std::net::TcpListener, Arc<Shared>)>,
+    acceptor: Option<async_native_tls::TlsAcceptor>,
+) -> (smol::channel::Sender<()>, JoinHandle<()>) {
+    let (stop, stopped) = smol::channel::bounded::<()>(1);
+    let thread = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || run(served, acceptor, stopped))
+        .expect("spawning the fake server thread");
+    (stop, thread)
+}
+
+/// The server thread: accepts on every listener until stopped; dropping the executor then
+/// cancels every accept and connection task, which closes their sockets.
 fn run(
-    listener: std::net::TcpListener,
-    shared: Arc<Shared>,
+    served: Vec<(std::net::TcpListener, Arc<Shared>)>,
     acceptor: Option<async_native_tls::TlsAcceptor>,
     stopped: smol::channel::Receiver<()>,
 ) {
-    let Ok(listener) = smol::net::TcpListener::try_from(listener) else {
-        return;
-    };
-    let executor = Executor::new();
-    let accept_loop = async {
-        loop {
-            let tcp = match listener.accept().await {
-                Ok((tcp, _)) => tcp,
-                Err(_) => {
-                    Timer::after(ACCEPT_RETRY_PAUSE).await;
-                    continue;
-                }
-            };
-            let _ = tcp.set_nodelay(true);
-            let conn_id = shared.next_conn_id();
-            let shared = shared.clone();
-            let acceptor = acceptor.clone();
-            executor
-                .spawn(async move {
-                    match acceptor {
-                        Some(acceptor) => {
-                            if let Ok(stream) = acceptor.accept(tcp).await {
-                                conn::serve(stream, &shared, conn_id).await;
-                            }
-                        }
-                        None => conn::serve(tcp, &shared, conn_id).await,
-                    }
-                })
-                .detach();
-        }
-    };
+    let executor = Arc::new(Executor::new());
+    for (listener, shared) in served {
+        let Ok(listener) = smol::net::TcpListener::try_from(listener) else {
+            return;
+        };
+        // Weak: the executor owns the accept loops, never the other way round, so dropping
+        // it drops them and their listeners.
+        let spawner = Arc::downgrade(&executor);
+        let accept_loop = accept(listener, shared, acceptor.clone(), spawner);
+        executor.spawn(accept_loop).detach();
+    }
     let until_stopped = async {
         let _ = stopped.recv().await;
     };
-    smol::block_on(executor.run(accept_loop.or(until_stopped)));
-    drop(listener);
-    drop(executor);
+    smol::block_on(executor.run(until_stopped));
+}
+
+/// Accepts connections on `listener` and serves each as a task of `executor`.
+async fn accept(
+    listener: smol::net::TcpListener,
+    shared: Arc<Shared>,
+    acceptor: Option<async_native_tls::TlsAcceptor>,
+    executor: std::sync::Weak<Executor<'static>>,
+) {
+    loop {
+        let tcp = match listener.accept().await {
+            Ok((tcp, _)) => tcp,
+            Err(_) => {
+                Timer::after(ACCEPT_RETRY_PAUSE).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let conn_id = shared.next_conn_id();
+        let shared = shared.clone();
+        let acceptor = acceptor.clone();
+        let Some(executor) = executor.upgrade() else {
+            return;
+        };
+        executor
+            .spawn(async move {
+                match acceptor {
+                    Some(acceptor) => {
+                        if let Ok(stream) = acceptor.accept(tcp).await {
+                            conn::serve(stream, &shared, conn_id).await;
+                        }
+                    }
+                    None => conn::serve(tcp, &shared, conn_id).await,
+                }
+            })
+            .detach();
+    }
 }
