@@ -7,7 +7,9 @@
 //! fails here, with the command that fixes it.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::support::control_plane::{bin_dir, require_e2e_binaries, say};
 use crate::support::helm::{Helm, chart_dir, container_args, find, object_key, parse_objects};
@@ -201,7 +203,11 @@ fn fleet_member_renders_what_the_kustomize_component_adds() {
         .into_iter()
         .filter(|o| o["kind"] != "Namespace")
         .collect();
-    assert_same_objects(&chart, &component, "fleet.member.enable vs deploy/fleet-member");
+    assert_same_objects(
+        &chart,
+        &component,
+        "fleet.member.enable vs deploy/fleet-member",
+    );
 }
 
 /// The objects of the fleet (the Placement CRD, anything named `*fleet*`) among `objects`.
@@ -268,8 +274,8 @@ fn fleet_values_set_their_flags_and_objects_and_nothing_when_off() {
         [
             "CustomResourceDefinition//placements.skiff.dev",
             "ClusterRole//ops-skiff-fleet-hub",
-            "ClusterRoleBinding//ops-skiff-fleet-hub",
             "ClusterRole//ops-skiff-fleet-member",
+            "ClusterRoleBinding//ops-skiff-fleet-hub",
         ]
     );
     let binding = find(&objects, "ClusterRoleBinding", "ops-skiff-fleet-hub");
@@ -357,9 +363,64 @@ fn projections_and_orphan_set_their_flags_only_with_self_service() {
     let defaults = skiff_system(&helm, &sets(&["selfService.enable=true"]));
     let args = added_args(&defaults, "skiff");
     assert!(
-        !args.iter().any(|a| a.contains("projections") || a.contains("orphan")),
+        !args
+            .iter()
+            .any(|a| a.contains("projections") || a.contains("orphan")),
         "none by default: {args:?}"
     );
+}
+
+/// The chart's fleet and self-service args are what skiff's own parser takes (the one main
+/// runs): each value reaches its setting, switches included, which skiff takes bare.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_rendered_fleet_and_self_service_args_parse_into_their_settings() {
+    require_e2e_binaries();
+    let helm = Helm::new();
+    let settings = |values: &[&str]| {
+        let objects = skiff_system(&helm, &sets(values));
+        let args = container_args(find(&objects, "Deployment", "skiff"));
+        skiff::flags::parse(&args).unwrap_or_else(|e| panic!("skiff refuses {args:?}: {e}"))
+    };
+    let hub = settings(&[
+        "fleet.hub.enable=true",
+        "fleet.hub.memberSilenceAfter=5m",
+        "fleet.hub.qps=7.5",
+        "fleet.hub.burst=600",
+    ]);
+    let fleet_hub = hub.fleet_hub.expect("--fleet-hub on");
+    assert_eq!(fleet_hub.member_silence_after, Duration::from_secs(300));
+    assert_eq!((fleet_hub.qps, fleet_hub.burst), (7.5, 600));
+    assert!(hub.hub.is_none() && hub.self_service.is_none());
+
+    let member = settings(&[
+        "fleet.member.enable=true",
+        "fleet.member.hubName=hub-eu",
+        "fleet.member.hubKinds={configmaps,secrets}",
+        "fleet.member.heartbeatPeriod=30s",
+        "secretTargetNames={app-tls}",
+        "selfService.enable=true",
+        "selfService.projections={secrets-as-configmaps}",
+        "selfService.orphan=true",
+    ]);
+    let hub_member = member.hub.expect("--hub-kubeconfig set");
+    assert_eq!(
+        hub_member.kubeconfig,
+        Path::new("/etc/skiff/hub/kubeconfig")
+    );
+    assert_eq!(hub_member.name, "hub-eu");
+    assert_eq!(hub_member.kinds.len(), 2);
+    assert_eq!(hub_member.heartbeat, Duration::from_secs(30));
+    assert!(member.fleet_hub.is_none());
+    let self_service = member.self_service.expect("--self-service on");
+    assert_eq!(self_service.projections_flag(), "secrets-as-configmaps");
+    assert!(self_service.orphan);
+
+    let defaults = settings(&["selfService.enable=true"]);
+    let self_service = defaults.self_service.expect("--self-service on");
+    assert_eq!(self_service.projections_flag(), "none");
+    assert!(!self_service.orphan);
+    assert!(defaults.fleet_hub.is_none() && defaults.hub.is_none());
 }
 
 /// The rules of the kinds ClusterRole the chart renders with `values`, as `resource verbs`.
@@ -449,13 +510,20 @@ fn the_chart_names_and_grants_each_kind_as_the_kind_table_has_it() {
     let copied: Vec<String> = TABLE.iter().map(|k| k.flag_name()).collect();
     let properties = &schema["properties"];
     for (value, enum_) in [
-        ("selfService.kinds", &properties["selfService"]["properties"]["kinds"]),
+        (
+            "selfService.kinds",
+            &properties["selfService"]["properties"]["kinds"],
+        ),
         (
             "fleet.member.hubKinds",
             &properties["fleet"]["properties"]["member"]["properties"]["hubKinds"],
         ),
     ] {
-        assert_eq!(enum_["items"]["enum"], json!(copied), "{value} vs the kind table");
+        assert_eq!(
+            enum_["items"]["enum"],
+            json!(copied),
+            "{value} vs the kind table"
+        );
     }
     let projections: Vec<String> = (TABLE.iter())
         .flat_map(|k| k.published_as.iter().map(move |p| k.projection_name(p)))
@@ -808,7 +876,10 @@ fn the_schema_refuses_bad_values_and_names_them() {
         ("kinds={pods}", "kinds"),
         ("selfService.kinds={pods}", "kinds"),
         ("networkPolicy.enabled=false", "enabled"),
-        ("selfService.projections={configmaps-as-secrets}", "projections"),
+        (
+            "selfService.projections={configmaps-as-secrets}",
+            "projections",
+        ),
         ("selfService.orphan=sometimes", "orphan"),
         ("fleet.hub.enable=yes", "enable"),
         ("fleet.hub.memberSilenceAfter=soon", "memberSilenceAfter"),
