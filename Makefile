@@ -122,8 +122,8 @@ lint: ## rustfmt check, clippy with warnings as errors, no import cycles between
 	python3 hack/test_lanes_check.py
 	$(CLIPPY)
 
-hub-admit: ## on a hub (kubectl's context): admit member cluster CLUSTER labelled LABELS (k=v,...), printing the Secret skiff-hub its admin applies beside deploy/fleet-member (README, Across clusters)
-	@KUBECTL=$(KUBECTL) hack/hub-admit.sh "$(CLUSTER)" "$(LABELS)" $(DURATION)
+hub-admit: ## on a hub (kubectl's context): admit member cluster CLUSTER labelled LABELS (k=v,...), printing the Secret skiff-hub its admin applies beside deploy/fleet-member (README, Across clusters); installed by Helm, MEMBER_ROLE=<release>-fleet-member and SECRET_NAMESPACE=<skiff's namespace in the member>
+	@KUBECTL=$(KUBECTL) MEMBER_ROLE="$(MEMBER_ROLE)" SECRET_NAMESPACE="$(SECRET_NAMESPACE)" hack/hub-admit.sh "$(CLUSTER)" "$(LABELS)" $(DURATION)
 
 fmt: ## format the code
 	$(CARGO) fmt

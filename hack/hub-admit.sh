@@ -14,14 +14,29 @@
 #
 # It refuses a namespace that exists without skiff.dev/member: that is a hub namespace of its
 # own, not a member's.
+#
+# Installed with Helm under other names, say so: MEMBER_ROLE is the ClusterRole to bind (the
+# hub's <release>-fleet-member; default skiff-fleet-member) and SECRET_NAMESPACE the namespace of
+# skiff in the member cluster, where the printed Secret goes (default skiff-system).
 set -euo pipefail
 cluster=${1:?usage: hack/hub-admit.sh CLUSTER [LABELS] [DURATION]}
 labels=${2:-}
 duration=${3:-2160h}
 kubectl=${KUBECTL:-kubectl}
+role=${MEMBER_ROLE:-skiff-fleet-member}
+secret_namespace=${SECRET_NAMESPACE:-skiff-system}
 
-if ! [[ $cluster =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]]; then
+dns_label='^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$'
+if ! [[ $cluster =~ $dns_label ]]; then
   echo "hub-admit: CLUSTER '$cluster' must be a namespace name (a DNS label): lowercase letters, digits and '-'" >&2
+  exit 2
+fi
+if ! [[ $secret_namespace =~ $dns_label ]]; then
+  echo "hub-admit: SECRET_NAMESPACE '$secret_namespace' must be a namespace name (a DNS label): skiff's namespace in the member cluster" >&2
+  exit 2
+fi
+if ! $kubectl get clusterrole "$role" -o name >/dev/null 2>&1; then
+  echo "hub-admit: no ClusterRole $role on the hub; install skiff as a hub first (deploy/fleet-hub, or the chart with fleet.hub.enable=true: set MEMBER_ROLE=<release>-fleet-member)" >&2
   exit 2
 fi
 if existing=$($kubectl get namespace "$cluster" -o 'jsonpath={.metadata.labels.skiff\.dev/member}' 2>/dev/null) &&
@@ -58,7 +73,7 @@ $label_lines
   - apiVersion: rbac.authorization.k8s.io/v1
     kind: RoleBinding
     metadata: {name: skiff-fleet-member, namespace: $cluster}
-    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: skiff-fleet-member}
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: $role}
     subjects: [{kind: ServiceAccount, name: skiff-member, namespace: $cluster}]
   - apiVersion: coordination.k8s.io/v1
     kind: Lease
@@ -74,12 +89,13 @@ server=$($kubectl config view --minify -o 'jsonpath={.clusters[0].cluster.server
 ca=$($kubectl config view --minify --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}')
 cat <<YAML
 # The member $cluster's credentials for the hub: apply in the member cluster, then
-# kubectl apply -k deploy/fleet-member (with --hub-name set to this hub's name).
+# kubectl apply -k deploy/fleet-member (with --hub-name set to this hub's name), or install
+# the chart with fleet.member.enable=true and fleet.member.hubName.
 apiVersion: v1
 kind: Secret
 metadata:
   name: skiff-hub
-  namespace: skiff-system
+  namespace: $secret_namespace
 type: Opaque
 stringData:
   token: $token

@@ -22,17 +22,20 @@ type kustomization struct {
 		IncludeSelectors bool              `yaml:"includeSelectors"`
 		IncludeTemplates bool              `yaml:"includeTemplates"`
 	} `yaml:"labels"`
-	// The secret-targets and kinds components add --secret-target-names, --kinds and
-	// --bindable-roles to the Deployment; the chart's values do that, so the patch is only
-	// checked for what it adds.
+	// The secret-targets, kinds and fleet-hub components add --secret-target-names, --kinds,
+	// --bindable-roles and --fleet-hub to the Deployment; the chart's values do that, so the
+	// patch is only checked for what it adds.
 	Patches []struct {
 		Target map[string]string `yaml:"target"`
 		Patch  string            `yaml:"patch"`
 	} `yaml:"patches"`
 }
 
-// secretTargetsPatch is what the component's patch must add for the chart to stand in for it.
-const secretTargetsPatch = "--secret-target-names="
+// What the components' patches must add for the chart to stand in for them.
+const (
+	secretTargetsPatch = "--secret-target-names="
+	fleetHubPatch      = "--fleet-hub"
+)
 
 // readKustomization returns the resource files of dir/kustomization.yaml, in order, and the
 // labels it adds to every object's metadata.
@@ -46,7 +49,7 @@ func readKustomization(dir string) ([]string, map[string]string, error) {
 	decoder := yaml.NewDecoder(bytesReader(content))
 	decoder.KnownFields(true)
 	if err := decoder.Decode(&k); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w (chartgen knows resources, labels and the secret-targets patch; teach it the rest)", path, err)
+		return nil, nil, fmt.Errorf("%s: %w (chartgen knows resources, labels and the patches of the secret-targets, kinds and fleet-hub components; teach it the rest)", path, err)
 	}
 	labels := map[string]string{}
 	for _, l := range k.Labels {
@@ -58,9 +61,12 @@ func readKustomization(dir string) ([]string, map[string]string, error) {
 		}
 	}
 	for _, p := range k.Patches {
-		known := strings.Contains(p.Patch, secretTargetsPatch) || strings.Contains(p.Patch, kindsPatch)
+		known := false
+		for _, flag := range []string{secretTargetsPatch, kindsPatch, fleetHubPatch} {
+			known = known || strings.Contains(p.Patch, flag)
+		}
 		if p.Target["kind"] != "Deployment" || !known {
-			return nil, nil, fmt.Errorf("%s: a patch that adds neither %s nor %s; chartgen only stands in for those", path, secretTargetsPatch, kindsPatch)
+			return nil, nil, fmt.Errorf("%s: a patch that adds none of %s, %s and %s; chartgen only stands in for those", path, secretTargetsPatch, kindsPatch, fleetHubPatch)
 		}
 	}
 	return k.Resources, labels, nil

@@ -45,12 +45,14 @@ type source struct {
 	condition string // renders the source's objects only when it holds ("" always)
 }
 
-// The base install, the opt-in Secret copies and kit kinds (kustomize components) and the
-// ServiceMonitor.
+// The base install, the opt-in Secret copies, kit kinds and fleet hub (kustomize components)
+// and the ServiceMonitor. The fleet-member component adds no object, only the Deployment's hub
+// Secret volume and flags, which the chart's helpers render from fleet.member.
 var sources = []source{
 	{dir: "."},
 	{dir: "components/secret-targets", prefix: "secret-targets-", condition: "$.Values.secretTargetNames"},
 	{dir: kindsDir, prefix: "kinds-", condition: "$.Values.kinds"},
+	{dir: "components/fleet-hub", prefix: "fleet-hub-", condition: "$.Values.fleet.hub.enable"},
 	{dir: "prometheus", prefix: "prometheus-", condition: "$.Values.prometheus.enable"},
 }
 
@@ -65,6 +67,8 @@ var fileConditions = map[string]string{
 	"metrics-service.yaml": "$.Values.metrics.enable",
 	"metrics-reader.yaml":  "$.Values.metrics.enable",
 	"metrics-auth.yaml":    "and $.Values.metrics.enable $.Values.metrics.secure",
+	// Every CRD goes with crd.enable, the Placement CRD too.
+	"components/fleet-hub/placement-crd.yaml": "$.Values.crd.enable",
 	// The policy on skiff's RoleBinding writes comes with rolebindings.
 	kindsDir + "/rolebinding-policy.yaml": `has "rolebindings.rbac.authorization.k8s.io" $.Values.kinds`,
 }

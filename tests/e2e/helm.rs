@@ -299,3 +299,111 @@ fn helm_install_refuses_a_bad_value_and_names_it() {
         "a refused install created its namespace"
     );
 }
+
+/// `hack/hub-admit.sh` (`make hub-admit`) run as is, on a hub its admin set up with Helm.
+fn hub_admit(cp: &ControlPlane, cluster: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("hack/hub-admit.sh");
+    let mut command = std::process::Command::new(script);
+    command
+        .args([cluster, "region=eu", "1h"])
+        .env("KUBECONFIG", cp.admin_kubeconfig())
+        .env(
+            "KUBECTL",
+            crate::support::control_plane::bin_dir().join("kubectl"),
+        )
+        .env_remove("MEMBER_ROLE")
+        .env_remove("SECRET_NAMESPACE");
+    command.envs(env.iter().copied());
+    command.output().expect("run hack/hub-admit.sh")
+}
+
+/// A hub installed by Helm under another release name: `make hub-admit` binds the member to the
+/// release's member role when told it (`MEMBER_ROLE`), refuses a role the hub does not have,
+/// and prints the Secret for the namespace skiff runs in on the member (`SECRET_NAMESPACE`).
+/// The member's identity then reads its own namespace's Placements on the hub, and no other's.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn hub_admit_binds_a_helm_release_s_member_role() {
+    require_e2e_binaries();
+    let cp = ControlPlane::start(); // a hub of its own: the Placement CRD is Helm's here
+    let helm = Helm::with_kubeconfig(&cp.admin_kubeconfig());
+    let install = [
+        "install",
+        "ops",
+        &chart(),
+        "-n",
+        "platform",
+        "--create-namespace",
+    ];
+    let mut args = install.to_vec();
+    args.extend(["--set", "fleet.hub.enable=true"]);
+    helm.ok(&args);
+
+    let refused = hub_admit(&cp, "eu-1", &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "admitted without the role");
+    assert!(
+        stderr.contains("no ClusterRole skiff-fleet-member") && stderr.contains("MEMBER_ROLE"),
+        "{stderr}"
+    );
+    assert!(
+        cp.get_json(&["namespace", "eu-1"]).is_none(),
+        "a refused admission made eu-1"
+    );
+
+    let env = [
+        ("MEMBER_ROLE", "ops-skiff-fleet-member"),
+        ("SECRET_NAMESPACE", "skiff-ops"),
+    ];
+    let printed = crate::support::kubectl::output_ok("hub-admit.sh", hub_admit(&cp, "eu-1", &env));
+    let secret = cp.kubectl_stdin(
+        &["create", "--dry-run=client", "-o", "json", "-f", "-"],
+        &printed,
+    );
+    let secret: Value = serde_json::from_slice(&secret.stdout).expect("the printed Secret");
+    assert_eq!(
+        (
+            &secret["metadata"]["name"],
+            &secret["metadata"]["namespace"]
+        ),
+        (&json!("skiff-hub"), &json!("skiff-ops"))
+    );
+    let binding = cp
+        .object("rolebinding", "eu-1", "skiff-fleet-member")
+        .expect("the member's RoleBinding");
+    assert_eq!(binding["roleRef"]["name"], "ops-skiff-fleet-member");
+
+    let other = cp.create_namespace("other-member", &[]);
+    let member = "--as=system:serviceaccount:eu-1:skiff-member";
+    let can = |verb: &str, resource: &str, namespace: &str| {
+        let (resource, subresource) = resource.split_once('/').unwrap_or((resource, ""));
+        let subresource = format!("--subresource={subresource}");
+        let args = [
+            "auth",
+            "can-i",
+            verb,
+            resource,
+            &subresource,
+            "-n",
+            namespace,
+            member,
+        ];
+        let output = cp.kubectl(&args);
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    assert_eq!(can("list", "placements.skiff.dev", "eu-1"), "yes");
+    assert_eq!(can("patch", "placements.skiff.dev/status", "eu-1"), "yes");
+    assert_eq!(can("patch", "placements.skiff.dev", "eu-1"), "no");
+    assert_eq!(can("list", "placements.skiff.dev", &other), "no");
+
+    let bad = [
+        ("MEMBER_ROLE", "ops-skiff-fleet-member"),
+        ("SECRET_NAMESPACE", "Skiff"),
+    ];
+    let refused = hub_admit(&cp, "eu-2", &bad);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("SECRET_NAMESPACE 'Skiff'"),
+        "{stderr}"
+    );
+}

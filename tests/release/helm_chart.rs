@@ -7,7 +7,9 @@
 //! fails here, with the command that fixes it.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::support::control_plane::{bin_dir, require_e2e_binaries, say};
 use crate::support::helm::{Helm, chart_dir, container_args, find, object_key, parse_objects};
@@ -167,6 +169,260 @@ fn kinds_render_what_the_kustomize_component_adds() {
     assert_same_objects(&chart, &component, "every kind vs deploy/kinds");
 }
 
+/// What `fleet.hub.enable` renders is what `deploy/fleet-hub` builds: the Placement CRD, both
+/// ClusterRoles with the component's rules (parsed, so the chart's cannot drift from
+/// manifests/components/fleet-hub/rbac.yaml), the binding to skiff's ServiceAccount and
+/// `--fleet-hub`.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn fleet_hub_renders_what_the_kustomize_component_adds() {
+    require_e2e_binaries();
+    let extra = sets(&["fleet.hub.enable=true", "image.tag=latest"]);
+    let chart = without_helm_metadata(skiff_system(&Helm::new(), &extra));
+    let component: Vec<Value> = kustomize("deploy/fleet-hub")
+        .into_iter()
+        .filter(|o| o["kind"] != "Namespace")
+        .collect();
+    assert_same_objects(&chart, &component, "fleet.hub.enable vs deploy/fleet-hub");
+}
+
+/// What `fleet.member.enable` renders is what `deploy/fleet-member` builds: the hub's Secret
+/// mounted as a directory (a subPath mount would never see a rotated token) and the flags
+/// reading it, and no object besides.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn fleet_member_renders_what_the_kustomize_component_adds() {
+    require_e2e_binaries();
+    let values = [
+        "fleet.member.enable=true",
+        "fleet.member.hubName=hub",
+        "image.tag=latest",
+    ];
+    let chart = without_helm_metadata(skiff_system(&Helm::new(), &sets(&values)));
+    let component: Vec<Value> = kustomize("deploy/fleet-member")
+        .into_iter()
+        .filter(|o| o["kind"] != "Namespace")
+        .collect();
+    assert_same_objects(
+        &chart,
+        &component,
+        "fleet.member.enable vs deploy/fleet-member",
+    );
+}
+
+/// The objects of the fleet (the Placement CRD, anything named `*fleet*`) among `objects`.
+fn fleet_objects(objects: &[Value]) -> Vec<String> {
+    let fleet = |o: &&Value| {
+        o["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.contains("fleet") || n.starts_with("placements."))
+    };
+    objects.iter().filter(fleet).map(object_key).collect()
+}
+
+/// The flags the values add after the manifest's own args.
+fn added_args(objects: &[Value], deployment: &str) -> Vec<String> {
+    let manifest_args = crate::support::pod::PodSpec::from_deployment().args.len();
+    let args = container_args(find(objects, "Deployment", deployment));
+    args.into_iter().skip(manifest_args).collect()
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn fleet_values_set_their_flags_and_objects_and_nothing_when_off() {
+    require_e2e_binaries();
+    let helm = Helm::new();
+    let defaults = skiff_system::<&str>(&helm, &[]);
+    assert_eq!(fleet_objects(&defaults), Vec::<String>::new());
+    let pod = &find(&defaults, "Deployment", "skiff")["spec"]["template"]["spec"];
+    assert!(pod["volumes"].is_null(), "{pod}");
+    // Settings of a side that is off set nothing.
+    let off = skiff_system(
+        &helm,
+        &sets(&[
+            "fleet.hub.memberSilenceAfter=5m",
+            "fleet.hub.qps=300",
+            "fleet.member.hubName=hub-eu",
+            "fleet.member.heartbeatPeriod=30s",
+        ]),
+    );
+    assert_eq!(fleet_objects(&off), Vec::<String>::new());
+    assert_eq!(added_args(&off, "skiff"), Vec::<String>::new());
+
+    let hub = |values: &[&str]| {
+        let values = sets(values);
+        let values: Vec<&str> = values.iter().map(String::as_str).collect();
+        helm.template("ops", "platform", &values)
+    };
+    let objects = hub(&[
+        "fleet.hub.enable=true",
+        "fleet.hub.memberSilenceAfter=5m",
+        "fleet.hub.qps=300",
+        "fleet.hub.burst=600",
+    ]);
+    assert_eq!(
+        added_args(&objects, "ops-skiff"),
+        [
+            "--fleet-hub",
+            "--member-silence-after=5m",
+            "--fleet-qps=300",
+            "--fleet-burst=600"
+        ]
+    );
+    assert_eq!(
+        fleet_objects(&objects),
+        [
+            "CustomResourceDefinition//placements.skiff.dev",
+            "ClusterRole//ops-skiff-fleet-hub",
+            "ClusterRole//ops-skiff-fleet-member",
+            "ClusterRoleBinding//ops-skiff-fleet-hub",
+        ]
+    );
+    let binding = find(&objects, "ClusterRoleBinding", "ops-skiff-fleet-hub");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "ops-skiff", "namespace": "platform"}])
+    );
+    let crd = find(&objects, "CustomResourceDefinition", "placements.skiff.dev");
+    assert_eq!(crd["metadata"]["annotations"][KEEP_ANNOTATION], "keep");
+    // The heartbeat Lease a member may renew is the one hack/hub-admit.sh makes, whatever the
+    // release's name.
+    let member = find(&objects, "ClusterRole", "ops-skiff-fleet-member");
+    assert_eq!(member["rules"][3]["resourceNames"], json!(["skiff-member"]));
+    // crd.enable=false leaves the Placement CRD out with the others, and the rights in.
+    let without_crds = hub(&["fleet.hub.enable=true", "crd.enable=false"]);
+    assert_eq!(fleet_objects(&without_crds).len(), 3);
+    assert!(!fleet_objects(&without_crds)[0].starts_with("CustomResourceDefinition"));
+
+    let objects = skiff_system(
+        &helm,
+        &sets(&[
+            "fleet.member.enable=true",
+            "fleet.member.hubName=hub-eu",
+            "fleet.member.hubSecret=hub-eu-credentials",
+            "fleet.member.hubKinds={configmaps,secrets}",
+            "fleet.member.heartbeatPeriod=30s",
+            "secretTargetNames={app-tls}",
+            "metrics.certSecret=skiff-metrics-tls",
+        ]),
+    );
+    assert_eq!(
+        added_args(&objects, "skiff"),
+        [
+            "--secret-target-names=app-tls",
+            "--hub-kubeconfig=/etc/skiff/hub/kubeconfig",
+            "--hub-name=hub-eu",
+            "--hub-kinds=configmaps,secrets",
+            "--hub-heartbeat-period=30s",
+            "--metrics-cert-dir=/etc/skiff/metrics-certs",
+        ]
+    );
+    assert_eq!(
+        fleet_objects(&objects),
+        Vec::<String>::new(),
+        "a member adds no right"
+    );
+    let pod = &find(&objects, "Deployment", "skiff")["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"][1],
+        json!({"name": "hub", "secret": {"secretName": "hub-eu-credentials"}})
+    );
+    assert_eq!(
+        pod["containers"][0]["volumeMounts"][1],
+        json!({"name": "hub", "mountPath": "/etc/skiff/hub", "readOnly": true}),
+        "mounted as a directory, never with subPath"
+    );
+}
+
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn projections_and_orphan_set_their_flags_only_with_self_service() {
+    require_e2e_binaries();
+    let helm = Helm::new();
+    let values = [
+        "selfService.projections={secrets-as-configmaps}",
+        "selfService.orphan=true",
+        "secretTargetNames={app-tls}",
+    ];
+    let off = skiff_system(&helm, &sets(&values));
+    assert_eq!(added_args(&off, "skiff"), ["--secret-target-names=app-tls"]);
+    let mut on = values.to_vec();
+    on.push("selfService.enable=true");
+    let objects = skiff_system(&helm, &sets(&on));
+    assert_eq!(
+        added_args(&objects, "skiff"),
+        [
+            "--secret-target-names=app-tls",
+            "--self-service",
+            "--offer-namespace-selector=skiff.dev/may-offer=true",
+            "--max-copies-per-tenant-mirror=100",
+            "--self-service-projections=secrets-as-configmaps",
+            "--self-service-orphan",
+        ]
+    );
+    let defaults = skiff_system(&helm, &sets(&["selfService.enable=true"]));
+    let args = added_args(&defaults, "skiff");
+    assert!(
+        !args
+            .iter()
+            .any(|a| a.contains("projections") || a.contains("orphan")),
+        "none by default: {args:?}"
+    );
+}
+
+/// The chart's fleet and self-service args are what skiff's own parser takes (the one main
+/// runs): each value reaches its setting, switches included, which skiff takes bare.
+#[test]
+#[cfg_attr(skip_e2e, ignore = "built with SKIFF_SKIP_E2E=1")]
+fn the_rendered_fleet_and_self_service_args_parse_into_their_settings() {
+    require_e2e_binaries();
+    let helm = Helm::new();
+    let settings = |values: &[&str]| {
+        let objects = skiff_system(&helm, &sets(values));
+        let args = container_args(find(&objects, "Deployment", "skiff"));
+        skiff::flags::parse(&args).unwrap_or_else(|e| panic!("skiff refuses {args:?}: {e}"))
+    };
+    let hub = settings(&[
+        "fleet.hub.enable=true",
+        "fleet.hub.memberSilenceAfter=5m",
+        "fleet.hub.qps=7.5",
+        "fleet.hub.burst=600",
+    ]);
+    let fleet_hub = hub.fleet_hub.expect("--fleet-hub on");
+    assert_eq!(fleet_hub.member_silence_after, Duration::from_secs(300));
+    assert_eq!((fleet_hub.qps, fleet_hub.burst), (7.5, 600));
+    assert!(hub.hub.is_none() && hub.self_service.is_none());
+
+    let member = settings(&[
+        "fleet.member.enable=true",
+        "fleet.member.hubName=hub-eu",
+        "fleet.member.hubKinds={configmaps,secrets}",
+        "fleet.member.heartbeatPeriod=30s",
+        "secretTargetNames={app-tls}",
+        "selfService.enable=true",
+        "selfService.projections={secrets-as-configmaps}",
+        "selfService.orphan=true",
+    ]);
+    let hub_member = member.hub.expect("--hub-kubeconfig set");
+    assert_eq!(
+        hub_member.kubeconfig,
+        Path::new("/etc/skiff/hub/kubeconfig")
+    );
+    assert_eq!(hub_member.name, "hub-eu");
+    assert_eq!(hub_member.kinds.len(), 2);
+    assert_eq!(hub_member.heartbeat, Duration::from_secs(30));
+    assert!(member.fleet_hub.is_none());
+    let self_service = member.self_service.expect("--self-service on");
+    assert_eq!(self_service.projections_flag(), "secrets-as-configmaps");
+    assert!(self_service.orphan);
+
+    let defaults = settings(&["selfService.enable=true"]);
+    let self_service = defaults.self_service.expect("--self-service on");
+    assert_eq!(self_service.projections_flag(), "none");
+    assert!(!self_service.orphan);
+    assert!(defaults.fleet_hub.is_none() && defaults.hub.is_none());
+}
+
 /// The rules of the kinds ClusterRole the chart renders with `values`, as `resource verbs`.
 fn kinds_rules(values: &[&str]) -> Vec<String> {
     let objects = skiff_system(&Helm::new(), &sets(values));
@@ -250,6 +506,32 @@ fn the_chart_names_and_grants_each_kind_as_the_kind_table_has_it() {
         allowed,
         &json!(names),
         "values.schema.json's kinds vs the kind table"
+    );
+    let copied: Vec<String> = TABLE.iter().map(|k| k.flag_name()).collect();
+    let properties = &schema["properties"];
+    for (value, enum_) in [
+        (
+            "selfService.kinds",
+            &properties["selfService"]["properties"]["kinds"],
+        ),
+        (
+            "fleet.member.hubKinds",
+            &properties["fleet"]["properties"]["member"]["properties"]["hubKinds"],
+        ),
+    ] {
+        assert_eq!(
+            enum_["items"]["enum"],
+            json!(copied),
+            "{value} vs the kind table"
+        );
+    }
+    let projections: Vec<String> = (TABLE.iter())
+        .flat_map(|k| k.published_as.iter().map(move |p| k.projection_name(p)))
+        .collect();
+    assert_eq!(
+        properties["selfService"]["properties"]["projections"]["items"]["enum"],
+        json!(projections),
+        "selfService.projections vs the kind table"
     );
     for kind in flagged {
         let mut values = vec![format!("kinds={{{}}}", kind.flag_name())];
@@ -451,7 +733,7 @@ fn values_set_the_flags_rbac_and_pod_settings_they_name() {
             "--kube-api-burst=80",
             "--source-namespaces=skiff-system,shared",
             "--secret-target-names=app-tls,pull",
-            "--self-service=true",
+            "--self-service",
             "--offer-namespace-selector=tenancy",
             "--max-copies-per-tenant-mirror=25",
             "--self-service-kinds=configmaps,secrets",
@@ -594,6 +876,20 @@ fn the_schema_refuses_bad_values_and_names_them() {
         ("kinds={pods}", "kinds"),
         ("selfService.kinds={pods}", "kinds"),
         ("networkPolicy.enabled=false", "enabled"),
+        (
+            "selfService.projections={configmaps-as-secrets}",
+            "projections",
+        ),
+        ("selfService.orphan=sometimes", "orphan"),
+        ("fleet.hub.enable=yes", "enable"),
+        ("fleet.hub.memberSilenceAfter=soon", "memberSilenceAfter"),
+        ("fleet.hub.burst=0", "burst"),
+        ("fleet.member.hubName=hub_", "hubName"),
+        ("fleet.member.hubSecret=Hub_Secret", "hubSecret"),
+        ("fleet.member.hubKinds={pods}", "hubKinds"),
+        // A duration is a string: a bare number is refused, not read as nanoseconds.
+        ("fleet.member.heartbeatPeriod=60", "heartbeatPeriod"),
+        ("fleet.member.hubKubeconfig=/k", "hubKubeconfig"),
     ] {
         let stderr = helm.fails(&["template", "skiff", &chart, "--set", value]);
         assert!(
@@ -622,16 +918,40 @@ fn the_schema_refuses_bad_values_and_names_them() {
     let rolebindings = "kinds={rolebindings.rbac.authorization.k8s.io}";
     let stderr = helm.fails(&["template", "skiff", &chart, "--set", rolebindings]);
     assert!(stderr.contains("bindableRoles go together"), "{stderr}");
-    for (kinds, says) in [
-        ("selfService.kinds={secrets}", "needs secretTargetNames"),
+    for (on, kinds, says) in [
         (
+            "selfService.enable=true",
+            "selfService.kinds={secrets}",
+            "selfService.kinds names secrets, which needs secretTargetNames",
+        ),
+        (
+            "selfService.enable=true",
             "selfService.kinds={limitranges}",
             "which kinds does not enable",
         ),
+        (
+            "selfService.enable=true",
+            "selfService.projections={secrets-as-configmaps}",
+            "selfService.projections names secrets-as-configmaps, which needs secretTargetNames",
+        ),
+        (
+            "fleet.member.enable=true,fleet.member.hubName=hub-eu",
+            "fleet.member.hubKinds={secrets}",
+            "fleet.member.hubKinds names secrets, which needs secretTargetNames",
+        ),
+        (
+            "fleet.member.enable=true,fleet.member.hubName=hub-eu",
+            "fleet.member.hubKinds={configmaps,limitranges}",
+            "fleet.member.hubKinds names limitranges, which kinds does not enable",
+        ),
+        (
+            "fleet.member.enable=true",
+            "fleet.member.hubKinds={configmaps}",
+            "fleet.member.hubName is required with fleet.member.enable",
+        ),
     ] {
-        let on = "selfService.enable=true";
         let stderr = helm.fails(&["template", "skiff", &chart, "--set", on, "--set", kinds]);
-        assert!(stderr.contains(says), "--set {kinds}:\n{stderr}");
+        assert!(stderr.contains(says), "--set {on} --set {kinds}:\n{stderr}");
     }
     let stderr = helm.fails(&[
         "template",
