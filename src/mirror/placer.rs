@@ -12,7 +12,11 @@
 //!   reported a refusal, a conflict or a contest), silent (its heartbeat is older than
 //!   `--member-silence-after`) or pending. Nothing here waits on a member: the hub writes only
 //!   to its own API server, through a client and token bucket of its own (`--fleet-qps`).
+//! - The Placements of one Mirror are written concurrently, at most [`FLEET_IN_FLIGHT`] at once
+//!   for the Mirrors of one namespace (the local fan-out's [`FlowPermits`]), so a Mirror placed
+//!   in a thousand members is paced by the fleet client's bucket, not by one round trip each.
 
+use super::apply::flows::FlowPermits;
 use super::cluster_troubles::{ClusterTroubles, News, SILENT};
 use super::copy::{Owner, labelled_for, owner_of};
 use super::desired::DesiredCopy;
@@ -28,7 +32,14 @@ use crate::kube::{Client, Error, PatchKind};
 use crate::runtime::ObjectKey;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Placement writes in flight at once for one namespace's fleet Mirrors: at `--fleet-qps` 250,
+/// enough to keep the bucket busy while a write takes up to 128 ms, few enough that the bodies
+/// in flight (each a Placement with its content) stay a small multiple of one.
+pub const FLEET_IN_FLIGHT: usize = 32;
 
 /// What placing one fleet Mirror did and found.
 #[derive(Debug, Default)]
@@ -61,6 +72,8 @@ pub struct Placer {
     stores: FleetStores,
     silence: Duration,
     troubles: ClusterTroubles,
+    /// The Placement writes in flight of each namespace's Mirrors.
+    flows: Arc<FlowPermits>,
 }
 
 impl Placer {
@@ -70,6 +83,7 @@ impl Placer {
             stores,
             silence,
             troubles: ClusterTroubles::default(),
+            flows: FlowPermits::new(FLEET_IN_FLIGHT),
         }
     }
 
@@ -92,23 +106,70 @@ impl Placer {
         let (spec, carried) = spec_of(mirror, desired);
         let want = spec_hash(&spec);
         let name = placement_name(mirror.metadata.namespace(), mirror.metadata.name());
+        let placing = (name.as_str(), &spec, want);
+        let held = (self.each(&owner.namespace, serves, |ns| {
+            self.place_in(ns, &owner, placing, &carried)
+        }))
+        .await;
         let mut placed = Placed::default();
-        for ns in serves {
-            match self
-                .place_in(ns, &owner, (&name, &spec, want), &carried)
-                .await?
-            {
-                Held::ByAnother => {
+        let mut first_error = None;
+        for (ns, held) in serves.iter().zip(held) {
+            match held {
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+                Ok(Held::ByAnother) => {
                     placed.conflicts.push(ns.clone());
                     continue;
                 }
-                Held::AsWanted => placed.synced += 1,
-                Held::Written => {}
+                Ok(Held::AsWanted) => placed.synced += 1,
+                Ok(Held::Written) => {}
             }
             self.count(ns, &desired.hash.hex(), &name, &mut placed);
         }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
         self.withdraw(&owner, |ns| serves.contains(ns)).await?;
         Ok(placed)
+    }
+
+    /// `write` for each member namespace of `serves`, concurrently within the permits of the
+    /// Mirrors' namespace `flow`; the results in the order of `serves`. Every write started
+    /// runs to its reply, whatever the others' results: each is for a cluster of its own.
+    async fn each<'a, T, F>(
+        &self,
+        flow: &str,
+        serves: &'a BTreeSet<String>,
+        write: impl Fn(&'a str) -> F,
+    ) -> Vec<T>
+    where
+        T: Send + 'a,
+        F: Future<Output = T> + Send + 'a,
+    {
+        // Tasks of an executor of this call's own, so they may borrow what the caller holds;
+        // they run while (and only while) this call is polled.
+        let tasks = smol::Executor::new();
+        let fan_out = async {
+            let mut started = Vec::with_capacity(serves.len());
+            for ns in serves {
+                // Taken before the write starts, as the local fan-out does.
+                let permit = self.flows.take(flow).await;
+                let write = write(ns);
+                started.push(tasks.spawn(async move {
+                    let done = write.await;
+                    drop(permit);
+                    done
+                }));
+            }
+            let mut done = Vec::with_capacity(started.len());
+            for task in started {
+                done.push(task.await);
+            }
+            done
+        };
+        tasks.run(fan_out).await
     }
 
     /// Makes the Placement `name` in the member namespace `ns` hold `spec` (whose hash is
@@ -397,3 +458,6 @@ fn gone_is_fine(result: Result<(), Error>) -> Result<(), Error> {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests;
