@@ -15,6 +15,8 @@
 //! - The Placements of one Mirror are written concurrently, at most [`FLEET_IN_FLIGHT`] at once
 //!   for the Mirrors of one namespace (the local fan-out's [`FlowPermits`]), so a Mirror placed
 //!   in a thousand members is paced by the fleet client's bucket, not by one round trip each.
+//!   What it wrote is remembered until its watch shows it: the reconcile its own writes wake
+//!   must not write them again from the versions it replaced (each would be refused, 422).
 
 use super::apply::flows::FlowPermits;
 use super::cluster_troubles::{ClusterTroubles, News, SILENT};
@@ -31,9 +33,9 @@ use crate::kube::api::{ObjectMeta, OwnerReference, Resource, Secret};
 use crate::kube::{Client, Error, PatchKind};
 use crate::runtime::ObjectKey;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Placement writes in flight at once for one namespace's fleet Mirrors: at `--fleet-qps` 250,
@@ -74,6 +76,15 @@ pub struct Placer {
     troubles: ClusterTroubles,
     /// The Placement writes in flight of each namespace's Mirrors.
     flows: Arc<FlowPermits>,
+    /// Placements written here that the watch has not shown yet.
+    unseen: Mutex<HashMap<ObjectKey, Unseen>>,
+}
+
+/// A Placement write the watch has not shown yet: the version it replaced (`None`: created)
+/// and the spec it holds now.
+struct Unseen {
+    replaced: Option<String>,
+    spec: Digest,
 }
 
 impl Placer {
@@ -84,6 +95,7 @@ impl Placer {
             silence,
             troubles: ClusterTroubles::default(),
             flows: FlowPermits::new(FLEET_IN_FLIGHT),
+            unseen: Mutex::default(),
         }
     }
 
@@ -187,7 +199,13 @@ impl Placer {
                 return Ok(Held::ByAnother);
             }
         }
-        let written = match self.stores.placements.get(ns, name) {
+        let held = self.stores.placements.get(ns, name);
+        let key = ObjectKey::new(ns, name);
+        if self.written_unseen(&key, held.as_ref(), want) {
+            return Ok(Held::Written);
+        }
+        let replaced = held.as_ref().map(|h| h.resource_version.to_string());
+        let written = match held {
             Some(held) if held.owner.as_ref() != Some(owner) => return Ok(Held::ByAnother),
             Some(held) if held.spec == want && !carrier_missing(&held) => {
                 return Ok(Held::AsWanted);
@@ -207,11 +225,31 @@ impl Placer {
                 Err(e) => return Err(e),
             },
         };
-        Ok(if written {
-            Held::Written
-        } else {
-            Held::ByAnother
-        })
+        if !written {
+            return Ok(Held::ByAnother);
+        }
+        let spec = want;
+        self.unseen().insert(key, Unseen { replaced, spec });
+        Ok(Held::Written)
+    }
+
+    /// Whether this hub wrote `spec` to the Placement `key` already and its watch still shows
+    /// the version that write replaced (`held`). Once it shows another, the write is forgotten.
+    fn written_unseen(&self, key: &ObjectKey, held: Option<&PlacementInfo>, spec: Digest) -> bool {
+        let mut unseen = self.unseen();
+        let Some(write) = unseen.get(key) else {
+            return false;
+        };
+        if write.replaced != held.map(|h| h.resource_version.to_string()) {
+            unseen.remove(key);
+            return false;
+        }
+        write.spec == spec
+    }
+
+    fn unseen(&self) -> MutexGuard<'_, HashMap<ObjectKey, Unseen>> {
+        // Plain records: still valid if a holder panicked.
+        self.unseen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Withdraws every Placement of `owner` in a namespace `keep` does not keep: a tombstone

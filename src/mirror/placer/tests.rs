@@ -165,3 +165,17 @@ fn the_writes_in_flight_stay_within_the_bound() {
         "{peak} Placement writes in flight (bound {FLEET_IN_FLIGHT})"
     );
 }
+
+#[test]
+fn placements_written_are_not_written_again_before_the_watch_shows_them() {
+    let hub = slow_hub(Duration::from_millis(1), "none");
+    let serves = members(4);
+    // The stores are never fed: the watch has shown none of the writes.
+    let placer = placer(&hub);
+    place(&placer, &serves).expect("placed");
+    assert_eq!(hub.paths.lock().expect("paths").len(), 4);
+    let again = place(&placer, &serves).expect("placed again");
+    let paths = hub.paths.lock().expect("paths").clone();
+    assert_eq!(paths.len(), 4, "written again: {paths:?}");
+    assert_eq!(again.synced, 0, "written, not yet seen as wanted");
+}
