@@ -259,6 +259,7 @@ impl Placer {
             if keep(&key.namespace) {
                 continue;
             }
+            self.unseen().remove(&key);
             let rv = held.resource_version.to_string();
             if held.withdrawn && held.acknowledged {
                 let path = Placement::url_path(Some(&key.namespace), Some(&key.name));
