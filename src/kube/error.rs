@@ -60,6 +60,15 @@ impl Error {
         }
     }
 
+    /// Whether the server gave no answer at all: no connection, no reply, or a connection
+    /// abandoned. A server that replied with an error did answer.
+    pub fn is_unanswered(&self) -> bool {
+        matches!(
+            self,
+            Error::Transport(_) | Error::Timeout(_) | Error::Silent(_) | Error::Suspect(_)
+        )
+    }
+
     pub fn is_not_found(&self) -> bool {
         self.code() == Some(404)
     }

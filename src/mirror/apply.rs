@@ -9,7 +9,7 @@
 
 mod adopt;
 mod copy_write;
-mod flows;
+pub mod flows;
 mod progress;
 mod replace;
 mod update;

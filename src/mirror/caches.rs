@@ -42,6 +42,9 @@ pub const NAMESPACE_PAGE: u32 = 1_000;
 /// hub's API server restarts, every member's watch expires at once, and hundreds of members
 /// relisting together would be the hub's worst minute.
 pub const HUB_RELIST_SPREAD: Duration = Duration::from_secs(10);
+/// Once the hub answers a member again after an outage, its hub watches waiting out their
+/// backoff retry after a random part of this: soon, and a thousand members not all at once.
+pub const HUB_RECOVERY_SPREAD: Duration = Duration::from_secs(3);
 
 /// Everything the reconciler reads. Clones of the stores are shared with the watch tasks, and
 /// clones of the caches share their stores.
@@ -294,6 +297,8 @@ impl Caches {
             .collection_path(Some(&hub.namespace));
         let config = WatcherConfig {
             relist_spread: HUB_RELIST_SPREAD,
+            recovery: Some(placed.recovery.clone()),
+            recovery_spread: HUB_RECOVERY_SPREAD,
             ..WatcherConfig::default()
         };
         [

@@ -19,11 +19,16 @@ use crate::kube::{Client, Error, PatchKind};
 use crate::mirror::source::SourceContent;
 use crate::mirror::types::FINALIZER;
 use crate::mirror::types::{Mirror, MirrorSpec, MirrorStatus, SourceRef};
-use crate::runtime::{Change, ObjectKey, Store};
+use crate::runtime::{Change, ObjectKey, Recovery, Store};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How soon a heartbeat the hub did not answer is tried again, before jitter (up to twice as
+/// long): while the hub is unreachable, the heartbeat probes it this often, so the member's hub
+/// watches hear within seconds that it answers again (see [`Recovery`]).
+pub const HUB_REPROBE: Duration = Duration::from_secs(1);
 
 /// The hub a member reads from: its name (`--hub-name`, on every copy it places), the member's
 /// namespace there (its hub kubeconfig's), the kinds this member takes from it (`--hub-kinds`)
@@ -136,6 +141,8 @@ pub struct PlacedStores {
     pub client: Client,
     pub placements: Store<Placement, Placed>,
     pub carriers: Store<Object, CarrierData>,
+    /// Whether the hub answers: the heartbeat tells, the hub watches listen.
+    pub recovery: Recovery,
     /// The namespace skiff runs in, where a hub's copy never goes.
     own: Option<String>,
 }
@@ -146,6 +153,7 @@ impl PlacedStores {
         PlacedStores {
             placements: Store::new(move |p: &Placement| Placed::of(&name, p)),
             carriers: Store::new(CarrierData::of),
+            recovery: Recovery::default(),
             hub,
             client,
             own,
@@ -242,25 +250,54 @@ impl PlacedStores {
 
 impl PlacedStores {
     /// Renews this member's heartbeat on the hub (the Lease its admission created there) every
-    /// `--hub-heartbeat-period`, for as long as this replica leads; a failed renewal is tried again
-    /// at the next period (the hub counts a member silent after several missed ones).
+    /// `--hub-heartbeat-period`, for as long as this replica leads; a renewal the hub did not
+    /// answer is tried again after [`HUB_REPROBE`] (jittered), one that it refused at the next
+    /// period (the hub counts a member silent after several missed ones).
     pub async fn heartbeat(self, identity: String) {
-        let path = Lease::url_path(Some(&self.hub.namespace), Some(HEARTBEAT_LEASE));
+        let mut jitter = crate::random::rng();
         loop {
-            let patch = json!({"spec": {
-                "holderIdentity": identity,
-                "renewTime": crate::time::now_micros(),
-                "leaseDurationSeconds": self.hub.heartbeat.as_secs() * 3,
-            }});
-            if let Err(e) = self
-                .client
-                .patch_at::<Lease>(path.clone(), &patch, PatchKind::Merge)
-                .await
-            {
-                log::warn!("hub {}: heartbeat not renewed: {e}", self.hub.name);
-            }
-            smol::Timer::after(self.hub.heartbeat).await;
+            let next = match self.beat(&identity).await {
+                Ok(()) => self.hub.heartbeat,
+                Err(_) => crate::random::jitter(HUB_REPROBE, 1.0, &mut jitter),
+            };
+            smol::Timer::after(next).await;
         }
+    }
+
+    /// Renews the heartbeat once and tells [`PlacedStores::recovery`] whether the hub answered:
+    /// `Err` when it did not (no reply, no connection).
+    pub async fn beat(&self, identity: &str) -> Result<(), Error> {
+        let path = Lease::url_path(Some(&self.hub.namespace), Some(HEARTBEAT_LEASE));
+        let patch = json!({"spec": {
+            "holderIdentity": identity,
+            "renewTime": crate::time::now_micros(),
+            "leaseDurationSeconds": self.hub.heartbeat.as_secs() * 3,
+        }});
+        let renewed = (self.client).patch_at::<Lease>(path, &patch, PatchKind::Merge);
+        let name = &self.hub.name;
+        let answered = match renewed.await {
+            Ok(_) => true,
+            Err(e) if e.is_unanswered() => {
+                if !self.recovery.is_failing() {
+                    log::warn!(
+                        "hub {name}: heartbeat not answered ({e}); probing it every few seconds"
+                    );
+                }
+                self.recovery.unanswered();
+                return Err(e);
+            }
+            Err(e) => {
+                log::warn!("hub {name}: heartbeat not renewed: {e}");
+                e.code().is_some()
+            }
+        };
+        if answered {
+            if self.recovery.is_failing() {
+                log::info!("hub {name} answers again: its watches retry now");
+            }
+            self.recovery.answered();
+        }
+        Ok(())
     }
 }
 
@@ -325,3 +362,6 @@ pub fn eligible(stores: &PlacedStores, selected: BTreeSet<String>) -> BTreeSet<S
         .filter(|ns| stores.may_copy_into(ns))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,7 +12,13 @@
 //!   reported a refusal, a conflict or a contest), silent (its heartbeat is older than
 //!   `--member-silence-after`) or pending. Nothing here waits on a member: the hub writes only
 //!   to its own API server, through a client and token bucket of its own (`--fleet-qps`).
+//! - The Placements of one Mirror are written concurrently, at most [`FLEET_IN_FLIGHT`] at once
+//!   for the Mirrors of one namespace (the local fan-out's [`FlowPermits`]), so a Mirror placed
+//!   in a thousand members is paced by the fleet client's bucket, not by one round trip each.
+//!   What it wrote is remembered until its watch shows it: the reconcile its own writes wake
+//!   must not write them again from the versions it replaced (each would be refused, 422).
 
+use super::apply::flows::FlowPermits;
 use super::cluster_troubles::{ClusterTroubles, News, SILENT};
 use super::copy::{Owner, labelled_for, owner_of};
 use super::desired::DesiredCopy;
@@ -27,8 +33,15 @@ use crate::kube::api::{ObjectMeta, OwnerReference, Resource, Secret};
 use crate::kube::{Client, Error, PatchKind};
 use crate::runtime::ObjectKey;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Placement writes in flight at once for one namespace's fleet Mirrors: at `--fleet-qps` 250,
+/// enough to keep the bucket busy while a write takes up to 128 ms, few enough that the bodies
+/// in flight (each a Placement with its content) stay a small multiple of one.
+pub const FLEET_IN_FLIGHT: usize = 32;
 
 /// What placing one fleet Mirror did and found.
 #[derive(Debug, Default)]
@@ -61,6 +74,17 @@ pub struct Placer {
     stores: FleetStores,
     silence: Duration,
     troubles: ClusterTroubles,
+    /// The Placement writes in flight of each namespace's Mirrors.
+    flows: Arc<FlowPermits>,
+    /// Placements written here that the watch has not shown yet.
+    unseen: Mutex<HashMap<ObjectKey, Unseen>>,
+}
+
+/// A Placement write the watch has not shown yet: the version it replaced (`None`: created)
+/// and the spec it holds now.
+struct Unseen {
+    replaced: Option<String>,
+    spec: Digest,
 }
 
 impl Placer {
@@ -70,6 +94,8 @@ impl Placer {
             stores,
             silence,
             troubles: ClusterTroubles::default(),
+            flows: FlowPermits::new(FLEET_IN_FLIGHT),
+            unseen: Mutex::default(),
         }
     }
 
@@ -92,23 +118,70 @@ impl Placer {
         let (spec, carried) = spec_of(mirror, desired);
         let want = spec_hash(&spec);
         let name = placement_name(mirror.metadata.namespace(), mirror.metadata.name());
+        let placing = (name.as_str(), &spec, want);
+        let held = (self.each(&owner.namespace, serves, |ns| {
+            self.place_in(ns, &owner, placing, &carried)
+        }))
+        .await;
         let mut placed = Placed::default();
-        for ns in serves {
-            match self
-                .place_in(ns, &owner, (&name, &spec, want), &carried)
-                .await?
-            {
-                Held::ByAnother => {
+        let mut first_error = None;
+        for (ns, held) in serves.iter().zip(held) {
+            match held {
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+                Ok(Held::ByAnother) => {
                     placed.conflicts.push(ns.clone());
                     continue;
                 }
-                Held::AsWanted => placed.synced += 1,
-                Held::Written => {}
+                Ok(Held::AsWanted) => placed.synced += 1,
+                Ok(Held::Written) => {}
             }
             self.count(ns, &desired.hash.hex(), &name, &mut placed);
         }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
         self.withdraw(&owner, |ns| serves.contains(ns)).await?;
         Ok(placed)
+    }
+
+    /// `write` for each member namespace of `serves`, concurrently within the permits of the
+    /// Mirrors' namespace `flow`; the results in the order of `serves`. Every write started
+    /// runs to its reply, whatever the others' results: each is for a cluster of its own.
+    async fn each<'a, T, F>(
+        &self,
+        flow: &str,
+        serves: &'a BTreeSet<String>,
+        write: impl Fn(&'a str) -> F,
+    ) -> Vec<T>
+    where
+        T: Send + 'a,
+        F: Future<Output = T> + Send + 'a,
+    {
+        // Tasks of an executor of this call's own, so they may borrow what the caller holds;
+        // they run while (and only while) this call is polled.
+        let tasks = smol::Executor::new();
+        let fan_out = async {
+            let mut started = Vec::with_capacity(serves.len());
+            for ns in serves {
+                // Taken before the write starts, as the local fan-out does.
+                let permit = self.flows.take(flow).await;
+                let write = write(ns);
+                started.push(tasks.spawn(async move {
+                    let done = write.await;
+                    drop(permit);
+                    done
+                }));
+            }
+            let mut done = Vec::with_capacity(started.len());
+            for task in started {
+                done.push(task.await);
+            }
+            done
+        };
+        tasks.run(fan_out).await
     }
 
     /// Makes the Placement `name` in the member namespace `ns` hold `spec` (whose hash is
@@ -126,7 +199,13 @@ impl Placer {
                 return Ok(Held::ByAnother);
             }
         }
-        let written = match self.stores.placements.get(ns, name) {
+        let held = self.stores.placements.get(ns, name);
+        let key = ObjectKey::new(ns, name);
+        if self.written_unseen(&key, held.as_ref(), want) {
+            return Ok(Held::Written);
+        }
+        let replaced = held.as_ref().map(|h| h.resource_version.to_string());
+        let written = match held {
             Some(held) if held.owner.as_ref() != Some(owner) => return Ok(Held::ByAnother),
             Some(held) if held.spec == want && !carrier_missing(&held) => {
                 return Ok(Held::AsWanted);
@@ -146,11 +225,31 @@ impl Placer {
                 Err(e) => return Err(e),
             },
         };
-        Ok(if written {
-            Held::Written
-        } else {
-            Held::ByAnother
-        })
+        if !written {
+            return Ok(Held::ByAnother);
+        }
+        let spec = want;
+        self.unseen().insert(key, Unseen { replaced, spec });
+        Ok(Held::Written)
+    }
+
+    /// Whether this hub wrote `spec` to the Placement `key` already and its watch still shows
+    /// the version that write replaced (`held`). Once it shows another, the write is forgotten.
+    fn written_unseen(&self, key: &ObjectKey, held: Option<&PlacementInfo>, spec: Digest) -> bool {
+        let mut unseen = self.unseen();
+        let Some(write) = unseen.get(key) else {
+            return false;
+        };
+        if write.replaced != held.map(|h| h.resource_version.to_string()) {
+            unseen.remove(key);
+            return false;
+        }
+        write.spec == spec
+    }
+
+    fn unseen(&self) -> MutexGuard<'_, HashMap<ObjectKey, Unseen>> {
+        // Plain records: still valid if a holder panicked.
+        self.unseen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Withdraws every Placement of `owner` in a namespace `keep` does not keep: a tombstone
@@ -160,6 +259,7 @@ impl Placer {
             if keep(&key.namespace) {
                 continue;
             }
+            self.unseen().remove(&key);
             let rv = held.resource_version.to_string();
             if held.withdrawn && held.acknowledged {
                 let path = Placement::url_path(Some(&key.namespace), Some(&key.name));
@@ -397,3 +497,6 @@ fn gone_is_fine(result: Result<(), Error>) -> Result<(), Error> {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -19,6 +19,7 @@ pub use super::watcher_config::WatcherConfig;
 use crate::kube::api::{ObjectList, Resource};
 use crate::kube::{Error, ListParams, WatchEvent, WatchParams};
 use crate::random::{self, Rng};
+use smol::future::FutureExt as _;
 
 /// The watch timeout's jitter factor, as client-go's reflector spreads its own.
 pub const WATCH_TIMEOUT_JITTER: f64 = 0.2;
@@ -57,6 +58,8 @@ pub struct Watcher<K: Resource, S: ListWatch<K>> {
     config: WatcherConfig,
     state: State<K, S::Stream>,
     retry_at: Option<Instant>,
+    /// The recoveries of the server known when `retry_at` was set.
+    recoveries_seen: u64,
     backoff: Backoff,
     jitter: Rng,
     hearing: Hearing,
@@ -72,6 +75,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
             config,
             state: State::Empty,
             retry_at: None,
+            recoveries_seen: 0,
             backoff,
             jitter: random::rng(),
         }
@@ -82,13 +86,42 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     pub async fn next(&mut self) -> Result<Change<K>, Error> {
         loop {
             if let Some(at) = self.retry_at {
-                self.config.clock.sleep_until(at).await;
+                if !self.wait_out(at).await {
+                    continue;
+                }
                 self.retry_at = None;
             }
             if let Some(result) = self.step().await {
                 return result;
             }
         }
+    }
+
+    /// Waits until `at`; true once it came. False when the server answered again first (its
+    /// [`Recovery`](super::recovery::Recovery)): the retry then comes after a random part of the
+    /// recovery spread, if sooner.
+    async fn wait_out(&mut self, at: Instant) -> bool {
+        let clock = self.config.clock.clone();
+        let Some(recovery) = self.config.recovery.clone() else {
+            clock.sleep_until(at).await;
+            return true;
+        };
+        let seen = self.recoveries_seen;
+        let backoff = async {
+            clock.sleep_until(at).await;
+            true
+        };
+        let answered = async {
+            recovery.after(seen).await;
+            false
+        };
+        if backoff.or(answered).await {
+            return true;
+        }
+        self.recoveries_seen = recovery.count();
+        let soon = clock.now() + self.config.recovery_spread.mul_f64(self.jitter.f64());
+        self.retry_at = Some(at.min(soon));
+        false
     }
 
     /// Consecutive failures since the last success (drives the backoff).
@@ -304,6 +337,7 @@ impl<K: Resource, S: ListWatch<K>> Watcher<K, S> {
     }
 
     fn schedule_retry(&mut self) {
+        self.recoveries_seen = (self.config.recovery.as_ref()).map_or(0, |r| r.count());
         self.retry_at = Some(self.config.clock.now() + self.backoff.next_delay());
     }
 

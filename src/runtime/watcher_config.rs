@@ -1,9 +1,11 @@
 //! What a watcher watches and how patiently: its selectors and page size, its watch timeout and
-//! backoff, the clock it waits on, and how far a relist after 410 Gone is spread.
+//! backoff, the clock it waits on, how far a relist after 410 Gone is spread, and what cuts a
+//! backoff short.
 
 use std::time::Duration;
 
 use super::backoff::{WATCH_BACKOFF_INITIAL, WATCH_BACKOFF_MAX};
+use super::recovery::Recovery;
 use crate::clock::Clock;
 use crate::kube::Selectors;
 use crate::kube::client::DEFAULT_PAGE_SIZE;
@@ -33,6 +35,11 @@ pub struct WatcherConfig {
     /// one server (a hub's members, after its API server restarted and its watch cache began
     /// anew) then relist spread over it, not at once. Zero: the usual backoff.
     pub relist_spread: Duration,
+    /// The watched server's [`Recovery`]: once it answers again after failing, a retry waiting
+    /// out its backoff comes after a uniform random part of `recovery_spread` instead, if that
+    /// is sooner. `None`: the backoff alone.
+    pub recovery: Option<Recovery>,
+    pub recovery_spread: Duration,
 }
 
 impl Default for WatcherConfig {
@@ -45,6 +52,8 @@ impl Default for WatcherConfig {
             backoff_max: WATCH_BACKOFF_MAX,
             clock: Clock::real(),
             relist_spread: Duration::ZERO,
+            recovery: None,
+            recovery_spread: Duration::ZERO,
         }
     }
 }

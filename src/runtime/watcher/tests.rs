@@ -6,6 +6,8 @@ use super::*;
 use crate::clock::ManualClock;
 use crate::kube::api::{ConfigMap, ListMeta, ObjectMeta};
 use crate::kube::client::DEFAULT_PAGE_SIZE;
+use crate::runtime::Recovery;
+use crate::testing::now_or_never;
 use smol::block_on;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -318,4 +320,58 @@ fn a_relist_after_410_waits_a_random_part_of_its_spread_and_happens_once() {
         })
         .collect();
     assert!(waits.len() > 4, "{waits:?}");
+}
+
+#[test]
+fn a_retry_waiting_out_its_backoff_comes_soon_once_the_server_answers_again() {
+    // Every list fails: the script is empty.
+    let (mut w, fake) = watcher(vec![], vec![]);
+    let secs = Duration::from_secs;
+    w.backoff = Backoff::new(secs(30), secs(30));
+    let recovery = Recovery::default();
+    w.config.recovery = Some(recovery.clone());
+    w.config.recovery_spread = secs(2);
+    let lists = || fake.calls.lock().unwrap().0.len();
+    recovery.unanswered();
+    assert!(next(&mut w).is_err(), "the first list fails");
+    assert_eq!(lists(), 1);
+    let mut retry = std::pin::pin!(w.next());
+    assert!(
+        now_or_never(retry.as_mut()).is_none(),
+        "waits out 30 to 60 s"
+    );
+    fake.time.advance(secs(5));
+    assert!(now_or_never(retry.as_mut()).is_none(), "still backing off");
+    assert_eq!(lists(), 1);
+    recovery.answered();
+    assert!(
+        now_or_never(retry.as_mut()).is_none(),
+        "a random part of the spread first"
+    );
+    fake.time.advance(secs(2));
+    let retried = now_or_never(retry).expect("retried within the spread, not the backoff");
+    assert!(retried.is_err(), "the script is still empty");
+    assert_eq!(lists(), 2);
+}
+
+#[test]
+fn a_retry_without_a_recovery_waits_out_its_backoff() {
+    let (mut w, fake) = watcher(vec![], vec![]);
+    let secs = Duration::from_secs;
+    w.backoff = Backoff::new(secs(30), secs(30));
+    let recovery = Recovery::default();
+    w.config.recovery = Some(recovery.clone());
+    w.config.recovery_spread = secs(2);
+    assert!(next(&mut w).is_err());
+    let mut retry = std::pin::pin!(w.next());
+    // An answer with no failure before it is no recovery.
+    recovery.answered();
+    fake.time.advance(secs(29));
+    assert!(
+        now_or_never(retry.as_mut()).is_none(),
+        "the backoff is at least 30 s"
+    );
+    fake.time.advance(secs(31));
+    assert!(now_or_never(retry).is_some(), "the backoff is at most 60 s");
+    assert_eq!(fake.calls.lock().unwrap().0.len(), 2);
 }
