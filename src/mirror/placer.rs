@@ -20,23 +20,23 @@
 
 use super::apply::flows::FlowPermits;
 use super::cluster_troubles::{ClusterTroubles, News, SILENT};
-use super::copy::{Owner, labelled_for, owner_of};
+use super::copy::Owner;
 use super::desired::DesiredCopy;
-use super::fleet_metrics;
 use super::payload::Digest;
 use super::placement::{
-    CARRIER_TYPE, Carrier, FORMAT, FleetStores, MirrorOnHub, Placement, PlacementInfo,
-    PlacementSpec, placement_name, spec_hash,
+    Carrier, FORMAT, FleetStores, MirrorOnHub, Placement, PlacementInfo, PlacementSpec,
+    placement_name, spec_hash,
 };
 use super::types::{Clusters, Mirror, TargetSpec};
-use crate::kube::api::{ObjectMeta, OwnerReference, Resource, Secret};
-use crate::kube::{Client, Error, PatchKind};
+use crate::kube::api::{ObjectMeta, Resource, Secret};
+use crate::kube::{Client, Error};
 use crate::runtime::ObjectKey;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use writes::gone_is_fine;
 
 /// Placement writes in flight at once for one namespace's fleet Mirrors: at `--fleet-qps` 250,
 /// enough to keep the bucket busy while a write takes up to 128 ms, few enough that the bodies
@@ -302,131 +302,6 @@ impl Placer {
             _ => placed.clusters.pending += 1,
         }
     }
-
-    /// After a create met 409: whether `owner` holds the Placement `ns/name` (written by an
-    /// earlier reconcile whose watch event has not come yet; it will wake the Mirror again), or
-    /// something else does, without the labels the hub's watch selects.
-    async fn holds(&self, owner: &Owner, ns: &str, name: &str) -> Result<bool, Error> {
-        let path = Placement::url_path(Some(ns), Some(name));
-        let held: Placement = self.client.get_at(path).await?;
-        Ok(PlacementInfo::of(&held).owner.as_ref() == Some(owner))
-    }
-
-    async fn create(
-        &self,
-        owner: &Owner,
-        ns: &str,
-        name: &str,
-        spec: &PlacementSpec,
-    ) -> Result<Option<String>, Error> {
-        let placement = Placement {
-            api_version: Some(super::types::API_VERSION.to_owned()),
-            kind: Some("Placement".to_owned()),
-            metadata: labelled_for(owner, ns, name),
-            spec: spec.clone(),
-            status: None,
-        };
-        let created = self.client.create(&placement).await?;
-        fleet_metrics::placement_written(ns);
-        Ok(created.metadata.uid)
-    }
-
-    /// Replaces the spec whole, if the Placement is still at `rv`: a JSON patch, as a merge
-    /// patch would leave behind the keys the new content no longer holds.
-    async fn replace(
-        &self,
-        ns: &str,
-        name: &str,
-        rv: &str,
-        spec: &PlacementSpec,
-    ) -> Result<(), Error> {
-        let patch = json!([
-            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-            {"op": "replace", "path": "/spec", "value": spec},
-        ]);
-        let path = Placement::url_path(Some(ns), Some(name));
-        let _: Placement = self.client.patch_at(path, &patch, PatchKind::Json).await?;
-        fleet_metrics::placement_written(ns);
-        Ok(())
-    }
-
-    async fn tombstone(&self, key: &ObjectKey, rv: &str) -> Result<(), Error> {
-        let patch = json!([
-            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-            {"op": "replace", "path": "/spec/withdrawn", "value": true},
-            {"op": "remove", "path": "/spec/content"},
-        ]);
-        let path = Placement::url_path(Some(&key.namespace), Some(&key.name));
-        let tombstone = self
-            .client
-            .patch_at::<Placement>(path.clone(), &patch, PatchKind::Json);
-        match tombstone.await {
-            // No content to remove (a Secret's Placement): the tombstone alone.
-            Err(e) if e.code() == Some(422) => {
-                let patch = json!([
-                    {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-                    {"op": "add", "path": "/spec/withdrawn", "value": true},
-                ]);
-                self.client
-                    .patch_at::<Placement>(path, &patch, PatchKind::Json)
-                    .await
-                    .map(drop)
-            }
-            other => other.map(drop),
-        }?;
-        fleet_metrics::placement_written(&key.namespace);
-        Ok(())
-    }
-
-    /// Writes the carrier of a Secret's data beside its Placement (`at`: namespace, name and
-    /// uid), owned by it: data only, none of the source's or target's metadata, of a type no
-    /// controller acts on. False when another fleet Mirror's carrier holds the name there:
-    /// carriers are named by the copy's name, and a conflict is reported, not overwritten.
-    async fn carry(
-        &self,
-        owner: &Owner,
-        (ns, placement, uid): (&str, &str, Option<&str>),
-        spec: &PlacementSpec,
-        data: &Option<Value>,
-    ) -> Result<bool, Error> {
-        let (Some(carrier), Some(data)) = (&spec.secret, data) else {
-            return Ok(true);
-        };
-        let mut meta = labelled_for(owner, ns, &carrier.name);
-        meta.annotations.insert(
-            super::copy::SOURCE_HASH_ANNOTATION.to_owned(),
-            carrier.hash.clone(),
-        );
-        meta.owner_references = uid
-            .map(|uid| owned_by(placement, uid))
-            .into_iter()
-            .collect();
-        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta,
-            "type": CARRIER_TYPE, "data": data});
-        let path = Secret::url_path(Some(ns), None);
-        let body = serde_json::to_vec(&secret).map_err(|e| Error::Refused(e.to_string()))?;
-        match self.client.create_encoded_at(path, body.into()).await {
-            Err(e) if e.is_already_exists() => {
-                let path = Secret::url_path(Some(ns), Some(&carrier.name));
-                let held: Secret = self.client.get_at(path.clone()).await?;
-                if owner_of(&held.metadata).as_ref() != Some(owner) {
-                    return Ok(false);
-                }
-                let mut patch = Map::new();
-                patch.insert("metadata".into(), json!({"annotations": meta.annotations}));
-                let mut data = data.as_object().cloned().unwrap_or_default();
-                data.insert("$patch".into(), "replace".into());
-                patch.insert("data".into(), Value::Object(data));
-                let patch = Value::Object(patch);
-                let _: Secret = self
-                    .client
-                    .patch_at(path, &patch, PatchKind::Strategic)
-                    .await?;
-                Ok(true)
-            }
-            other => other.map(|_| true),
-        }
-    }
 }
 
 /// A Placement whose carrier the member reported missing or not matching is written again.
@@ -480,23 +355,7 @@ fn spec_of(mirror: &Mirror, desired: &DesiredCopy) -> (PlacementSpec, Option<Val
     (spec, carried)
 }
 
-/// An owner reference to the Placement `name` with `uid`: the carrier goes with it.
-fn owned_by(name: &str, uid: &str) -> OwnerReference {
-    OwnerReference {
-        api_version: super::types::API_VERSION.to_owned(),
-        kind: "Placement".to_owned(),
-        name: name.to_owned(),
-        uid: uid.to_owned(),
-        ..OwnerReference::default()
-    }
-}
-
-fn gone_is_fine(result: Result<(), Error>) -> Result<(), Error> {
-    match result {
-        Err(e) if e.is_not_found() => Ok(()),
-        other => other,
-    }
-}
+mod writes;
 
 #[cfg(test)]
 mod tests;
