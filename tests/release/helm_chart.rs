@@ -138,10 +138,7 @@ fn secret_target_names_render_what_the_kustomize_component_adds() {
     require_e2e_binaries();
     let extra = sets(&["secretTargetNames={app-tls}", "image.tag=latest"]);
     let chart = without_helm_metadata(skiff_system(&Helm::new(), &extra));
-    let component: Vec<Value> = kustomize("deploy/secret-targets")
-        .into_iter()
-        .filter(|o| o["kind"] != "Namespace")
-        .collect();
+    let component = overlay_objects("deploy/secret-targets");
     assert_same_objects(
         &chart,
         &component,
@@ -162,10 +159,7 @@ fn kinds_render_what_the_kustomize_component_adds() {
     let mut values = ALL_KINDS.to_vec();
     values.push("image.tag=latest");
     let chart = without_helm_metadata(skiff_system(&Helm::new(), &sets(&values)));
-    let component: Vec<Value> = kustomize("deploy/kinds")
-        .into_iter()
-        .filter(|o| o["kind"] != "Namespace")
-        .collect();
+    let component = overlay_objects("deploy/kinds");
     assert_same_objects(&chart, &component, "every kind vs deploy/kinds");
 }
 
@@ -179,10 +173,7 @@ fn fleet_hub_renders_what_the_kustomize_component_adds() {
     require_e2e_binaries();
     let extra = sets(&["fleet.hub.enable=true", "image.tag=latest"]);
     let chart = without_helm_metadata(skiff_system(&Helm::new(), &extra));
-    let component: Vec<Value> = kustomize("deploy/fleet-hub")
-        .into_iter()
-        .filter(|o| o["kind"] != "Namespace")
-        .collect();
+    let component = overlay_objects("deploy/fleet-hub");
     assert_same_objects(&chart, &component, "fleet.hub.enable vs deploy/fleet-hub");
 }
 
@@ -199,10 +190,7 @@ fn fleet_member_renders_what_the_kustomize_component_adds() {
         "image.tag=latest",
     ];
     let chart = without_helm_metadata(skiff_system(&Helm::new(), &sets(&values)));
-    let component: Vec<Value> = kustomize("deploy/fleet-member")
-        .into_iter()
-        .filter(|o| o["kind"] != "Namespace")
-        .collect();
+    let component = overlay_objects("deploy/fleet-member");
     assert_same_objects(
         &chart,
         &component,
@@ -1004,4 +992,13 @@ fn chart_image_and_installer_share_cargo_s_version() {
         expected,
         "make build-installer's default IMG"
     );
+}
+
+/// What the kustomize overlay `dir` builds, its Namespace aside: `helm install
+/// --create-namespace` makes that one, so a chart has none to compare.
+fn overlay_objects(dir: &str) -> Vec<Value> {
+    kustomize(dir)
+        .into_iter()
+        .filter(|o| o["kind"] != "Namespace")
+        .collect()
 }

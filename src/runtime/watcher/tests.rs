@@ -322,15 +322,21 @@ fn a_relist_after_410_waits_a_random_part_of_its_spread_and_happens_once() {
     assert!(waits.len() > 4, "{waits:?}");
 }
 
-#[test]
-fn a_retry_waiting_out_its_backoff_comes_soon_once_the_server_answers_again() {
-    // Every list fails: the script is empty.
+/// A watcher whose every list fails (its script is empty), backing off 30 to 60 s, woken by
+/// the recovery it returns within a spread of 2 s.
+fn recovering_watcher() -> (Watcher<ConfigMap, Arc<Fake>>, Arc<Fake>, Recovery) {
     let (mut w, fake) = watcher(vec![], vec![]);
-    let secs = Duration::from_secs;
-    w.backoff = Backoff::new(secs(30), secs(30));
+    w.backoff = Backoff::new(Duration::from_secs(30), Duration::from_secs(30));
     let recovery = Recovery::default();
     w.config.recovery = Some(recovery.clone());
-    w.config.recovery_spread = secs(2);
+    w.config.recovery_spread = Duration::from_secs(2);
+    (w, fake, recovery)
+}
+
+#[test]
+fn a_retry_waiting_out_its_backoff_comes_soon_once_the_server_answers_again() {
+    let (mut w, fake, recovery) = recovering_watcher();
+    let secs = Duration::from_secs;
     let lists = || fake.calls.lock().unwrap().0.len();
     recovery.unanswered();
     assert!(next(&mut w).is_err(), "the first list fails");
@@ -356,12 +362,8 @@ fn a_retry_waiting_out_its_backoff_comes_soon_once_the_server_answers_again() {
 
 #[test]
 fn a_retry_without_a_recovery_waits_out_its_backoff() {
-    let (mut w, fake) = watcher(vec![], vec![]);
+    let (mut w, fake, recovery) = recovering_watcher();
     let secs = Duration::from_secs;
-    w.backoff = Backoff::new(secs(30), secs(30));
-    let recovery = Recovery::default();
-    w.config.recovery = Some(recovery.clone());
-    w.config.recovery_spread = secs(2);
     assert!(next(&mut w).is_err());
     let mut retry = std::pin::pin!(w.next());
     // An answer with no failure before it is no recovery.
