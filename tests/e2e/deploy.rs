@@ -72,24 +72,28 @@ fn leftovers(cp: &ControlPlane, file_args: &[&str]) -> Vec<String> {
 
 /// After a delete: nothing but the namespace, Terminating, which is then finalized.
 ///
-/// The CRD goes once the API server's `customresourcecleanup` finalizer has run, and that can
-/// take a while: the finalizer lists the Mirrors through a watch cache that the API server starts
-/// only then, and while it initialises the list fails ("storage is (re)initializing", 429) and
-/// the finalizer retries with its work queue's doubling backoff (from 5 ms). So the CRD's
-/// deletion takes up to about twice as long as that cache takes to start: a few milliseconds on
-/// an idle machine, and once (in `make test`, beside a timing suite at a higher CPU priority)
-/// over 30 s. The wait is kubectl's own (`kubectl wait --for=delete`), bounded by what the
-/// suite allows the whole API server to start under the same load (`READY_TIMEOUT`).
+/// Each CRD the manifests install (Mirrors, MirrorAcceptances) goes once the API server's
+/// `customresourcecleanup` finalizer has run, and that can take a while: the finalizer lists the
+/// CRD's objects through a watch cache that the API server starts only then, and while it
+/// initialises the list fails ("storage is (re)initializing", 429) and the finalizer retries with
+/// its work queue's doubling backoff (from 5 ms). So a CRD's deletion takes up to about twice as
+/// long as that cache takes to start: a few milliseconds on an idle machine, and over 30 s on a
+/// loaded one (once in `make test` beside a timing suite; once with every core busy beside it,
+/// for the MirrorAcceptance CRD, when only the Mirror CRD was waited for). The waits are kubectl's
+/// own (`kubectl wait --for=delete`), each bounded by what the suite allows the whole API server
+/// to start under the same load (`READY_TIMEOUT`).
 fn assert_only_terminating_namespace_left(cp: &ControlPlane, file_args: &[&str]) {
-    let crd = "customresourcedefinition/mirrors.skiff.dev";
     let timeout = format!("--timeout={}s", READY_TIMEOUT.as_secs());
-    let waited = cp.kubectl(&["wait", "--for=delete", crd, &timeout]);
-    assert!(
-        waited.status.success(),
-        "the CRD is still there: {}\n{}",
-        String::from_utf8_lossy(&waited.stderr),
-        why_the_crd_stays(cp)
-    );
+    let crds = leftovers(cp, file_args).into_iter();
+    for crd in crds.filter(|object| object.starts_with("customresourcedefinition")) {
+        let waited = cp.kubectl(&["wait", "--for=delete", &crd, &timeout]);
+        assert!(
+            waited.status.success(),
+            "{crd} is still there: {}\n{}",
+            String::from_utf8_lossy(&waited.stderr),
+            why_the_crd_stays(cp, &crd)
+        );
+    }
     let left = leftovers(cp, file_args);
     assert_eq!(left, [format!("namespace/{NAMESPACE}")], "left behind");
     let phase = cp.kubectl_ok(&[
@@ -104,18 +108,16 @@ fn assert_only_terminating_namespace_left(cp: &ControlPlane, file_args: &[&str])
     assert!(leftovers(cp, file_args).is_empty());
 }
 
-/// What holds the Mirror CRD, if it is still there: its finalizers and the conditions its
+/// What holds `crd` (`kind/name`), if it is still there: its finalizers and the conditions its
 /// finalizer reports (`Terminating`, with the reason it is waiting), and the API server's log
 /// lines about it.
-fn why_the_crd_stays(cp: &ControlPlane) -> String {
-    let Some(crd) = cp.get_json(&["customresourcedefinition", "mirrors.skiff.dev"]) else {
+fn why_the_crd_stays(cp: &ControlPlane, crd: &str) -> String {
+    let name = crd.rsplit('/').next().unwrap_or(crd);
+    let Some(crd) = cp.get_json(&["customresourcedefinition", name]) else {
         return String::new();
     };
     let log = std::fs::read_to_string(cp.dir().join("kube-apiserver.log")).unwrap_or_default();
-    let lines: Vec<&str> = log
-        .lines()
-        .filter(|line| line.contains("mirrors.skiff.dev"))
-        .collect();
+    let lines: Vec<&str> = log.lines().filter(|line| line.contains(name)).collect();
     format!(
         "the CRD: finalizers {}, deletionTimestamp {}, conditions {}\nkube-apiserver.log:\n{}",
         crd["metadata"]["finalizers"],
