@@ -204,13 +204,16 @@ impl ControlPlane {
     }
 
     /// `kubectl apply -k manifests/` (once per control plane; later calls return at once), then
-    /// waits until the Mirror CRD is Established. Panics unless both succeed.
+    /// waits until every CRD of `manifests/crd.yaml` (Mirror and MirrorAcceptance) is
+    /// Established, so a test may create either at once. Panics unless both succeed. The wait is
+    /// a liveness bound, [`READY_TIMEOUT`], as for the API server's own start under load.
     pub fn install_manifests(&self) -> &Self {
         self.manifests.get_or_init(|| {
             let manifests = manifests_dir().display().to_string();
             self.kubectl_ok(&["apply", "-k", &manifests]);
-            let crd = "customresourcedefinition/mirrors.skiff.dev";
-            self.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+            let crds = manifests_dir().join("crd.yaml").display().to_string();
+            let timeout = format!("--timeout={}s", READY_TIMEOUT.as_secs());
+            self.kubectl_ok(&["wait", "--for=condition=Established", "-f", &crds, &timeout]);
         });
         self
     }
