@@ -45,11 +45,18 @@ impl MirrorWriter {
             .filter(|_| Owner::of(mirror).hub().is_some())
     }
 
-    /// The Mirror as this replica last wrote it, or as cached when the cache has caught up.
+    /// The Mirror as this replica last wrote it, or as cached when the cache has caught up;
+    /// `cached` must come from the Mirror cache (it tells whether the cache caught up).
     pub fn latest(&self, owner: &Owner, cached: Mirror) -> Mirror {
         self.written
             .resolve(owner, Some(cached.clone()))
             .unwrap_or(cached)
+    }
+
+    /// `mirror`, which a reconcile holds (read at its start or written since), as this
+    /// replica's later writes left it: what a status written now must be based on.
+    pub fn refreshed(&self, mirror: &Mirror) -> Mirror {
+        self.written.newest(&Owner::of(mirror), mirror.clone())
     }
 
     /// Drops what is kept about a Mirror that is gone.
@@ -162,3 +169,6 @@ impl MirrorWriter {
             .record(Owner::of(&written), Some(version), Some(written));
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -150,6 +150,20 @@ impl<K: Eq + Hash + Clone, T: Versioned> OwnWrites<K, T> {
         }
     }
 
+    /// `known` (an object this replica holds: one it read or wrote, not the cache's) as this
+    /// replica's writes on top of it left it. Unlike [`resolve`](Self::resolve) it never drops
+    /// the entry: `known` may be this replica's own last write, which says nothing of whether
+    /// the cache caught up, and dropping it would let the next read of a lagging cache answer
+    /// with a version this replica already replaced (a write on it is refused with a 409).
+    pub fn newest(&self, key: &K, known: T) -> T {
+        let state = self.lock();
+        let fresh = |e: &&Entry<T>| e.at.elapsed() < self.expiry;
+        match state.entries.get(key).filter(fresh) {
+            Some(e) if e.superseded.contains(&known.version()) => e.ours.clone().unwrap_or(known),
+            _ => known,
+        }
+    }
+
     /// Objects this replica created (and has not deleted since) for which `keep` is true,
     /// with their keys: `keep` tells, for example, whether the cache still lacks them.
     pub fn created(&self, keep: impl Fn(&K, &T) -> bool) -> Vec<(K, T)> {

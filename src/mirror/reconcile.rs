@@ -262,7 +262,7 @@ impl Reconciler {
             self.announce.contested(mirror, &contest, naming).await;
         }
         // Progress reports during the fan-out may have written the status since.
-        let mirror = &self.mirrors.latest(owner, mirror.clone());
+        let mirror = &self.mirrors.refreshed(mirror);
         let observed = Observed {
             source_hash: Some(hex),
             selected: selected.len() as u32,

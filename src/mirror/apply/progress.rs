@@ -77,7 +77,7 @@ impl ProgressReport<'_> {
     /// Writes a `Progressing` status. Best effort: a failed report (for example a 409 because
     /// someone else changed the Mirror) is left to the final status write.
     pub async fn send(&self, synced: u32) {
-        let mirror = self.mirrors.latest(self.owner, self.mirror.clone());
+        let mirror = self.mirrors.refreshed(self.mirror);
         let observed = Observed {
             source_hash: Some(self.hash.to_owned()),
             selected: u32::try_from(self.selected).unwrap_or(u32::MAX),

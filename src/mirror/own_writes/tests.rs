@@ -152,6 +152,21 @@ fn a_mirror_cache_two_writes_behind_reads_as_the_last_write() {
 }
 
 #[test]
+fn looking_up_our_own_write_keeps_what_it_replaced() {
+    let w = MirrorWrites::default();
+    w.record(owner("m"), Some("1"), Some(mirror_at("2", "finalizer")));
+    let ours = w.newest(&owner("m"), mirror_at("2", "held"));
+    assert_eq!(note(Some(ours)), "held", "nothing newer than our own write");
+    let held_before = w.newest(&owner("m"), mirror_at("1", "held"));
+    assert_eq!(note(Some(held_before)), "finalizer");
+    assert_eq!(
+        seen_over(&w, "1", "cached"),
+        "finalizer",
+        "a cache still behind our write reads as it, whatever was looked up since"
+    );
+}
+
+#[test]
 fn a_change_by_someone_else_drops_the_entry() {
     let w = MirrorWrites::default();
     w.record(owner("m"), Some("1"), Some(mirror_at("2", "ours")));
