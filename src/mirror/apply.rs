@@ -90,9 +90,9 @@ pub struct Applier {
 }
 
 impl Applier {
-    pub fn new(requests: CopyRequests, stopping: Signal) -> Applier {
+    pub fn new(requests: CopyRequests, written: Arc<CopyWrites>, stopping: Signal) -> Applier {
         Applier {
-            writer: CopyWriter::new(requests),
+            writer: CopyWriter::new(requests, written),
             flows: FlowPermits::new(MAX_IN_FLIGHT),
             stopping,
         }

@@ -14,6 +14,7 @@ use super::index::mirror_store;
 use super::kind_caches::KindCaches;
 use super::namespace::NamespaceEntry;
 use super::offers::offer_moved;
+use super::own_writes::CopyWrites;
 use super::placed::{Placed, PlacedStores, as_mirror_event, carried_by, placed_keys};
 use super::placement::{FleetStores, HEARTBEAT_LABEL, Placement};
 use super::secret_targets::SecretTargets;
@@ -66,6 +67,9 @@ pub struct Caches {
     /// On a hub (`--fleet-hub`): the Placements of its fleet Mirrors and its members'
     /// heartbeats.
     pub fleet: Option<FleetStores>,
+    /// The copies this replica wrote that the copy caches may not show yet: the reconciler
+    /// reads the copy caches through it, and the copy watches tell it what they see.
+    pub copy_writes: Arc<CopyWrites>,
 }
 
 impl Caches {
@@ -97,6 +101,7 @@ impl Caches {
             acceptances: self_service.map(|_| Acceptances::default()),
             placed,
             fleet,
+            copy_writes: Arc::default(),
         }
     }
 
@@ -210,7 +215,7 @@ impl Caches {
             ));
         }
         for caches in self.kinds.values() {
-            tasks.extend(caches.spawn_watches(client, queue, &self.mirrors));
+            tasks.extend(caches.spawn_watches(client, queue, (&self.mirrors, &self.copy_writes)));
         }
         if let Some(placed) = &self.placed {
             tasks.extend(self.placed_watches(placed, queue));

@@ -20,6 +20,7 @@ use super::enqueue::{copy_owners, mirrors_of_source};
 use super::index::{copies_of, copy_store};
 use super::named_stores::NamedStores;
 use super::offers::offered_selector;
+use super::own_writes::CopyWrites;
 use super::secret_targets::SecretTargets;
 use super::source::SourceContent;
 use super::source_stores::{SourceScope, SourceStores};
@@ -29,7 +30,7 @@ use crate::kind::Kind;
 use crate::kube::Client;
 use crate::kube::api::Object;
 use crate::runtime::{
-    ApiSource, ObjectKey, Store, WatcherConfig, WorkQueue, regardless, spawn_watch,
+    ApiSource, Change, ObjectKey, Store, WatcherConfig, WorkQueue, regardless, spawn_watch,
 };
 use std::sync::Arc;
 
@@ -108,7 +109,7 @@ impl KindCaches {
         &self,
         client: &Client,
         queue: &WorkQueue<ObjectKey>,
-        mirrors: &Store<Mirror, Mirror>,
+        (mirrors, written): (&Store<Mirror, Mirror>, &Arc<CopyWrites>),
     ) -> Vec<smol::Task<()>> {
         let (row, kind) = (self.row, self.row.id);
         let at = |ns: Option<&str>| ApiSource::at(client, ns, row.collection_path(ns));
@@ -116,7 +117,11 @@ impl KindCaches {
         let mut tasks = Vec::new();
         let managed = WatcherConfig::default().labels(&managed_selector());
         for (config, store) in self.copies.watches(&managed) {
-            let owners = regardless(copy_owners(mirrors.clone(), kind));
+            let (owners, written) = (copy_owners(mirrors.clone(), kind), Arc::clone(written));
+            let owners = move |event: &Change<Object>, previous: Option<&CopyInfo>| {
+                written.observe_event(kind, event, previous);
+                owners(event)
+            };
             tasks.push(spawn_watch(at(None), config, store.clone(), queue, owners));
         }
         for (ns, store) in self.sources.stores() {

@@ -15,8 +15,8 @@
 
 use super::copy::{CopyInfo, Owner};
 use super::types::{Mirror, SourceKind};
-use crate::kube::api::Version;
-use crate::runtime::ObjectKey;
+use crate::kube::api::{Resource, Version};
+use crate::runtime::{Change, ObjectKey};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
@@ -150,6 +150,22 @@ impl<K: Eq + Hash + Clone, T: Versioned> OwnWrites<K, T> {
         }
     }
 
+    /// What a watch event shows the cache held of `key` at `seen`: the version an event
+    /// brings, or for a deletion the version the cache held before it. A version none of this
+    /// replica's writes replaced means the cache caught up with them (or someone changed or
+    /// deleted the object since), so what was kept of them goes now, as kube-controller-manager
+    /// lowers its expectations when it observes the event, not at the next read. Otherwise a
+    /// copy this replica created, then someone deleted before a reconcile read the cache,
+    /// would read as present (its absence looks like the create not seen yet) until the entry
+    /// expired.
+    pub fn observe(&self, key: &K, seen: &Version) {
+        let mut state = self.lock();
+        let replaced = |e: &Entry<T>| e.superseded.contains(seen);
+        if state.entries.get(key).is_some_and(|e| !replaced(e)) {
+            state.entries.remove(key);
+        }
+    }
+
     /// `known` (an object this replica holds: one it read or wrote, not the cache's) as this
     /// replica's writes on top of it left it. Unlike [`resolve`](Self::resolve) it never drops
     /// the entry: `known` may be this replica's own last write, which says nothing of whether
@@ -214,6 +230,28 @@ impl CopyWrites {
         let created =
             self.created(|k, c| c.owner.as_deref() == Some(owner) && !in_cache(k.kind, &k.object));
         created.into_iter().map(|(k, c)| (k.object, c)).collect()
+    }
+
+    /// Observes an event of the copy watch of `kind` ([`OwnWrites::observe`]); `previous` is
+    /// what the cache held of the object before it.
+    pub fn observe_event<K: Resource>(
+        &self,
+        kind: SourceKind,
+        event: &Change<K>,
+        previous: Option<&CopyInfo>,
+    ) {
+        let (object, seen) = match (event, previous) {
+            (Change::Listed(o) | Change::Applied(o), _) => {
+                (o, Version::new(o.metadata().resource_version()))
+            }
+            (Change::Deleted(o), Some(held)) => (o, held.resource_version.clone()),
+            _ => return,
+        };
+        if self.is_empty() {
+            return;
+        }
+        let meta = object.metadata();
+        self.observe(&CopyKey::new(kind, meta.namespace(), meta.name()), &seen);
     }
 }
 

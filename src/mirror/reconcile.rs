@@ -63,7 +63,7 @@ impl Reconciler {
         stopping: Signal,
     ) -> Reconciler {
         let requests = CopyRequests::new(client.clone());
-        let placed = caches.placed.clone();
+        let (placed, written) = (caches.placed.clone(), Arc::clone(&caches.copy_writes));
         let listed = (&kinds.kinds, &secret_targets, caches.self_service.as_ref());
         let orphans = Orphans::new(requests.clone(), listed, stopping.clone());
         let consent = (caches.self_service.clone()).map(|settings| {
@@ -85,7 +85,7 @@ impl Reconciler {
             conflicts: Conflicts::new(requests.clone()),
             contests: Contests::default(),
             announce: Announcer::new(recorder),
-            applier: Arc::new(Applier::new(requests, stopping)),
+            applier: Arc::new(Applier::new(requests, written, stopping)),
             orphans,
         }
     }

@@ -2,7 +2,9 @@
 //! what a copy carries besides `data` (a Secret's `type`, a ConfigMap's `binaryData`) is kept.
 
 use crate::support::cluster::{Cluster, HOME, SOURCE_HASH};
+use crate::support::fake::{Fault, RequestClass};
 use serde_json::json;
+use std::time::Duration;
 
 fn team_mirror(cluster: &Cluster) {
     cluster.namespace("team-a", json!({"team": "yes"}));
@@ -76,6 +78,39 @@ fn a_hand_deleted_copy_is_recreated() {
     let after = cluster.configmap_at("team-a", "app-ca").expect("copy");
     assert_ne!(after["metadata"]["uid"], before["metadata"]["uid"]);
     assert_eq!(after["data"], json!({"ca.crt": "PEM"}));
+}
+
+/// The copy is deleted while skiff has created it but not yet finished the reconcile (its
+/// status write held), so the cache sees the copy come and go before any reconcile reads it:
+/// skiff must not take the absence for its create not seen yet.
+#[test]
+fn a_copy_deleted_before_skiff_read_it_back_is_recreated() {
+    let mut cluster = Cluster::new("early-delete");
+    team_mirror(&cluster);
+    let (release, held) = smol::channel::bounded::<()>(1);
+    let status_writes = RequestClass::Matching("/mirrors/ca/status");
+    cluster.server.set_fault(status_writes, Fault::Hold(held));
+    let skiff = cluster.start(&[]);
+    cluster.wait_for(&skiff, "the copies created", || {
+        ["team-a", "team-b"]
+            .iter()
+            .all(|ns| cluster.configmap_at(ns, "app-ca").is_some())
+    });
+    let before = cluster.configmap_at("team-a", "app-ca").expect("copy");
+    cluster
+        .server
+        .remove("/api/v1/namespaces/team-a/configmaps/app-ca");
+    // Time for the deletion's event to reach skiff while the status write is still held. It
+    // decides only whether this run recreates the reconcile order the test is about, never
+    // the verdict: a later event still has the copy recreated.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(release);
+    cluster.server.clear_faults();
+    cluster.wait_for(&skiff, "the copy recreated", || {
+        cluster.configmap_at("team-a", "app-ca").is_some()
+    });
+    let after = cluster.configmap_at("team-a", "app-ca").expect("copy");
+    assert_ne!(after["metadata"]["uid"], before["metadata"]["uid"]);
 }
 
 #[test]

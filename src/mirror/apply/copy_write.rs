@@ -110,15 +110,13 @@ impl Wrote {
 /// The requests on copies, each success recorded as this replica's own write.
 pub struct CopyWriter {
     requests: CopyRequests,
-    written: CopyWrites,
+    /// Shared with the copy watches, which tell it what the caches see.
+    written: Arc<CopyWrites>,
 }
 
 impl CopyWriter {
-    pub fn new(requests: CopyRequests) -> CopyWriter {
-        CopyWriter {
-            requests,
-            written: CopyWrites::default(),
-        }
+    pub fn new(requests: CopyRequests, written: Arc<CopyWrites>) -> CopyWriter {
+        CopyWriter { requests, written }
     }
 
     /// The copies this replica wrote, until the caches show them.

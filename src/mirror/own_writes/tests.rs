@@ -1,5 +1,5 @@
 use super::*;
-use crate::kube::api::ObjectMeta;
+use crate::kube::api::{Object, ObjectMeta};
 use crate::mirror::payload::{Digest, HeldMaps};
 
 fn owner(name: &str) -> Owner {
@@ -164,6 +164,65 @@ fn looking_up_our_own_write_keeps_what_it_replaced() {
         "finalizer",
         "a cache still behind our write reads as it, whatever was looked up since"
     );
+}
+
+/// A copy watch event of the copy `key("a")` at `rv`, and what the cache held before it.
+fn copy_event(change: fn(Object) -> Change<Object>, rv: &str) -> Change<Object> {
+    let mut meta = ObjectMeta::named(Some("a"), "ca");
+    meta.resource_version = Some(rv.into());
+    change(Object {
+        metadata: meta,
+        ..Object::default()
+    })
+}
+
+#[test]
+fn a_create_seen_and_then_deleted_by_someone_else_reads_as_absent() {
+    let w = CopyWrites::default();
+    w.record(key("a"), None, Some(info("5", "ours")));
+    let kind = SourceKind::ConfigMap;
+    w.observe_event(kind, &copy_event(Change::Applied, "5"), None);
+    w.observe_event(
+        kind,
+        &copy_event(Change::Deleted, "6"),
+        Some(&info("5", "ours")),
+    );
+    assert_eq!(
+        w.resolve(&key("a"), None),
+        None,
+        "the copy is gone: write it again"
+    );
+}
+
+#[test]
+fn a_deletion_seen_after_the_create_was_recorded_drops_it_too() {
+    let w = CopyWrites::default();
+    w.record(key("a"), None, Some(info("5", "ours")));
+    let held = info("5", "ours");
+    w.observe_event(
+        SourceKind::ConfigMap,
+        &copy_event(Change::Deleted, "6"),
+        Some(&held),
+    );
+    assert_eq!(w.resolve(&key("a"), None), None);
+}
+
+#[test]
+fn events_of_versions_our_writes_replaced_keep_them() {
+    let w = CopyWrites::default();
+    let kind = SourceKind::ConfigMap;
+    w.record(key("a"), Some("4"), None);
+    w.record(key("a"), None, Some(info("7", "recreated")));
+    let old = info("4", "old");
+    w.observe_event(kind, &copy_event(Change::Applied, "4"), None);
+    w.observe_event(kind, &copy_event(Change::Deleted, "5"), Some(&old));
+    assert_eq!(
+        w.resolve(&key("a"), None),
+        Some(info("7", "recreated")),
+        "the old copy's deletion says nothing of the one written after it"
+    );
+    w.observe_event(kind, &copy_event(Change::Applied, "7"), None);
+    assert!(w.is_empty(), "the cache caught up with the recreated copy");
 }
 
 #[test]
