@@ -91,10 +91,14 @@ fn a_copy_deleted_before_skiff_read_it_back_is_recreated() {
     let status_writes = RequestClass::Matching("/mirrors/ca/status");
     cluster.server.set_fault(status_writes, Fault::Hold(held));
     let skiff = cluster.start(&[]);
-    cluster.wait_for(&skiff, "the copies created", || {
-        ["team-a", "team-b"]
+    // The status is written once every create's reply is in, so skiff has recorded its creates
+    // before the copy goes (a deletion within a create's round trip is another order).
+    cluster.wait_for(&skiff, "the status write, held", || {
+        cluster
+            .server
+            .requests()
             .iter()
-            .all(|ns| cluster.configmap_at(ns, "app-ca").is_some())
+            .any(|r| r.method == "PUT" && r.path.ends_with("/mirrors/ca/status"))
     });
     let before = cluster.configmap_at("team-a", "app-ca").expect("copy");
     cluster
