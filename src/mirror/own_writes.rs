@@ -240,6 +240,9 @@ impl CopyWrites {
         event: &Change<K>,
         previous: Option<&CopyInfo>,
     ) {
+        if self.is_empty() {
+            return;
+        }
         let (object, seen) = match (event, previous) {
             (Change::Listed(o) | Change::Applied(o), _) => {
                 (o, Version::new(o.metadata().resource_version()))
@@ -247,9 +250,6 @@ impl CopyWrites {
             (Change::Deleted(o), Some(held)) => (o, held.resource_version.clone()),
             _ => return,
         };
-        if self.is_empty() {
-            return;
-        }
         let meta = object.metadata();
         self.observe(&CopyKey::new(kind, meta.namespace(), meta.name()), &seen);
     }
