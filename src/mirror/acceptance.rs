@@ -7,8 +7,9 @@
 //! found, never the namespaces or Mirrors of the cluster.
 
 use super::copy::Owner;
+use super::own_writes::Versioned;
 use super::types::{API_VERSION, Condition, SourceKind};
-use crate::kube::api::ObjectMeta;
+use crate::kube::api::{ObjectMeta, Version};
 use crate::runtime::{Change, ObjectKey, Store};
 use by_mirror::ByMirror;
 use serde::{Deserialize, Serialize};
@@ -108,9 +109,11 @@ impl Verdict {
 /// What the acceptance cache keeps of one acceptance (its namespace and name are the store's
 /// key): the Mirror it names, the kind it accepts, and whether its status already shows a
 /// reason for its current generation, so a status equal to it is not written again, and its
-/// `targetName`. Kept small, with no allocation of its own unless it sets a `targetName` (the
-/// Mirror's name is shared, see [`ByMirror`]): the cache holds one per acceptance of the
-/// cluster (`benches/acceptances.rs` measures it).
+/// `targetName`, and the version it was read at (so this replica's own status writes can stand
+/// in for a cache that has not seen them yet, see [`super::own_writes`]). Kept small, with no
+/// allocation of its own unless it sets a `targetName` (the Mirror's name is shared, see
+/// [`ByMirror`]): the cache holds one per acceptance of the cluster (`benches/acceptances.rs`
+/// measures it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
     /// The Mirror it names, as `namespace/name`, shared with the index.
@@ -125,6 +128,14 @@ pub struct Accepted {
     /// `spec.targetName`, if set: behind a thin pointer, so an acceptance without one costs
     /// one word and no allocation.
     target_name: Option<Box<Box<str>>>,
+    /// Its resourceVersion.
+    version: Version,
+}
+
+impl Versioned for Accepted {
+    fn version(&self) -> Version {
+        self.version.clone()
+    }
 }
 
 impl Accepted {
@@ -142,6 +153,7 @@ impl Accepted {
                 .is_some_and(|c| c.observed_generation.unwrap_or_default() == generation),
             kind: acceptance.spec.kind,
             target_name: (acceptance.spec.target_name.as_deref()).map(|n| Box::new(n.into())),
+            version: Version::new(acceptance.metadata.resource_version()),
         }
     }
 
@@ -189,6 +201,11 @@ impl Acceptances {
     pub fn apply(&self, event: &Change<MirrorAcceptance>) {
         let previous = self.store.apply(event);
         self.follow(event, previous.as_ref());
+    }
+
+    /// What the cache would keep of `acceptance` (one this replica wrote, for example).
+    pub fn project(&self, acceptance: &MirrorAcceptance) -> Accepted {
+        Accepted::of(acceptance, &self.by_mirror)
     }
 
     /// Brings the index up to date with an event the store has applied.

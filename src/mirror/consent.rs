@@ -21,11 +21,12 @@
 //!   own spec does not.
 
 use super::acceptance::local_names::{LocalNames, NameRefused, local_names};
-use super::acceptance::{MirrorAcceptance, SERVED, Verdict};
+use super::acceptance::{Accepted, MirrorAcceptance, SERVED, Verdict};
 use super::caches::Caches;
 use super::copy::{CopyInfo, Owner};
 use super::kind_checks::KindChecks;
 use super::namespace::NamespaceInfo;
+use super::own_writes::{OwnWrites, Versioned as _};
 use super::secret_targets::SecretTargets;
 use super::status::{Reason, Refusal};
 use super::types::{DeletionPolicy, Mirror, SourceKind};
@@ -96,6 +97,10 @@ pub struct Consent {
     caches: Caches,
     client: Client,
     recorder: Recorder,
+    /// The statuses this replica wrote that the acceptance cache may not show yet: read
+    /// through it, a reconcile running before the watch delivered them neither writes the
+    /// same status again nor posts its Event twice.
+    told: OwnWrites<ObjectKey, Accepted>,
 }
 
 impl Consent {
@@ -111,6 +116,7 @@ impl Consent {
             caches,
             client,
             recorder,
+            told: OwnWrites::default(),
         }
     }
 
@@ -276,7 +282,10 @@ impl Consent {
         let Some(acceptances) = self.caches.acceptances.as_ref() else {
             return Ok(());
         };
-        for (key, accepted) in acceptances.of(owner) {
+        for (key, cached) in acceptances.of(owner) {
+            let Some(accepted) = self.told.resolve(&key, Some(cached)) else {
+                continue;
+            };
             let v = verdict(&key, accepted.kind);
             if accepted.shows(v) {
                 continue;
@@ -287,7 +296,13 @@ impl Consent {
             let message = message(v, owner, (accepted.kind, copy), refused);
             let changed = accepted.changes_reason(v);
             let written = self.write(&key, (accepted.generation, v), &message).await?;
-            if let Some(acceptance) = written.filter(|_| changed) {
+            let Some(acceptance) = written else {
+                continue;
+            };
+            let replaced = accepted.version().to_string();
+            let ours = acceptances.project(&acceptance);
+            self.told.record(key, Some(&replaced), Some(ours));
+            if changed {
                 announce(&self.recorder, &acceptance, v, &message).await;
             }
         }

@@ -1,4 +1,5 @@
-//! What this replica wrote that its caches may not have seen yet: copies and Mirrors alike.
+//! What this replica wrote that its caches may not have seen yet: copies, Mirrors and
+//! acceptance statuses alike.
 //!
 //! A cache learns of a write only when its watch event arrives. A reconcile that runs in
 //! between would see a created copy as missing, an updated one (or a Mirror whose finalizer or

@@ -637,7 +637,7 @@ fn restart_writes_nothing(cp: &ControlPlane, w: &World, since: SystemTime) {
     assert_eq!(
         served.len(),
         1,
-        "an Event again after a restart: {served:?}"
+        "b's acceptance has one Served Event, posted by the first skiff, none by the restart: {served:?}"
     );
     assert!(cp.object("secret", &w.b, "app-tls").is_some());
 }

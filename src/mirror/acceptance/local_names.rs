@@ -93,6 +93,7 @@ pub fn local_names(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::api::Version;
     use std::sync::Arc;
 
     fn accepted(kind: SourceKind, target_name: Option<&str>) -> Accepted {
@@ -103,6 +104,7 @@ mod tests {
             shown_current: false,
             kind,
             target_name: target_name.map(|n| Box::new(n.into())),
+            version: Version::new("1"),
         }
     }
 

@@ -14,6 +14,8 @@ use crate::mirror::types::LabelSelector;
 use crate::runtime::Change;
 use crate::testing::assert_mentions;
 
+mod report;
+
 /// Caches with self-service on (offers from namespaces labelled `offers=yes`, at most `cap`
 /// copies each), the namespaces `namespaces` (name, labels) listed.
 fn world(cap: usize, namespaces: &[(&str, &[(&str, &str)])]) -> Consent {
@@ -43,6 +45,16 @@ fn sharing_as(
     secret_names: &[&str],
     namespaces: &[(&str, &[(&str, &str)])],
 ) -> Consent {
+    sharing_at("http://127.0.0.1:9", settings, secret_names, namespaces)
+}
+
+/// As [`sharing_as`], writing to the API server at `api`.
+fn sharing_at(
+    api: &str,
+    settings: SelfService,
+    secret_names: &[&str],
+    namespaces: &[(&str, &[(&str, &str)])],
+) -> Consent {
     let scope = SourceScope::Namespaces(["skiff-system".to_owned()].into());
     let secret_targets = SecretTargets::new(secret_names.iter().map(|n| n.to_string()));
     let caches = Caches::new(
@@ -62,8 +74,8 @@ fn sharing_as(
         };
         caches.namespaces.apply(&Change::Applied(ns));
     }
-    let nowhere = "http://127.0.0.1:9".parse().expect("url");
-    let client = Client::new(crate::kube::Config::new(nowhere)).expect("client");
+    let api = api.parse().expect("url");
+    let client = Client::new(crate::kube::Config::new(api)).expect("client");
     let recorder = Recorder::new(&client, "skiff", "test");
     Consent::new(settings, secret_targets, caches, (client, recorder))
 }
