@@ -10,12 +10,12 @@
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::support::control_plane::{
-    ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, READY_TIMEOUT, manifests_dir,
-    require_e2e_binaries,
+    ControlPlane, E2E_REPLICA_FLAGS, OPERATOR_NAMESPACE, manifests_dir, require_e2e_binaries,
 };
 use crate::support::kubectl::succeeded;
 use crate::support::mirror_e2e::{
@@ -70,20 +70,27 @@ fn leftovers(cp: &ControlPlane, file_args: &[&str]) -> Vec<String> {
     out.lines().map(str::to_owned).collect()
 }
 
-/// After a delete: nothing but the namespace, Terminating, which is then finalized.
+/// How long a deleted CRD may take to go: the API server's CRD informer resync (5 minutes in
+/// apiextensions-apiserver), and one more minute for the finalizer's run then.
 ///
 /// Each CRD the manifests install (Mirrors, MirrorAcceptances) goes once the API server's
-/// `customresourcecleanup` finalizer has run, and that can take a while: the finalizer lists the
-/// CRD's objects through a watch cache that the API server starts only then, and while it
-/// initialises the list fails ("storage is (re)initializing", 429) and the finalizer retries with
-/// its work queue's doubling backoff (from 5 ms). So a CRD's deletion takes up to about twice as
-/// long as that cache takes to start: a few milliseconds on an idle machine, and over 30 s on a
-/// loaded one (once in `make test` beside a timing suite; once with every core busy beside it,
-/// for the MirrorAcceptance CRD, when only the Mirror CRD was waited for). The waits are kubectl's
-/// own (`kubectl wait --for=delete`), each bounded by what the suite allows the whole API server
-/// to start under the same load (`READY_TIMEOUT`).
+/// `customresourcecleanup` finalizer has run. The finalizer lists the CRD's objects through a
+/// watch cache that the API server starts only when the CRD is created; while it initialises the
+/// list fails ("storage is (re)initializing", 429) and the finalizer retries from 5 ms, doubling.
+/// On an idle machine that costs milliseconds. Under load it can stall until the resync: the
+/// finalizer writes the CRD's `Terminating` condition twice per failed attempt, and a retry that
+/// reads its informer's older copy gets a conflict, which it drops expecting an informer event to
+/// wake it, while the events of its own writes change only that condition, which it ignores. So
+/// nothing wakes it but the resync (seen once with every core busy: the MirrorAcceptance CRD,
+/// deleted two seconds after `make deploy` created it, still there after 120 s; other projects'
+/// e2e suites wait 5 minutes for the same reason). A CRD that never goes still fails.
+const CRD_CLEANUP_TIMEOUT: Duration = Duration::from_secs(6 * 60);
+
+/// After a delete: nothing but the namespace, Terminating, which is then finalized. The waits
+/// for the CRDs are kubectl's own (`kubectl wait --for=delete`), each bounded by
+/// [`CRD_CLEANUP_TIMEOUT`].
 fn assert_only_terminating_namespace_left(cp: &ControlPlane, file_args: &[&str]) {
-    let timeout = format!("--timeout={}s", READY_TIMEOUT.as_secs());
+    let timeout = format!("--timeout={}s", CRD_CLEANUP_TIMEOUT.as_secs());
     let crds = leftovers(cp, file_args).into_iter();
     for crd in crds.filter(|object| object.starts_with("customresourcedefinition")) {
         let waited = cp.kubectl(&["wait", "--for=delete", &crd, &timeout]);
