@@ -358,9 +358,14 @@ fn a_role_binding_is_copied_and_a_new_role_ref_replaces_its_copies() {
                     .object("rolebindings", &namespaces[0], name)
                     .is_some_and(|c| c["roleRef"]["name"] == "edit" && c["metadata"]["uid"] != uid)
         });
-        let mirror = cp
-            .object("mirror", OPERATOR_NAMESPACE, name)
-            .expect("Mirror");
+        // The status is written after the copies, so it may still show the source missing.
+        let mut mirror = Value::Null;
+        wait_until("the status counts a replacement", || {
+            mirror = cp
+                .object("mirror", OPERATOR_NAMESPACE, name)
+                .expect("Mirror");
+            !mirror["status"]["replaced"].is_null()
+        });
         assert_eq!(mirror["status"]["replaced"], 1, "{mirror:#}");
     });
 }
