@@ -29,14 +29,18 @@ fn sharing(
     cap: usize,
     namespaces: &[(&str, &[(&str, &str)])],
 ) -> Consent {
-    let settings = SelfService {
+    sharing_as(settings(kinds, cap), secret_names, namespaces)
+}
+
+/// Offers from namespaces labelled `offers=yes`, of `kinds`, at most `cap` copies each.
+fn settings(kinds: &[SourceKind], cap: usize) -> SelfService {
+    SelfService {
         offer_selector: expr("offers", "In", &["yes"]),
         max_copies: cap,
         kinds: kinds.iter().copied().collect(),
         projections: BTreeSet::new(),
         orphan: false,
-    };
-    sharing_as(settings, secret_names, namespaces)
+    }
 }
 
 /// Caches with self-service on as `settings` say, Secrets only under `secret_names`.
@@ -97,12 +101,15 @@ fn accept_kind(consent: &Consent, ns: &str, from: &Owner, kind: SourceKind) {
         },
         ..MirrorAcceptance::default()
     };
-    let store = consent
-        .caches
-        .acceptances
-        .as_ref()
-        .expect("self-service on");
-    store.apply(&Change::Applied(a));
+    cache(consent, a);
+}
+
+/// The acceptance cache now holds `acceptance`.
+fn cache(consent: &Consent, acceptance: MirrorAcceptance) {
+    let store = consent.caches.acceptances.as_ref();
+    store
+        .expect("self-service on")
+        .apply(&Change::Applied(acceptance));
 }
 
 /// The namespaces the offer `team-a/share` of `kind` serves of `selected`.

@@ -110,14 +110,20 @@ fn serve(stream: &TcpStream, seen: &Mutex<Seen>) {
 }
 
 /// The acceptance cache now holds `acceptance`.
-fn cache(consent: &Consent, acceptance: Value) {
-    let acceptance = serde_json::from_value(acceptance).expect("an acceptance");
-    let store = consent
-        .caches
-        .acceptances
-        .as_ref()
-        .expect("self-service on");
-    store.apply(&Change::Applied(acceptance));
+fn cached(consent: &Consent, acceptance: Value) {
+    cache(
+        consent,
+        serde_json::from_value(acceptance).expect("an acceptance"),
+    );
+}
+
+/// An API server with the acceptance at version 5, and a consent writing to it whose cache
+/// holds that acceptance showing `status`.
+fn at_version_5(status: Value) -> (Api, Consent) {
+    let api = Api::start(5);
+    let consent = sharing_at(&api.url, settings(&[SourceKind::ConfigMap], 10), &[], &[]);
+    cached(&consent, acceptance("5", status));
+    (api, consent)
 }
 
 /// One reconcile's report on the offer, with `verdict` for every acceptance.
@@ -145,9 +151,7 @@ const EVENT: &str = "POST /api/v1/namespaces/team-b/events";
 /// the record goes, and a status someone else wrote since is corrected like any other.
 #[test]
 fn a_status_the_cache_has_not_shown_yet_is_neither_written_nor_announced_again() {
-    let api = Api::start(5);
-    let consent = sharing_at(&api.url, settings(), &[], &[]);
-    cache(&consent, acceptance("5", json!({})));
+    let (api, consent) = at_version_5(json!({}));
 
     report(&consent, Verdict::Served);
     assert_eq!(api.requests(), [STATUS, EVENT], "the first report");
@@ -159,7 +163,7 @@ fn a_status_the_cache_has_not_shown_yet_is_neither_written_nor_announced_again()
         "a cache behind this replica's write read as no status"
     );
 
-    cache(&consent, acceptance("6", served_as("Served")));
+    cached(&consent, acceptance("6", served_as("Served")));
     report(&consent, Verdict::Served);
     assert_eq!(api.requests(), [STATUS, EVENT], "the cache caught up");
     assert!(
@@ -167,7 +171,7 @@ fn a_status_the_cache_has_not_shown_yet_is_neither_written_nor_announced_again()
         "what the cache shows is not kept twice"
     );
 
-    cache(&consent, acceptance("7", json!({})));
+    cached(&consent, acceptance("7", json!({})));
     report(&consent, Verdict::Served);
     let again = [STATUS, EVENT, STATUS, EVENT];
     assert_eq!(
@@ -181,9 +185,7 @@ fn a_status_the_cache_has_not_shown_yet_is_neither_written_nor_announced_again()
 /// written, and announced, as a change from what this replica wrote.
 #[test]
 fn a_new_verdict_while_the_cache_is_behind_is_written_and_announced() {
-    let api = Api::start(5);
-    let consent = sharing_at(&api.url, settings(), &[], &[]);
-    cache(&consent, acceptance("5", served_as("NotAvailable")));
+    let (api, consent) = at_version_5(served_as("NotAvailable"));
 
     report(&consent, Verdict::Served);
     report(&consent, Verdict::NotAvailable);
@@ -193,14 +195,4 @@ fn a_new_verdict_while_the_cache_is_behind_is_written_and_announced() {
         both,
         "NotAvailable after Served, the cache at 5"
     );
-}
-
-fn settings() -> SelfService {
-    SelfService {
-        offer_selector: expr("offers", "In", &["yes"]),
-        max_copies: 10,
-        kinds: [SourceKind::ConfigMap].into(),
-        projections: BTreeSet::new(),
-        orphan: false,
-    }
 }
