@@ -1,6 +1,7 @@
 //! What the unit tests share, so each test module reads the same way.
 
 pub mod pem;
+pub mod responder;
 
 use std::time::Duration;
 

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::kube::Config;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use crate::testing::responder;
+use serde_json::json;
 use std::net::TcpListener;
 
 fn stores_at(url: &str) -> PlacedStores {
@@ -25,39 +26,14 @@ fn nobody() -> String {
     url
 }
 
-/// A hub that answers one request with a Lease.
+/// A hub that answers every request with the heartbeat Lease.
 fn answering_hub() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    std::thread::spawn(move || {
-        let Ok((stream, _)) = listener.accept() else {
-            return;
-        };
-        let mut reader = BufReader::new(&stream);
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim_end().is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.trim_end().split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        let _ = reader.read_exact(&mut body);
-        let lease = br#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"heartbeat","namespace":"member-a"}}"#;
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            lease.len()
-        );
-        let mut stream = &stream;
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(lease);
-    });
-    url
+    responder::serve(|_| {
+        let meta = json!({"name": "heartbeat", "namespace": "member-a"});
+        let lease =
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta});
+        (200, lease)
+    })
 }
 
 #[test]

@@ -6,8 +6,8 @@ use crate::kube::Config;
 use crate::kube::api::ConfigMap;
 use crate::mirror::fixtures::{self, map, mirror_of};
 use crate::mirror::types::SourceKind;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use crate::testing::responder::{self, Request};
+use serde_json::Value;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -30,23 +30,16 @@ struct Held {
 }
 
 fn slow_hub(delay: Duration, refused: &str) -> SlowHub {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
     let peak = Arc::new(AtomicUsize::new(0));
     let paths = Arc::new(Mutex::new(Vec::new()));
-    let held = Arc::new(Held {
+    let held = Held {
         now: AtomicUsize::new(0),
         peak: Arc::clone(&peak),
         paths: Arc::clone(&paths),
         delay,
         refused: refused.to_owned(),
-    });
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let held = Arc::clone(&held);
-            std::thread::spawn(move || while answer(&stream, &held).is_some() {});
-        }
-    });
+    };
+    let url = responder::serve(move |request| answer(request, &held));
     SlowHub {
         url: http_types::Url::parse(&url).expect("url"),
         peak,
@@ -54,47 +47,23 @@ fn slow_hub(delay: Duration, refused: &str) -> SlowHub {
     }
 }
 
-/// Reads one request from `stream` and answers it after the delay; `None` once it closed.
-fn answer(stream: &TcpStream, held: &Held) -> Option<()> {
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok().filter(|n| *n > 0)?;
-    let path = line.split(' ').nth(1)?.to_owned();
-    let mut length = 0;
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).ok().filter(|n| *n > 0)?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
+/// Answers one request after the delay: 403 in the refused namespace, else its body back.
+fn answer(request: Request, held: &Held) -> (u16, Value) {
     let now = held.now.fetch_add(1, Ordering::SeqCst) + 1;
     held.peak.fetch_max(now, Ordering::SeqCst);
     std::thread::sleep(held.delay);
     held.now.fetch_sub(1, Ordering::SeqCst);
-    held.paths.lock().expect("paths").push(path.clone());
-    let (status, body) = if path.contains(&format!("/namespaces/{}/", held.refused)) {
+    held.paths.lock().expect("paths").push(request.path.clone());
+    if request
+        .path
+        .contains(&format!("/namespaces/{}/", held.refused))
+    {
         let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
             "reason": "Forbidden", "code": 403, "message": "forbidden"});
-        ("403 Forbidden", serde_json::to_vec(&status).ok()?)
+        (403, status)
     } else {
-        ("201 Created", body)
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    let mut stream = stream;
-    stream.write_all(head.as_bytes()).ok()?;
-    stream.write_all(&body).ok()
+        (201, request.body)
+    }
 }
 
 fn placer(hub: &SlowHub) -> Placer {

@@ -26,62 +26,20 @@ fn outcomes_map_to_401_403_and_allow() {
 /// A stand-in API server that answers every TokenReview (authenticated only for the token
 /// `reader`) and every SubjectAccessReview (allowed), counting the reviews: `(url, reviews)`.
 fn review_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-    use smol::io::AsyncWriteExt;
     use std::sync::atomic::Ordering;
-    let listener = smol::block_on(smol::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
     let reviews = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = reviews.clone();
-    let serve = async move {
-        while let Ok((mut tcp, _)) = listener.accept().await {
-            let counted = counted.clone();
-            smol::spawn(async move {
-                let request = read_request(&mut tcp).await;
-                counted.fetch_add(1, Ordering::Relaxed);
-                let body = if request.contains("tokenreviews") {
-                    let known = request.contains(r#""token":"reader""#);
-                    format!(r#"{{"status":{{"authenticated":{known},"user":{{"username":"reader"}}}}}}"#)
-                } else {
-                    r#"{"status":{"allowed":true}}"#.to_owned()
-                };
-                let reply = format!(
-                    "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = tcp.write_all(reply.as_bytes()).await;
-            })
-            .detach();
-        }
-    };
-    smol::spawn(serve).detach();
+    let url = crate::testing::responder::serve(move |request| {
+        counted.fetch_add(1, Ordering::Relaxed);
+        let status = if request.path.contains("tokenreviews") {
+            let known = request.body["spec"]["token"] == "reader";
+            serde_json::json!({"authenticated": known, "user": {"username": "reader"}})
+        } else {
+            serde_json::json!({"allowed": true})
+        };
+        (201, serde_json::json!({ "status": status }))
+    });
     (url, reviews)
-}
-
-/// A whole request: the head, then as many body bytes as its Content-Length says.
-async fn read_request(tcp: &mut smol::net::TcpStream) -> String {
-    use smol::io::AsyncReadExt;
-    let mut request = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let text = String::from_utf8_lossy(&request).into_owned();
-        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("content-length: ")
-                        .or(l.strip_prefix("Content-Length: "))
-                })
-                .and_then(|n| n.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            if body.len() >= length {
-                return text;
-            }
-        }
-        match tcp.read(&mut chunk).await {
-            Ok(0) | Err(_) => return text,
-            Ok(n) => request.extend_from_slice(&chunk[..n]),
-        }
-    }
 }
 
 /// Checks against the review server at `url`, on a clock that stands still: the new-token

@@ -3,14 +3,13 @@
 //! cache has not shown the status this replica wrote yet.
 
 use super::*;
+use crate::testing::responder::{self, Request};
 use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 /// The acceptance `team-b/from-a` of the offer `team-a/share`, at `version`, showing `status`.
-fn acceptance(version: &str, status: Value) -> Value {
-    json!({
+fn acceptance(version: &str, status: Value) -> MirrorAcceptance {
+    let acceptance = json!({
         "apiVersion": "skiff.dev/v1alpha1",
         "kind": "MirrorAcceptance",
         "metadata": {
@@ -19,7 +18,8 @@ fn acceptance(version: &str, status: Value) -> Value {
         },
         "spec": {"from": {"namespace": "team-a", "mirror": "share"}, "kind": "ConfigMap"},
         "status": status,
-    })
+    });
+    serde_json::from_value(acceptance).expect("an acceptance")
 }
 
 /// What the server has seen: each request as "METHOD path", and the acceptance's version.
@@ -38,19 +38,12 @@ struct Api {
 
 impl Api {
     fn start(version: u64) -> Api {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
         let seen = Arc::new(Mutex::new(Seen {
             version,
             ..Seen::default()
         }));
         let shared = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let seen = Arc::clone(&shared);
-                std::thread::spawn(move || serve(&stream, &seen));
-            }
-        });
+        let url = responder::serve(move |request| answer(request, &shared));
         Api { url, seen }
     }
 
@@ -59,62 +52,20 @@ impl Api {
     }
 }
 
-/// Answers the requests of one connection until the client closes it.
-fn serve(stream: &TcpStream, seen: &Mutex<Seen>) {
-    let mut reader = BufReader::new(stream);
-    loop {
-        let mut first = String::new();
-        if reader.read_line(&mut first).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim_end().is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.trim_end().split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let mut parts = first.split_whitespace();
-        let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        let sent: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let (status, reply) = {
-            let mut seen = seen.lock().expect("seen");
-            seen.requests.push(format!("{method} {path}"));
-            if method == "PATCH" {
-                seen.version += 1;
-                let version = seen.version.to_string();
-                ("200 OK", acceptance(&version, sent["status"].clone()))
-            } else {
-                ("201 Created", sent)
-            }
-        };
-        let reply = reply.to_string();
-        let head = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            reply.len()
-        );
-        let mut out = stream;
-        if out.write_all(head.as_bytes()).is_err() || out.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
+/// A status patch gets the acceptance at a new version showing the status sent; an Event is
+/// taken as sent.
+fn answer(request: Request, seen: &Mutex<Seen>) -> (u16, Value) {
+    let mut seen = seen.lock().expect("seen");
+    seen.requests
+        .push(format!("{} {}", request.method, request.path));
+    if request.method == "PATCH" {
+        seen.version += 1;
+        let version = seen.version.to_string();
+        let patched = acceptance(&version, request.body["status"].clone());
+        (200, serde_json::to_value(patched).unwrap_or(Value::Null))
+    } else {
+        (201, request.body)
     }
-}
-
-/// The acceptance cache now holds `acceptance`.
-fn cached(consent: &Consent, acceptance: Value) {
-    cache(
-        consent,
-        serde_json::from_value(acceptance).expect("an acceptance"),
-    );
 }
 
 /// An API server with the acceptance at version 5, and a consent writing to it whose cache
@@ -122,7 +73,7 @@ fn cached(consent: &Consent, acceptance: Value) {
 fn at_version_5(status: Value) -> (Api, Consent) {
     let api = Api::start(5);
     let consent = sharing_at(&api.url, settings(&[SourceKind::ConfigMap], 10), &[], &[]);
-    cached(&consent, acceptance("5", status));
+    cache(&consent, acceptance("5", status));
     (api, consent)
 }
 
@@ -163,7 +114,7 @@ fn a_status_the_cache_has_not_shown_yet_is_neither_written_nor_announced_again()
         "a cache behind this replica's write read as no status"
     );
 
-    cached(&consent, acceptance("6", served_as("Served")));
+    cache(&consent, acceptance("6", served_as("Served")));
     report(&consent, Verdict::Served);
     assert_eq!(api.requests(), [STATUS, EVENT], "the cache caught up");
     assert!(
@@ -171,7 +122,7 @@ fn a_status_the_cache_has_not_shown_yet_is_neither_written_nor_announced_again()
         "what the cache shows is not kept twice"
     );
 
-    cached(&consent, acceptance("7", json!({})));
+    cache(&consent, acceptance("7", json!({})));
     report(&consent, Verdict::Served);
     let again = [STATUS, EVENT, STATUS, EVENT];
     assert_eq!(
