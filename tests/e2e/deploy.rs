@@ -157,7 +157,7 @@ fn make_targets_install_deploy_and_remove_everything_they_create() {
     let crd = "customresourcedefinition/mirrors.skiff.dev";
 
     make(cp, &["install"]);
-    cp.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+    cp.wait_skiff_crds();
     assert!(
         cp.get_json(&["namespace", NAMESPACE]).is_none(),
         "install is only the CRD"

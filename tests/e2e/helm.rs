@@ -127,8 +127,7 @@ fn helm_install_upgrade_and_uninstall_a_working_skiff() {
     assert!(notes.contains("See it work"), "no NOTES:\n{notes}");
     let (mut pod, _dir, _) = start_pod(cp, "skiff-5d8c7b9f4-x2k4q");
     let pod_started = started.elapsed();
-    let crd = "customresourcedefinition/mirrors.skiff.dev";
-    cp.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+    cp.wait_skiff_crds();
     apply_file(cp, &samples.join("configmap-mirror.yaml"));
     let payments = cp.create_namespace("payments", &[("team", "payments")]);
     let sample_applied = started.elapsed();

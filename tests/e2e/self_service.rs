@@ -803,10 +803,9 @@ fn no_tenant_gets_skiff_to_read_or_write_what_it_could_not() {
 fn kubectl_explains_the_acceptance() {
     require_e2e_binaries();
     let cp = ControlPlane::installed();
-    let crd = "customresourcedefinition/mirroracceptances.skiff.dev";
-    cp.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
-    // Established comes before the API server publishes the kind's OpenAPI schema, which
-    // `kubectl explain` reads: as `kubectl explain` right after an install, try until it does.
+    // `installed()` waited until the CRDs were Established; that comes before the API server
+    // publishes the kind's OpenAPI schema, which `kubectl explain` reads: as `kubectl explain`
+    // right after an install, try until it does.
     let published = eventually(Duration::from_secs(60), || {
         let explain = ["explain", "mirroracceptances.spec.from"];
         cp.kubectl(&explain).status.success()

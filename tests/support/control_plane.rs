@@ -205,17 +205,34 @@ impl ControlPlane {
 
     /// `kubectl apply -k manifests/` (once per control plane; later calls return at once), then
     /// waits until every CRD of `manifests/crd.yaml` (Mirror and MirrorAcceptance) is
-    /// Established, so a test may create either at once. Panics unless both succeed. The wait is
-    /// a liveness bound, [`READY_TIMEOUT`], as for the API server's own start under load.
+    /// Established ([`Self::wait_skiff_crds`]), so a test may create either at once. Panics
+    /// unless both succeed.
     pub fn install_manifests(&self) -> &Self {
         self.manifests.get_or_init(|| {
             let manifests = manifests_dir().display().to_string();
             self.kubectl_ok(&["apply", "-k", &manifests]);
-            let crds = manifests_dir().join("crd.yaml").display().to_string();
-            let timeout = format!("--timeout={}s", READY_TIMEOUT.as_secs());
-            self.kubectl_ok(&["wait", "--for=condition=Established", "-f", &crds, &timeout]);
+            self.wait_skiff_crds();
         });
         self
+    }
+
+    /// Waits until every CRD of `manifests/crd.yaml` (Mirror and MirrorAcceptance) is
+    /// Established, as after `make install` or a chart's install; see [`Self::wait_established`].
+    pub fn wait_skiff_crds(&self) {
+        let crds = manifests_dir().join("crd.yaml").display().to_string();
+        self.wait_established(&["-f", &crds]);
+    }
+
+    /// Waits until the CRDs `selection` names (kubectl's selection: `-f <file>`, or
+    /// `customresourcedefinition/<name>`...) are Established, so a test may create their
+    /// objects at once; panics if one is not. Under load a CRD takes seconds to be served, so
+    /// the wait is a liveness bound, [`READY_TIMEOUT`], as for the API server's own start.
+    pub fn wait_established(&self, selection: &[&str]) {
+        let timeout = format!("--timeout={}s", READY_TIMEOUT.as_secs());
+        let mut args = vec!["wait", "--for=condition=Established"];
+        args.extend_from_slice(selection);
+        args.push(&timeout);
+        self.kubectl_ok(&args);
     }
 
     /// `kubectl apply -k deploy/<overlay>` once per control plane (later calls, from any test

@@ -151,8 +151,7 @@ pub fn install_hub(hub: &ControlPlane) {
         .install_overlay("secret-targets")
         .install_overlay("fleet-hub")
         .once("placements", |hub| {
-            let crd = "customresourcedefinition/placements.skiff.dev";
-            hub.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=60s"]);
+            hub.wait_established(&["customresourcedefinition/placements.skiff.dev"]);
         });
 }
 
