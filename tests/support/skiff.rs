@@ -285,7 +285,7 @@ pub fn fan_out_world(server: &super::fake::FakeServer, namespaces: usize) {
 
 /// A request that changes something (POST, PUT, PATCH, DELETE).
 pub fn is_mutating(r: &super::fake::RequestRecord) -> bool {
-    matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE")
+    r.is_mutating()
 }
 
 /// Starts a leader (short lease timings plus `extra` flags) over a fan-out to `namespaces`

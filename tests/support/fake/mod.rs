@@ -150,6 +150,15 @@ impl FakeServer {
         lock(&self.shared.records).clone()
     }
 
+    /// How many mutating requests (POST/PUT/PATCH/DELETE) have arrived so far; counted in
+    /// place, so a wait may poll it often however long the request log grows.
+    pub fn writes_received(&self) -> usize {
+        lock(&self.shared.records)
+            .iter()
+            .filter(|r| r.is_mutating())
+            .count()
+    }
+
     /// Drops every open watch connection without a clean end (simulated connection loss).
     pub fn close_watches(&self) {
         lock(&self.shared.store).events.close_all();

@@ -42,6 +42,11 @@ impl RequestRecord {
     pub fn params(&self) -> std::collections::HashMap<String, String> {
         super::routes::parse_query(&self.query)
     }
+
+    /// A request that changes something (POST, PUT, PATCH, DELETE).
+    pub fn is_mutating(&self) -> bool {
+        matches!(self.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE")
+    }
 }
 
 /// Every lock is held only for a synchronous step, never across an await.
