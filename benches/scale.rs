@@ -307,7 +307,7 @@ fn copies(server: &FakeServer) -> usize {
 fn writes_since(server: &FakeServer, from: usize) -> usize {
     let writes: Vec<String> = server.requests()[from..]
         .iter()
-        .filter(|r| support::skiff::is_mutating(r))
+        .filter(|r| r.is_mutating())
         .filter(|r| !r.path.contains("/leases") && !r.path.ends_with("/events"))
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();

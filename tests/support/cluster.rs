@@ -2,7 +2,7 @@
 //! server, runs the built binary against it, and reads back copies, status and writes.
 
 use super::fake::{FakeServer, RequestRecord};
-use super::skiff::{Skiff, TempDir, is_mutating, write_kubeconfig};
+use super::skiff::{Skiff, TempDir, write_kubeconfig};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -153,22 +153,14 @@ impl Cluster {
     /// has sent no write for [`CONVERGE`], or after [`CONVERGE_CAP`]. The verdict is whether
     /// skiff gets there, not how fast: a fan-out still under way on a busy machine is waited for.
     pub fn wait_for(&self, skiff: &Skiff, what: &str, mut check: impl FnMut() -> bool) {
-        let start = Instant::now();
-        let (mut writes, mut last_write) = (self.server.writes_received(), start);
+        let mut progress = Progress::new(Instant::now(), self.server.writes_received());
         while !check() {
-            let now = Instant::now();
-            let seen = self.server.writes_received();
-            if seen != writes {
-                (writes, last_write) = (seen, now);
+            if let Err(stalled) = progress.observe(Instant::now(), self.server.writes_received()) {
+                panic!(
+                    "timed out waiting for {what} ({stalled}); log:\n{}",
+                    skiff.logs()
+                );
             }
-            let stalled = now - last_write >= CONVERGE;
-            assert!(
-                !stalled && now - start < CONVERGE_CAP,
-                "timed out waiting for {what} (no write from skiff for {:?}, {:?} in all); log:\n{}",
-                now - last_write,
-                now - start,
-                skiff.logs()
-            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -194,7 +186,7 @@ impl Cluster {
     pub fn writes_since(&self, from: usize) -> Vec<RequestRecord> {
         self.requests_since(from)
             .into_iter()
-            .filter(is_mutating)
+            .filter(RequestRecord::is_mutating)
             .collect()
     }
 
@@ -246,4 +238,81 @@ pub fn configmap_hash(data: &Value, binary_data: &Value) -> String {
 /// The selector of the namespaces labelled `team: yes`.
 fn teams() -> Value {
     json!({"matchLabels": {"team": "yes"}})
+}
+
+/// Skiff's progress during a wait, from the fake server's count of writes: the wait goes on
+/// while skiff writes, and ends once it has been silent for [`CONVERGE`] or the wait has lasted
+/// [`CONVERGE_CAP`].
+struct Progress {
+    start: Instant,
+    writes: usize,
+    last_write: Instant,
+}
+
+impl Progress {
+    fn new(now: Instant, writes: usize) -> Progress {
+        Progress {
+            start: now,
+            writes,
+            last_write: now,
+        }
+    }
+
+    /// Notes the write count seen at `now`; `Err` says why the wait is over.
+    fn observe(&mut self, now: Instant, writes: usize) -> Result<(), String> {
+        if writes != self.writes {
+            (self.writes, self.last_write) = (writes, now);
+        }
+        let (silent, waited) = (now - self.last_write, now - self.start);
+        if silent >= CONVERGE || waited >= CONVERGE_CAP {
+            return Err(format!(
+                "no write from skiff for {silent:?}, {waited:?} in all"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_ends_once_skiff_is_silent_for_converge() {
+        let t = Instant::now();
+        let mut progress = Progress::new(t, 3);
+        assert!(
+            progress
+                .observe(t + CONVERGE - Duration::from_millis(1), 3)
+                .is_ok()
+        );
+        assert!(progress.observe(t + CONVERGE, 3).is_err());
+    }
+
+    #[test]
+    fn a_wait_goes_on_while_skiff_writes() {
+        let t = Instant::now();
+        let mut progress = Progress::new(t, 0);
+        for step in 1..=10 {
+            let now = t + CONVERGE / 2 * step;
+            assert!(
+                progress.observe(now, step as usize).is_ok(),
+                "ended at step {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_wait_ends_at_the_cap_however_busy_skiff_is() {
+        let t = Instant::now();
+        let mut progress = Progress::new(t, 0);
+        let mut writes = 0;
+        let mut now = t;
+        while now < t + CONVERGE_CAP - Duration::from_secs(1) {
+            now += Duration::from_secs(1);
+            writes += 1;
+            assert!(progress.observe(now, writes).is_ok());
+        }
+        assert!(progress.observe(t + CONVERGE_CAP, writes + 1).is_err());
+    }
 }

@@ -283,11 +283,6 @@ pub fn fan_out_world(server: &super::fake::FakeServer, namespaces: usize) {
                  "namespaceSelector": {"matchLabels": {"fanout": "yes"}}}}));
 }
 
-/// A request that changes something (POST, PUT, PATCH, DELETE).
-pub fn is_mutating(r: &super::fake::RequestRecord) -> bool {
-    r.is_mutating()
-}
-
 /// Starts a leader (short lease timings plus `extra` flags) over a fan-out to `namespaces`
 /// namespaces; returns once it holds the lease and has written at least `writes` copies.
 pub fn leader_under_load(
@@ -322,12 +317,12 @@ pub fn count_requests(
 
 /// A controller's write: mutating and not on a Lease.
 pub fn is_controller_write(r: &super::fake::RequestRecord) -> bool {
-    is_mutating(r) && r.class == super::fake::RequestClass::Other
+    r.is_mutating() && r.class == super::fake::RequestClass::Other
 }
 
 /// The holderIdentity a lease write sent, if `r` is one.
 pub fn lease_write_holder(r: &super::fake::RequestRecord) -> Option<&str> {
-    if r.class != super::fake::RequestClass::Lease || !is_mutating(r) {
+    if r.class != super::fake::RequestClass::Lease || !r.is_mutating() {
         return None;
     }
     r.body.as_ref()?["spec"]["holderIdentity"].as_str()
