@@ -71,12 +71,14 @@ fn a_hand_deleted_copy_is_recreated() {
     cluster
         .server
         .remove("/api/v1/namespaces/team-a/configmaps/app-ca");
-    assert!(cluster.configmap_at("team-a", "app-ca").is_none());
-    cluster.wait_for(&skiff, "the copy recreated", || {
-        cluster.configmap_at("team-a", "app-ca").is_some()
+    // A new uid is what proves the copy was made again; skiff may do that before this thread
+    // looks, so the absence in between is not asserted.
+    cluster.wait_for(&skiff, "the copy recreated under a new uid", || {
+        cluster
+            .configmap_at("team-a", "app-ca")
+            .is_some_and(|copy| copy["metadata"]["uid"] != before["metadata"]["uid"])
     });
     let after = cluster.configmap_at("team-a", "app-ca").expect("copy");
-    assert_ne!(after["metadata"]["uid"], before["metadata"]["uid"]);
     assert_eq!(after["data"], json!({"ca.crt": "PEM"}));
 }
 
