@@ -6,8 +6,9 @@
 //! when every held connection is being answered is the new one closed instead. A flood of
 //! silent or slow connections therefore cannot lock out the kubelet, nor a scraper: the
 //! kubelet's probe sends its request as soon as it connects, and a scraper's handshake keeps
-//! bytes flowing, so neither is ever the one silent the longest. Silence counts only while it
-//! is the peer's turn: a connection that skiff has just answered (a handshake computed, a
+//! bytes flowing, so neither is the one silent the longest unless it is itself starved of CPU
+//! (then it is silent like an attacker, and its next connection gets in). Silence counts only
+//! while it is the peer's turn: a connection that skiff has just answered (a handshake computed, a
 //! reply sent) starts afresh. And a connection whose TLS handshake skiff has computed goes
 //! only when no connection without one is left: under a burst of new connections the newest
 //! evict each other, not a scraper that is one round trip from sending its request.
